@@ -1,0 +1,59 @@
+# Thin wrapper over CMake so that the README's commands stay short.
+#   make test    install missing packages, build, run every test (ctest)
+#   make run     build and start the system in the foreground (Ctrl-C stops it)
+#   make bench   side-by-side benchmarks against the anchors (never pass/fail)
+#   make asan    unit tests under ASan+UBSan
+#   make fuzz    build the libFuzzer targets and run each briefly
+#   make format  clang-format every C file;  make format-check  verify only
+
+BUILD      ?= build
+JOBS       ?= $(shell nproc)
+FUZZ_SECONDS ?= 20
+C_SOURCES   = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+
+.PHONY: all deps configure build test unit run bench asan fuzz format format-check clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+configure: deps $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure
+
+unit: build
+	cd $(BUILD) && ctest --output-on-failure -L unit
+
+run: build
+	@BUILD_DIR=$(abspath $(BUILD)) scripts/run
+
+bench: build
+	@BUILD_DIR=$(abspath $(BUILD)) bench/run-all
+
+asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=ON
+	cmake --build build-asan -j$(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    ctest --output-on-failure -L unit
+
+fuzz: deps
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUZZ=ON
+	cmake --build build-fuzz -j$(JOBS) --target fuzzers
+	scripts/run-fuzz build-fuzz/bin $(FUZZ_SECONDS)
+
+format:
+	clang-format -i $(C_SOURCES)
+
+format-check:
+	clang-format --dry-run --Werror $(C_SOURCES)
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz
