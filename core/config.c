@@ -105,8 +105,7 @@ int core_config_set(const struct core_option *opts, const char *name, const char
 {
     const struct core_option *o = core_config_find(opts, name);
     if (!o) {
-        snprintf(err, errlen, "Unknown option or number of arguments for CONFIG SET - '%s'",
-                 name);
+        snprintf(err, errlen, "Unknown option or number of arguments for CONFIG SET - '%s'", name);
         return CORE_ENOTFOUND;
     }
     if ((o->flags & CORE_OPT_IMMUTABLE) && !at_start) {
@@ -145,8 +144,7 @@ int core_config_set(const struct core_option *opts, const char *name, const char
                 return 0;
             }
         }
-        snprintf(err, errlen, "argument '%s' for '%s' is not one of its choices", value,
-                 o->name);
+        snprintf(err, errlen, "argument '%s' for '%s' is not one of its choices", value, o->name);
         return CORE_EINVAL;
     case CORE_OPT_STRING:
         if (strlen(value) >= CORE_OPT_STRLEN) {

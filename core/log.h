@@ -25,8 +25,8 @@ int core_log_level_parse(const char *name);
 void core_log(enum core_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-#define CORE_DEBUG(...)  core_log(CORE_LOG_DEBUG, __VA_ARGS__)
-#define CORE_INFO(...)   core_log(CORE_LOG_NOTICE, __VA_ARGS__)
-#define CORE_WARN(...)   core_log(CORE_LOG_WARNING, __VA_ARGS__)
+#define CORE_DEBUG(...) core_log(CORE_LOG_DEBUG, __VA_ARGS__)
+#define CORE_INFO(...)  core_log(CORE_LOG_NOTICE, __VA_ARGS__)
+#define CORE_WARN(...)  core_log(CORE_LOG_WARNING, __VA_ARGS__)
 
 #endif

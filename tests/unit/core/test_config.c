@@ -58,15 +58,14 @@ static void test_parse_int64_edges(void **state)
 static void test_args_and_help(void **state)
 {
     char err[256];
-    char *argv[] = {"prog", "--port", "7100", "--maxmemory", "1mb", "--flag", "--bind",
-                    "0.0.0.0", "--maxmemory-policy", "SLRU"};
+    char *argv[] = {"prog",   "--port", "7100",    "--maxmemory",        "1mb",
+                    "--flag", "--bind", "0.0.0.0", "--maxmemory-policy", "SLRU"};
     assert_int_equal(core_config_parse_args(opts, 10, argv, "usage", err, sizeof(err)), 0);
     assert_true(port == 7100 && maxmemory == 1048576 && daemonize_flag && policy == 1);
     assert_string_equal(bind_addr, "0.0.0.0");
 
     char *bad[] = {"prog", "--port", "70000"};
-    assert_int_equal(core_config_parse_args(opts, 3, bad, "usage", err, sizeof(err)),
-                     CORE_ERANGE);
+    assert_int_equal(core_config_parse_args(opts, 3, bad, "usage", err, sizeof(err)), CORE_ERANGE);
     assert_non_null(strstr(err, "port"));
     char *unknown[] = {"prog", "--nope", "1"};
     assert_int_equal(core_config_parse_args(opts, 3, unknown, "usage", err, sizeof(err)),
@@ -112,10 +111,8 @@ static void test_config_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_memory),
-        cmocka_unit_test(test_parse_int64_edges),
-        cmocka_unit_test(test_args_and_help),
-        cmocka_unit_test(test_runtime_set_respects_immutable),
+        cmocka_unit_test(test_parse_memory),  cmocka_unit_test(test_parse_int64_edges),
+        cmocka_unit_test(test_args_and_help), cmocka_unit_test(test_runtime_set_respects_immutable),
         cmocka_unit_test(test_config_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
