@@ -1,0 +1,145 @@
+/*
+ * The key space of one shard: a hash table keyed by the key bytes (binary
+ * safe), string values, optional expiry, exact memory accounting and
+ * eviction under a memory limit through a pluggable policy (evict.h).
+ *
+ * A store is one object with no globals, so that a node can hold several
+ * (one per shard or per core) later without change. It is not
+ * thread-safe: one event loop owns it.
+ *
+ * Time is passed in (now_ms, Unix milliseconds) rather than read inside, so
+ * tests drive expiry deterministically and the server reads the clock once
+ * per event-loop iteration.
+ *
+ * Invariants:
+ *  1. Every entry is in the hash table exactly once, and in exactly one
+ *     eviction-policy list.
+ *  2. An entry with expire_ms >= 0 is in the expiry index; one with -1 is
+ *     not.
+ *  3. used_memory equals the sum of gs_store_entry_cost() over all entries
+ *     plus the table's bucket array and the expiry index.
+ *  4. No lookup returns an entry whose expire_ms <= now_ms: such an entry
+ *     is deleted on access (lazy expiry) and counted in expired_keys.
+ */
+#ifndef GS_STORE_H
+#define GS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct gs_store;
+struct gs_entry;
+
+/* The eviction policies; GS_EVICT_NOEVICTION refuses writes over the limit
+ * (Redis's "noeviction"). Names as accepted by CONFIG SET
+ * maxmemory-policy: "noeviction", "slru" (the default), "allkeys-lru"
+ * (plain LRU, for comparison). */
+enum gs_evict_policy {
+    GS_EVICT_NOEVICTION = 0,
+    GS_EVICT_SLRU = 1,
+    GS_EVICT_LRU = 2,
+};
+
+struct gs_store_config {
+    uint64_t maxmemory;          /* bytes; 0 = no limit */
+    enum gs_evict_policy policy; /* applies when maxmemory > 0 */
+    uint64_t hash_seed;          /* per process, for core_hash64 */
+};
+
+struct gs_store_stats {
+    uint64_t keys;             /* live entries */
+    uint64_t keys_with_expire; /* entries with a TTL */
+    uint64_t used_memory;      /* invariant 3 */
+    uint64_t hits;             /* lookups that found a live key */
+    uint64_t misses;           /* lookups that found none (or an expired one) */
+    uint64_t expired_keys;     /* removed because their TTL passed */
+    uint64_t evicted_keys;     /* removed by the eviction policy */
+};
+
+/* Lookup flags. */
+enum {
+    GS_LOOKUP_NOTOUCH = 1 << 0, /* do not count a hit/miss or promote (TYPE, TTL, SCAN) */
+};
+
+/* Create an empty store. Returns 0 or CORE_ENOMEM; *out is owned by the
+ * caller and released with gs_store_free. */
+int gs_store_new(struct gs_store **out, const struct gs_store_config *cfg);
+void gs_store_free(struct gs_store *s);
+
+/* Change the limit or policy at run time (CONFIG SET). Entries keep their
+ * data; a change of policy rebuilds the policy's lists. */
+void gs_store_configure(struct gs_store *s, uint64_t maxmemory, enum gs_evict_policy policy);
+
+/* Find a live entry. An expired one is deleted and NULL returned. Unless
+ * GS_LOOKUP_NOTOUCH, counts a hit or a miss and tells the eviction policy
+ * of the hit (SLRU promotes). The entry stays owned by the store and is
+ * valid until the next call that modifies the store. */
+struct gs_entry *gs_store_lookup(struct gs_store *s, const void *key, size_t klen, int64_t now_ms,
+                                 unsigned flags);
+
+/* Insert or overwrite key with a copy of val. expire_ms is an absolute Unix
+ * time in ms, or -1 for none. Overwriting keeps the entry's place in the
+ * eviction policy as a hit would. Does not evict (see gs_store_make_room).
+ * Returns 0 or CORE_ENOMEM; on success *out (if not NULL) is the entry. */
+int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *val, size_t vlen,
+                 int64_t expire_ms, struct gs_entry **out);
+
+/* Resize an entry's value to newlen bytes, keeping the first
+ * min(old, new) bytes; new bytes are zero. The entry may move: *e is
+ * updated. Returns a pointer to the (writable) value, or NULL on
+ * CORE_ENOMEM with *e unchanged. Used by APPEND, SETRANGE, INCR. */
+char *gs_store_resize_value(struct gs_store *s, struct gs_entry **e, size_t newlen);
+
+/* Delete key. Returns 1 if it existed (and was live), else 0. */
+int gs_store_delete(struct gs_store *s, const void *key, size_t klen, int64_t now_ms);
+
+/* Delete an entry found by lookup. */
+void gs_store_delete_entry(struct gs_store *s, struct gs_entry *e);
+
+/* Set or clear (-1) an entry's absolute expiry time in Unix ms. */
+void gs_store_set_expire(struct gs_store *s, struct gs_entry *e, int64_t expire_ms);
+
+/* Entry accessors. Pointers stay valid until the store is modified. */
+const char *gs_entry_key(const struct gs_entry *e, size_t *len);
+char *gs_entry_value(struct gs_entry *e, size_t *len);
+int64_t gs_entry_expire_ms(const struct gs_entry *e); /* -1 when none */
+
+/* Evict entries (per the policy) until used_memory <= maxmemory. Call
+ * before a command that may add memory, as Redis does. Returns 0, or
+ * CORE_ENOMEM when over the limit and nothing can be evicted (policy
+ * noeviction, or the store is empty). */
+int gs_store_make_room(struct gs_store *s);
+
+/* Active expiry: remove expired entries, doing at most max_work units of
+ * work (an entry examined or removed is one unit). Returns the number
+ * removed. Called from a timer; bounded so that a million keys expiring at
+ * once cost many short cycles, not one long pause. */
+size_t gs_store_expire_cycle(struct gs_store *s, int64_t now_ms, size_t max_work);
+
+/* Incremental iteration in Redis's SCAN contract: start with cursor 0; the
+ * returned cursor is 0 when the iteration is complete. Every key present
+ * for the whole iteration is visited at least once, even across table
+ * resizes; a key may be visited more than once. fn is called for each
+ * live entry visited in about `count` buckets' worth; it must not modify
+ * the store. Expired entries are skipped, not deleted. */
+typedef void (*gs_scan_fn)(void *arg, const struct gs_entry *e);
+uint64_t gs_store_scan(struct gs_store *s, uint64_t cursor, size_t count, int64_t now_ms,
+                       gs_scan_fn fn, void *arg);
+
+/* A uniformly-ish random live entry, or NULL if the store is empty. */
+struct gs_entry *gs_store_random(struct gs_store *s, int64_t now_ms);
+
+/* Remove every entry. */
+void gs_store_clear(struct gs_store *s);
+
+void gs_store_stats(const struct gs_store *s, struct gs_store_stats *out);
+
+/* Reset hits, misses, expired_keys and evicted_keys (CONFIG RESETSTAT). */
+void gs_store_reset_stats(struct gs_store *s);
+
+/* Bytes one entry with these key and value lengths costs in used_memory
+ * (what the allocator really hands out, not just the payload). */
+size_t gs_store_entry_cost(size_t klen, size_t vlen);
+
+#endif
