@@ -81,8 +81,10 @@ struct gs_evict_ops {
     /* e was reallocated: its link holds the old neighbours' addresses,
      * which must now point at e. */
     void (*on_move)(struct gs_evict *p, struct gs_entry *e);
-    /* The entry to evict next, left in place (the store removes it, which
-     * calls on_remove); NULL when the policy holds nothing. */
+    /* The entry to evict next, left on its list (the store removes it,
+     * which calls on_remove); NULL when the policy holds nothing. A
+     * CLOCK-like policy (S3-FIFO, SIEVE) may move entries among its own
+     * lists here while it looks for one. */
     struct gs_entry *(*victim)(struct gs_evict *p);
 };
 

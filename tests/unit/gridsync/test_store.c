@@ -47,6 +47,11 @@ static void assert_value(struct gs_store *s, const void *key, size_t klen, const
     assert_int_equal(v[len], '\0');
 }
 
+static void key_of(char *buf, size_t cap, unsigned i, size_t *len)
+{
+    *len = (size_t)snprintf(buf, cap, "key:%09u", i);
+}
+
 static void test_header_is_compact(void **state)
 {
     assert_int_equal(sizeof(struct gs_entry), 32);
@@ -92,6 +97,39 @@ static void test_set_get_overwrite_delete_binary(void **state)
     e = gs_store_lookup(s, k2, sizeof(k2), NOW, 0);
     gs_store_delete_entry(s, e);
     assert_int_equal(stats_of(s).keys, 0);
+    assert_int_equal(gs_store_check(s), 0);
+    gs_store_free(s);
+}
+
+static void test_empty_key_and_value(void **state)
+{
+    struct gs_store *s = new_store(0, GS_EVICT_SLRU);
+    assert_int_equal(gs_store_set(s, "", 0, "", 0, -1, NULL), 0);
+    assert_value(s, "", 0, "", 0);
+    assert_int_equal(gs_store_set(s, "x", 1, "", 0, -1, NULL), 0);
+    assert_int_equal(gs_store_delete(s, "", 0, NOW), 1);
+    assert_value(s, "x", 1, "", 0);
+    assert_int_equal(gs_store_check(s), 0);
+    gs_store_free(s);
+}
+
+/* A limit below even the bucket array evicts everything; the empty store
+ * then owns nothing, so it is within any limit. */
+static void test_make_room_to_empty(void **state)
+{
+    struct gs_store *s = new_store(0, GS_EVICT_SLRU);
+    char k[32];
+    size_t kl;
+    for (unsigned i = 0; i < 1000; i++) {
+        key_of(k, sizeof(k), i, &kl);
+        assert_int_equal(gs_store_set(s, k, kl, "v", 1, i % 2 ? NOW + 5 : -1, NULL), 0);
+    }
+    gs_store_configure(s, 1, GS_EVICT_SLRU);
+    assert_int_equal(gs_store_make_room(s), 0);
+    struct gs_store_stats st = stats_of(s);
+    assert_int_equal(st.keys, 0);
+    assert_int_equal(st.evicted_keys, 1000);
+    assert_int_equal(st.used_memory, 0);
     assert_int_equal(gs_store_check(s), 0);
     gs_store_free(s);
 }
@@ -156,11 +194,6 @@ static void test_resize_value(void **state)
     assert_value(s, "k", 1, "", 0);
     assert_int_equal(gs_store_check(s), 0);
     gs_store_free(s);
-}
-
-static void key_of(char *buf, size_t cap, unsigned i, size_t *len)
-{
-    *len = (size_t)snprintf(buf, cap, "key:%09u", i);
 }
 
 static void test_used_memory_exact(void **state)
@@ -604,6 +637,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_is_compact),
         cmocka_unit_test(test_set_get_overwrite_delete_binary),
+        cmocka_unit_test(test_empty_key_and_value),
+        cmocka_unit_test(test_make_room_to_empty),
         cmocka_unit_test(test_too_big),
         cmocka_unit_test(test_stats_hits_misses),
         cmocka_unit_test(test_resize_value),
