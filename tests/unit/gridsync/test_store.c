@@ -632,6 +632,70 @@ static void test_random_ops_against_model(void **state)
     }
 }
 
+/* Under a memory limit the model cannot know which keys were evicted, so
+ * it checks what it can: make_room meets the limit, a key the store
+ * returns is one the model has with the model's value (nothing evicted or
+ * deleted comes back), and the invariants hold. */
+static void test_random_ops_with_eviction(void **state)
+{
+    enum gs_evict_policy policies[] = {GS_EVICT_SLRU, GS_EVICT_LRU};
+    const uint64_t limit = 64 * 1024;
+    for (int pi = 0; pi < 2; pi++) {
+        struct gs_store *s = new_store(limit, policies[pi]);
+        struct model_key m[MODEL_KEYS] = {0};
+        uint64_t rng = 777 + pi;
+        int64_t now = NOW;
+        char v[300];
+        for (int step = 0; step < 40000; step++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned r = (unsigned)(rng >> 33);
+            unsigned i = r % MODEL_KEYS, op = (r >> 10) % 6;
+            char k[16] = {'k', '\0'};
+            int kl = 2 + snprintf(k + 2, sizeof(k) - 2, "%u", i);
+            struct model_key *mk = &m[i];
+            if (mk->present && mk->expire >= 0 && mk->expire <= now)
+                mk->present = false;
+            if (op <= 2) {
+                assert_int_equal(gs_store_make_room(s), 0);
+                struct gs_store_stats st;
+                gs_store_stats(s, &st);
+                assert_true(st.used_memory <= limit);
+                size_t vlen = (r >> 14) % sizeof(v);
+                int64_t exp = (r >> 24) % 4 == 0 ? now + (r >> 26) % 30 : -1;
+                memset(v, (int)(r & 0xff), vlen);
+                assert_int_equal(gs_store_set(s, k, (size_t)kl, v, vlen, exp, NULL), 0);
+                *mk = (struct model_key){true, exp, vlen, (unsigned char)(r & 0xff)};
+            } else if (op == 3) {
+                struct gs_entry *e = gs_store_lookup(s, k, (size_t)kl, now, 0);
+                if (e) {
+                    assert_true(mk->present);
+                    size_t len;
+                    const unsigned char *val = (const unsigned char *)gs_entry_value(e, &len);
+                    assert_int_equal(len, mk->vlen);
+                    for (size_t j = 0; j < len; j++)
+                        assert_int_equal(val[j], mk->fill);
+                } else {
+                    mk->present = false; /* evicted, or expired */
+                }
+            } else if (op == 4) {
+                int d = gs_store_delete(s, k, (size_t)kl, now);
+                assert_true(d == 0 || mk->present);
+                mk->present = false;
+            } else {
+                now += (r >> 14) % 3;
+                gs_store_expire_cycle(s, now, (r >> 16) % 16);
+            }
+            if (step % 101 == 0)
+                assert_int_equal(gs_store_check(s), 0);
+        }
+        struct gs_store_stats st;
+        gs_store_stats(s, &st);
+        assert_true(st.evicted_keys > 0);
+        assert_int_equal(gs_store_check(s), 0);
+        gs_store_free(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -652,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_clear),
         cmocka_unit_test(test_no_allocation_on_get),
         cmocka_unit_test(test_random_ops_against_model),
+        cmocka_unit_test(test_random_ops_with_eviction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
