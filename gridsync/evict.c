@@ -202,7 +202,8 @@ void gs_evict_init(struct gs_evict *p, enum gs_evict_policy policy)
 {
     memset(p, 0, sizeof(*p));
     p->ops = ops_of(policy);
-    p->policy = policy;
+    /* An unknown value falls back to the default, and says so. */
+    p->policy = p->ops == &slru_ops ? GS_EVICT_SLRU : policy;
     for (int i = 0; i < GS_SEG_COUNT; i++)
         list_init(&p->list[i]);
 }

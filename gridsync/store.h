@@ -86,7 +86,10 @@ struct gs_entry *gs_store_lookup(struct gs_store *s, const void *key, size_t kle
  * Returns 0, CORE_ENOMEM, or CORE_ETOOBIG (key over 512 MB - 1 or value
  * over 2 GB - 1), with nothing changed on failure; on success *out (if not
  * NULL) is the entry. Entries found earlier may have moved: look them up
- * again. */
+ * again. set takes no clock, so a key whose TTL has passed but which is
+ * still stored is overwritten like a live one; a caller that looks the key
+ * up first (as SET's NX/XX/GET need anyway) gets it removed and counted in
+ * expired_keys instead. val must not point into the store. */
 int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *val, size_t vlen,
                  int64_t expire_ms, struct gs_entry **out);
 
