@@ -210,7 +210,10 @@ void gs_evict_init(struct gs_evict *p, enum gs_evict_policy policy)
 
 size_t gs_evict_count(const struct gs_evict *p)
 {
-    return p->count[0] + p->count[1];
+    size_t n = 0;
+    for (int i = 0; i < GS_SEG_COUNT; i++)
+        n += p->count[i];
+    return n;
 }
 
 const char *gs_evict_policy_name(enum gs_evict_policy policy)

@@ -50,11 +50,14 @@ struct gs_evict_link {
     struct gs_evict_link *next;
 };
 
-/* List indices. LRU and noeviction use list 0 only. */
+/* List indices. LRU and noeviction use list 0 only, SLRU lists 0 and 1;
+ * a third list is there for W-TinyLFU's admission window (an SLRU main
+ * behind a small LRU window), as bench/gridsync/evict_models.c uses it. */
 enum {
     GS_SEG_PROBATION = 0,
     GS_SEG_PROTECTED = 1,
-    GS_SEG_COUNT = 2,
+    GS_SEG_WINDOW = 2,
+    GS_SEG_COUNT = 3,
 };
 
 struct gs_evict_ops;

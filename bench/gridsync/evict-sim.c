@@ -1,7 +1,8 @@
 /*
- * evict-sim: replay one key stream through the real eviction policies
- * (gridsync/evict.c) at several cache sizes and print hit ratios side by
- * side.
+ * evict-sim: replay one key stream through the store's eviction policies
+ * (LRU and SLRU, the code in gridsync/evict.c) and through models of
+ * S3-FIFO and W-TinyLFU (evict_models.c, the same ops interface) at
+ * several cache sizes, and print hit ratios side by side.
  *
  *   evict-sim [KEYS [REQUESTS [ZIPF_S [SCAN_FRACTION [SEED]]]]]
  *
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "evict_models.h"
 #include "gridsync/entry.h"
 #include "gridsync/evict.h"
 
@@ -88,15 +90,24 @@ static uint32_t *make_stream(uint32_t keys, uint32_t requests, double s, double 
     return stream;
 }
 
-static double simulate(enum gs_evict_policy policy, const uint32_t *stream, uint32_t requests,
-                       uint32_t ids, uint32_t capacity)
+enum { SIM_LRU, SIM_SLRU, SIM_S3FIFO, SIM_WTINYLFU, SIM_COUNT };
+static const char *const sim_names[SIM_COUNT] = {"lru", "slru", "s3fifo", "w-tinylfu"};
+
+static double simulate(int which, const uint32_t *stream, uint32_t requests, uint32_t ids,
+                       uint32_t capacity)
 {
     struct gs_entry *ents = calloc(ids, sizeof(*ents));
     bool *cached = calloc(ids, sizeof(*cached));
     if (!ents || !cached)
         exit(1);
     struct gs_evict p;
-    gs_evict_init(&p, policy);
+    if (which == SIM_LRU)
+        gs_evict_init(&p, GS_EVICT_LRU);
+    else if (which == SIM_SLRU)
+        gs_evict_init(&p, GS_EVICT_SLRU);
+    else if (evict_model_init(&p, which == SIM_S3FIFO ? EVICT_MODEL_S3FIFO : EVICT_MODEL_WTINYLFU,
+                              ents, ids, capacity) != 0)
+        exit(1);
     uint64_t hits = 0;
     for (uint32_t i = 0; i < requests; i++) {
         uint32_t k = stream[i];
@@ -113,6 +124,12 @@ static double simulate(enum gs_evict_policy policy, const uint32_t *stream, uint
         p.ops->on_insert(&p, &ents[k]);
         cached[k] = true;
     }
+    if (gs_evict_count(&p) > capacity) {
+        fprintf(stderr, "evict-sim: %s holds more than its capacity\n", sim_names[which]);
+        exit(1);
+    }
+    if (which >= SIM_S3FIFO)
+        evict_model_free(&p);
     free(ents);
     free(cached);
     return (double)hits / (double)requests;
@@ -136,15 +153,18 @@ int main(int argc, char **argv)
            "are scan keys; hit ratios in %%\n",
            keys, requests, s, scan, argc > 5 ? argv[5] : "1",
            100.0 * (double)(ids - keys) / (double)requests);
-    printf("%8s %10s %8s %8s %9s\n", "cache", "entries", "lru", "slru", "slru-lru");
+    printf("%8s %10s", "cache", "entries");
+    for (int w = 0; w < SIM_COUNT; w++)
+        printf(" %9s", sim_names[w]);
+    printf("\n");
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         uint32_t cap = (uint32_t)(sizes[i] * keys);
         if (cap < 1)
             cap = 1;
-        double lru = simulate(GS_EVICT_LRU, stream, requests, ids, cap);
-        double slru = simulate(GS_EVICT_SLRU, stream, requests, ids, cap);
-        printf("%7.1f%% %10u %8.2f %8.2f %+9.2f\n", sizes[i] * 100, cap, lru * 100, slru * 100,
-               (slru - lru) * 100);
+        printf("%7.1f%% %10u", sizes[i] * 100, cap);
+        for (int w = 0; w < SIM_COUNT; w++)
+            printf(" %9.2f", 100 * simulate(w, stream, requests, ids, cap));
+        printf("\n");
     }
     free(stream);
     return 0;
