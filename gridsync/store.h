@@ -16,8 +16,10 @@
  *     eviction-policy list.
  *  2. An entry with expire_ms >= 0 is in the expiry index; one with -1 is
  *     not.
- *  3. used_memory equals the sum of gs_store_entry_cost() over all entries
- *     plus the table's bucket array and the expiry index.
+ *  3. used_memory equals, over every block the store owns (entries, the
+ *     table's bucket arrays, the expiry index), what the allocator holds
+ *     for it: malloc_usable_size + its 8-byte chunk header (see
+ *     gs_store_entry_cost). It is 0 for an empty store.
  *  4. No lookup returns an entry whose expire_ms <= now_ms: such an entry
  *     is deleted on access (lazy expiry) and counted in expired_keys.
  */
@@ -81,26 +83,39 @@ struct gs_entry *gs_store_lookup(struct gs_store *s, const void *key, size_t kle
 /* Insert or overwrite key with a copy of val. expire_ms is an absolute Unix
  * time in ms, or -1 for none. Overwriting keeps the entry's place in the
  * eviction policy as a hit would. Does not evict (see gs_store_make_room).
- * Returns 0 or CORE_ENOMEM; on success *out (if not NULL) is the entry. */
+ * Returns 0, CORE_ENOMEM, or CORE_ETOOBIG (key over 512 MB - 1 or value
+ * over 2 GB - 1), with nothing changed on failure; on success *out (if not
+ * NULL) is the entry. Entries found earlier may have moved: look them up
+ * again. set takes no clock, so a key whose TTL has passed but which is
+ * still stored is overwritten like a live one; a caller that looks the key
+ * up first (as SET's NX/XX/GET need anyway) gets it removed and counted in
+ * expired_keys instead. val must not point into the store. */
 int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *val, size_t vlen,
                  int64_t expire_ms, struct gs_entry **out);
 
 /* Resize an entry's value to newlen bytes, keeping the first
- * min(old, new) bytes; new bytes are zero. The entry may move: *e is
- * updated. Returns a pointer to the (writable) value, or NULL on
- * CORE_ENOMEM with *e unchanged. Used by APPEND, SETRANGE, INCR. */
+ * min(old, new) bytes; new bytes are zero, and value[newlen] is a NUL (not
+ * counted in the length), so INCR may parse it as a C string. The entry
+ * may move: *e is updated. Returns a pointer to the (writable) value, or
+ * NULL (out of memory, or newlen over 2 GB - 1) with *e unchanged. Used by
+ * APPEND, SETRANGE, INCR. Does not evict. */
 char *gs_store_resize_value(struct gs_store *s, struct gs_entry **e, size_t newlen);
 
 /* Delete key. Returns 1 if it existed (and was live), else 0. */
 int gs_store_delete(struct gs_store *s, const void *key, size_t klen, int64_t now_ms);
 
-/* Delete an entry found by lookup. */
+/* Delete an entry found by lookup (it is freed; e is invalid after). */
 void gs_store_delete_entry(struct gs_store *s, struct gs_entry *e);
 
-/* Set or clear (-1) an entry's absolute expiry time in Unix ms. */
-void gs_store_set_expire(struct gs_store *s, struct gs_entry *e, int64_t expire_ms);
+/* Set or clear (-1) an entry's absolute expiry time in Unix ms. An entry
+ * that never had a TTL grows by a small expire field when it gets one, so
+ * it may move: *e is updated (like gs_store_resize_value). Returns 0, or
+ * CORE_ENOMEM with nothing changed (the entry or the expiry index could
+ * not grow). Clearing never fails. */
+int gs_store_set_expire(struct gs_store *s, struct gs_entry **e, int64_t expire_ms);
 
-/* Entry accessors. Pointers stay valid until the store is modified. */
+/* Entry accessors. Pointers stay valid until the store is modified. The
+ * value is followed by a NUL byte that its length does not count. */
 const char *gs_entry_key(const struct gs_entry *e, size_t *len);
 char *gs_entry_value(struct gs_entry *e, size_t *len);
 int64_t gs_entry_expire_ms(const struct gs_entry *e); /* -1 when none */
@@ -112,25 +127,35 @@ int64_t gs_entry_expire_ms(const struct gs_entry *e); /* -1 when none */
 int gs_store_make_room(struct gs_store *s);
 
 /* Active expiry: remove expired entries, doing at most max_work units of
- * work (an entry examined or removed is one unit). Returns the number
- * removed. Called from a timer; bounded so that a million keys expiring at
- * once cost many short cycles, not one long pause. */
+ * work (an entry examined or removed is one unit; only due entries are
+ * examined, earliest first). Budget left over moves hash-table buckets of
+ * an unfinished rehash (one unit each), and a sparse table starts
+ * shrinking here (never on delete). Returns the number removed: fewer
+ * than max_work means no more entries are due. Called from a timer;
+ * bounded so that a million keys expiring at once cost many short cycles,
+ * not one long pause. */
 size_t gs_store_expire_cycle(struct gs_store *s, int64_t now_ms, size_t max_work);
 
 /* Incremental iteration in Redis's SCAN contract: start with cursor 0; the
  * returned cursor is 0 when the iteration is complete. Every key present
  * for the whole iteration is visited at least once, even across table
  * resizes; a key may be visited more than once. fn is called for each
- * live entry visited in about `count` buckets' worth; it must not modify
- * the store. Expired entries are skipped, not deleted. */
+ * live entry visited; a call stops once it has emitted `count` entries or
+ * visited 10 * count buckets (as Redis's SCAN). fn must not modify the
+ * store. Expired entries are skipped, not deleted. */
 typedef void (*gs_scan_fn)(void *arg, const struct gs_entry *e);
 uint64_t gs_store_scan(struct gs_store *s, uint64_t cursor, size_t count, int64_t now_ms,
                        gs_scan_fn fn, void *arg);
 
-/* A uniformly-ish random live entry, or NULL if the store is empty. */
+/* A uniformly-ish random live entry (a random bucket, then a random entry
+ * of its chain), or NULL if the store is empty. Expired entries it picks
+ * are deleted (lazy expiry) and it picks again, up to 100 times: it may
+ * also return NULL when nearly every key has expired and the expire cycle
+ * has not caught up yet. */
 struct gs_entry *gs_store_random(struct gs_store *s, int64_t now_ms);
 
-/* Remove every entry. */
+/* Remove every entry; the counters (hits, ...) are kept, as Redis's
+ * FLUSHALL keeps them. */
 void gs_store_clear(struct gs_store *s);
 
 void gs_store_stats(const struct gs_store *s, struct gs_store_stats *out);
@@ -138,8 +163,20 @@ void gs_store_stats(const struct gs_store *s, struct gs_store_stats *out);
 /* Reset hits, misses, expired_keys and evicted_keys (CONFIG RESETSTAT). */
 void gs_store_reset_stats(struct gs_store *s);
 
-/* Bytes one entry with these key and value lengths costs in used_memory
- * (what the allocator really hands out, not just the payload). */
+/* Verify every invariant above and the internal ones of store.c (chains,
+ * rehash state, expiry heap order, policy lists and counts, used_memory
+ * recomputed from scratch). O(keys): for tests and debugging, never on a
+ * request path. Returns 0 or CORE_ESTATE. */
+int gs_store_check(const struct gs_store *s);
+
+/* Bytes one entry with these key and value lengths (and no TTL) costs in
+ * used_memory, predicted with glibc's rule for blocks below its mmap
+ * threshold (128 KB by default): max(32, round_up(request + 8, 16)), the
+ * usable size plus the 8-byte chunk header. The store itself counts each
+ * block with malloc_usable_size + 8 from the block's own pointer, which is
+ * the truth; it can exceed this prediction by 16 bytes when glibc reuses
+ * a free chunk too big to split, and differs above the threshold or under
+ * another allocator (ASan's). */
 size_t gs_store_entry_cost(size_t klen, size_t vlen);
 
 #endif
