@@ -15,14 +15,15 @@ _Static_assert(sizeof(struct em_order) <= 124, "a resting order must stay within
 
 /* ---- pools ---- */
 
-static int grow_orders(struct em_pool *p)
+/* Grow the order pool to ncap records (> the current capacity). */
+static int grow_orders_to(struct em_pool *p, uint32_t ncap)
 {
-    uint32_t ncap = p->norders_cap ? p->norders_cap * 2 : 1024;
     struct em_order *n = realloc(p->orders, (size_t)ncap * sizeof *n);
     if (!n)
         return CORE_ENOMEM;
-    /* index 0 is "none"; new records go onto the free list */
-    for (uint32_t i = ncap - 1; i >= (p->norders_cap ? p->norders_cap : 1); i--) {
+    /* index 0 is "none"; new records go onto the free list, lowest first */
+    uint32_t first = p->norders_cap ? p->norders_cap : 1;
+    for (uint32_t i = ncap - 1; i >= first; i--) {
         memset(&n[i], 0, sizeof n[i]);
         n[i].next = p->order_free;
         p->order_free = i;
@@ -34,9 +35,14 @@ static int grow_orders(struct em_pool *p)
     return 0;
 }
 
+static int grow_orders(struct em_pool *p)
+{
+    return grow_orders_to(p, p->norders_cap * 2);
+}
+
 static int grow_levels(struct em_pool *p)
 {
-    uint32_t ncap = p->nlevels_cap ? p->nlevels_cap * 2 : 256;
+    uint32_t ncap = p->nlevels_cap ? p->nlevels_cap * 2 : 64;
     struct em_level *n = realloc(p->levels, (size_t)ncap * sizeof *n);
     if (!n)
         return CORE_ENOMEM;
@@ -55,17 +61,12 @@ static int grow_levels(struct em_pool *p)
 int em_pool_init(struct em_pool *p, uint32_t orders, uint32_t levels)
 {
     memset(p, 0, sizeof *p);
-    /* grow once to a power of two at least as large as asked */
-    uint32_t oc = 1024, lc = 256;
-    while (oc < orders)
-        oc *= 2;
-    while (lc < levels)
-        lc *= 2;
+    /* exactly the size asked (a server sizes its pools at start), at least
+     * a few records; they double later only if they must */
     p->norders_cap = 0;
-    while (p->norders_cap < oc)
-        if (grow_orders(p))
-            return CORE_ENOMEM;
-    while (p->nlevels_cap < lc)
+    if (grow_orders_to(p, (orders > 16 ? orders : 16) + 1) || grow_levels(p)) /* + record 0 */
+        return CORE_ENOMEM;
+    while (p->nlevels_cap < levels)
         if (grow_levels(p))
             return CORE_ENOMEM;
     return 0;

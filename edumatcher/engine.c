@@ -330,13 +330,18 @@ static void idx_del(struct em_engine *e, uint32_t o)
 static int fit_to_pools(struct em_engine *e)
 {
     uint32_t want = e->pool.norders_cap;
-    if (e->bucket_mask + 1 < want) {
-        uint32_t *nb = calloc(want, sizeof *nb);
+    /* one bucket per two records at most: chains stay short, and a
+     * resting order costs 2-4 bytes of index (docs/perf.md) */
+    uint32_t nb_want = 16;
+    while (nb_want < want / 2)
+        nb_want *= 2;
+    if (!e->buckets || e->bucket_mask + 1 < nb_want) {
+        uint32_t *nb = calloc(nb_want, sizeof *nb);
         if (!nb)
             return CORE_ENOMEM;
         free(e->buckets);
         e->buckets = nb;
-        e->bucket_mask = want - 1;
+        e->bucket_mask = nb_want - 1;
         for (uint32_t o = 1; o < e->pool.norders_cap; o++)
             if (ORD(e, o)->state != EM_OS_FREE)
                 idx_put(e, o);
@@ -1349,7 +1354,9 @@ struct em_engine *em_engine_new(const struct em_engine_config *cfg)
     e->syms_cap = 16;
     e->syms = calloc(e->syms_cap, sizeof *e->syms);
     if (!e->gws || !e->syms || map_grow(&e->gw_map, 1) < 0 || map_grow(&e->sym_map, 1) < 0 ||
-        em_pool_init(&e->pool, cfg->orders_hint, cfg->levels_hint) || fit_to_pools(e)) {
+        em_pool_init(&e->pool, cfg->orders_hint ? cfg->orders_hint : 1024,
+                     cfg->levels_hint ? cfg->levels_hint : 256) ||
+        fit_to_pools(e)) {
         em_engine_free(e);
         return NULL;
     }

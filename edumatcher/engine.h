@@ -38,7 +38,7 @@ typedef void (*em_sink_fn)(void *ctx, uint16_t gw, const struct em_msg *ev);
 struct em_engine_config {
     em_sink_fn sink;
     void *sink_ctx;
-    uint32_t orders_hint; /* pool sizes to start with (0: defaults) */
+    uint32_t orders_hint; /* pool sizes to start with (0: 1024 orders, 256 levels) */
     uint32_t levels_hint;
     uint64_t start_ms; /* the injected clock's initial value */
 };
