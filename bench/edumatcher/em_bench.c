@@ -19,7 +19,7 @@
  * (it is deterministic), so the timed passes replay valid messages
  * (cancels and replaces of orders that are live) with no bookkeeping.
  *
- * Usage: em-bench [--messages N] [--only mix|text|million]
+ * Usage: em-bench [--messages N] [--only mix|text|million] [--callgrind]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -385,6 +385,52 @@ static void bench_depth(uint32_t N)
     printf("\n");
 }
 
+/* For callgrind (--toggle-collect=replay_pass / replay_text_pass): one
+ * plain pass over the stream, engine alone / parse + engine + format. */
+__attribute__((noinline)) static void replay_pass(struct em_engine *e, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++)
+        em_engine_submit(e, gws[msgs[i].gw], to_msg(&msgs[i]));
+}
+
+__attribute__((noinline)) static void replay_text_pass(struct em_engine *e, const char *text,
+                                                       const size_t *off, size_t from, size_t to)
+{
+    struct em_msg m;
+    for (size_t i = from; i < to; i++)
+        if (em_alf_parse(text + off[i], off[i + 1] - off[i], &m) == 0)
+            em_engine_submit(e, gws[msgs[i].gw], &m);
+}
+
+static void callgrind_passes(size_t n)
+{
+    uint64_t events = 0;
+    size_t warm = n / 5;
+    struct em_engine *e = fresh(null_sink, &events);
+    for (size_t i = 0; i < warm; i++)
+        em_engine_submit(e, gws[msgs[i].gw], to_msg(&msgs[i]));
+    replay_pass(e, warm, n);
+    em_engine_free(e);
+    char *text = malloc(n * 64);
+    size_t *off = malloc((n + 1) * sizeof *off);
+    if (!text || !off)
+        exit(1);
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        off[i] = len;
+        len += em_alf_format(to_msg(&msgs[i]), text + len);
+    }
+    off[n] = len;
+    e = fresh(format_sink, NULL);
+    replay_text_pass(e, text, off, 0, warm);
+    replay_text_pass(e, text, off, warm, n);
+    em_engine_free(e);
+    free(text);
+    free(off);
+    printf("callgrind: messages_per_pass=%zu (the second replay_text_pass call is the timed one)\n",
+           n - warm);
+}
+
 int main(int argc, char **argv)
 {
     size_t n = 2000000;
@@ -394,6 +440,8 @@ int main(int argc, char **argv)
             n = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--callgrind"))
+            only = "callgrind";
         else {
             fprintf(stderr, "usage: em-bench [--messages N] [--only mix|text|million]\n");
             return 2;
@@ -406,6 +454,10 @@ int main(int argc, char **argv)
         setup_engine(e);
         generate(e, n);
         em_engine_free(e);
+    }
+    if (only && !strcmp(only, "callgrind")) {
+        callgrind_passes(n);
+        return 0;
     }
     if (!only || !strcmp(only, "mix"))
         bench_mix(n);
