@@ -1,42 +1,49 @@
 /*
  * EduMatcher matching engine (spec/ALF.md §3–7, docs/alf.md B–G).
  *
- * Life cycle of an order (the function behind each transition):
+ * Life cycle of an order (the function behind each transition; events in
+ * brackets):
  *
- *                 on_new(): ACK
- *   NEW ─────────────┬──────────────────────────────┐
- *                    │ LMT/MKT                      │ STP/STL
- *                    v                              v
- *               ┌─────────┐  trigger()        ┌───────────┐
- *               │ ACTIVE  │<──────────────────│ STOP      │  (off book,
- *               │(aggress)│  TRIGGERED        │ pending   │   stop list)
- *               └─────────┘                   └───────────┘
- *      aggress():   │ remainder of a                │ cancel_order():
- *      FILLs        │ DAY/GTC limit                 │ USER, MASS, DISCONNECT,
- *                   v (rest())                      │ EXPIRED
- *               ┌─────────┐  on_replace() to a      │
- *               │ RESTING │──new price/qty up──> ACTIVE (if it crosses)
- *               │ (book)  │  fill_resting(): FILLs  │
- *               └─────────┘  iceberg requeue        │
- *                   │                               │
- *                   v                               v
- *               finish(): filled, or CANCELED (USER, IOC, FOK, MKT, STP,
- *               MASS, DISCONNECT, EXPIRED, REPLACE) -> record back to pool
+ *          on_new() [ACK]
+ *   NEW ───────┬─────────────────────────────────┐
+ *              │ LMT, MKT                        │ STP, STL
+ *              v                                 v
+ *        ┌──────────┐   stop_loop() [TRIGGERED] ┌──────────┐
+ *        │ ACTIVE   │<──────────────────────────│ STOP     │ stop_insert():
+ *        │ matching │                           │ pending  │ off the book
+ *        └──────────┘                           └──────────┘
+ *   aggress() [FILL…]│ rest(): the remainder of       │
+ *   in CONTINUOUS    │ a DAY/GTC limit order, or      │
+ *                    │ any order in PREOPEN/AUCTION   │
+ *                    v                                │
+ *        ┌──────────┐  on_replace() [REPLACED]:       │
+ *        │ RESTING  │  new price or more qty and it   │
+ *        │ in book  │  crosses ─────────────> ACTIVE  │
+ *        └──────────┘  fill_resting() [FILL], then    │
+ *              │       settle_resting(): an iceberg   │
+ *              │       shows a new peak at the back   │
+ *              v                                      v
+ *   finish() (record back to the pool): filled by fill_resting() or
+ *   aggress(); or cancel_order() [CANCELED: USER, MASS, DISCONNECT,
+ *   EXPIRED, REPLACE, STP, MKT]; or aggress()'s end [CANCELED: IOC, FOK,
+ *   MKT, STP].
  *
- * Trading phases of a symbol (F.3–F.8):
+ * Trading phases of a symbol (docs/alf.md F.3–F.8):
  *
- *            PHASE=PREOPEN             PHASE=CONTINUOUS: uncross()
- *   CLOSED ─────────────────> PREOPEN ─────────────────────────┐
- *     ^  <── PHASE=CLOSED: expire_day() (from any phase)        v
- *     │                                                   CONTINUOUS
- *     │      breaker_trip() in aggress()                   │    ^
- *     │    ┌───────────────────────────────────────────────┘    │
- *     │    v                                                    │
- *     │  AUCTION ── on_tick()/fire_timers(): uncross() ─────────┘
+ *              set_phase(PREOPEN)        set_phase(CONTINUOUS):
+ *   CLOSED ───────────────────> PREOPEN ───────────────────────┐
+ *     ^                                   enter_continuous():   │
+ *     │ set_phase(CLOSED) from            uncross(), stop_loop()v
+ *     │ any phase: expire_day()                           CONTINUOUS
+ *     │                                                     │   ^
+ *     │              trip_breaker() in aggress()            │   │
+ *     │   AUCTION <─────────────────────────────────────────┘   │
+ *     │      └── fire_timers() (TICK, em_engine_set_time) ──────┘
+ *     │          at the resume deadline: enter_continuous()
  *     │
- *   HALT (any phase): on_halt() -> HALTED, remembers the phase;
- *   RESUME: on_resume() -> CLOSED if it was, else uncross() -> CONTINUOUS.
- *   Entering CONTINUOUS from any phase runs uncross() then stop_loop().
+ *   on_halt(): any phase -> HALTED, remembering it and dropping a pending
+ *   resume. on_resume(): back to CLOSED if it was, else
+ *   enter_continuous(). set_phase() leaves HALTED too.
  *
  * Invariants (em_engine_check, after each message with
  * EM_CHECK_INVARIANTS):
@@ -259,7 +266,7 @@ static void sym_map_put(struct em_engine *e, uint16_t id)
 
 /* A price written (mant, dec) in ticks of sym: 0 and *out, or BAD_VALUE
  * (docs/alf.md A.2: too many decimals, off the tick, or more than 18
- * digits once written with the symbol's decimals, A.12). */
+ * digits once written with the symbol's decimals, H.3). */
 static int to_ticks(const struct symbol *s, struct em_price p, int64_t *out)
 {
     if (p.dec > s->dec)
@@ -899,7 +906,7 @@ static int enter_continuous(struct em_engine *e, struct symbol *s)
     s->has_resume = 0;
     uncross(e, s);
     s->phase = EM_PHASE_CONTINUOUS;
-    set_cb_ref(s); /* docs/alf.md F.7 as extended by G.2 */
+    set_cb_ref(s); /* docs/alf.md H.11 */
     return stop_loop(e, s);
 }
 
@@ -1216,6 +1223,30 @@ static int on_symbol(struct em_engine *e, const struct em_msg *m)
     return 0;
 }
 
+/* F.4: HALT in any phase but HALTED remembers the phase and drops a
+ * pending breaker resume; while HALTED it does nothing (H.7). */
+static int on_halt(struct symbol *s)
+{
+    if (s->phase != EM_PHASE_HALTED) {
+        s->halted_from = s->phase;
+        s->has_resume = 0;
+        s->phase = EM_PHASE_HALTED;
+    }
+    return 0;
+}
+
+/* F.4: back to CLOSED, or through an uncross to CONTINUOUS. */
+static int on_resume(struct em_engine *e, struct symbol *s)
+{
+    if (s->phase != EM_PHASE_HALTED)
+        return EM_REJ_PHASE;
+    if (s->halted_from == EM_PHASE_CLOSED) {
+        s->phase = EM_PHASE_CLOSED;
+        return 0;
+    }
+    return enter_continuous(e, s);
+}
+
 static int on_oper(struct em_engine *e, const struct em_msg *m)
 {
     if (m->kind == EM_MSG_SYMBOL)
@@ -1239,20 +1270,9 @@ static int on_oper(struct em_engine *e, const struct em_msg *m)
     case EM_MSG_PHASE:
         return set_phase(e, s, m->phase);
     case EM_MSG_HALT:
-        if (s->phase != EM_PHASE_HALTED) { /* F.4; HALT when halted: G.3 */
-            s->halted_from = s->phase;
-            s->has_resume = 0;
-            s->phase = EM_PHASE_HALTED;
-        }
-        return 0;
+        return on_halt(s);
     case EM_MSG_RESUME:
-        if (s->phase != EM_PHASE_HALTED)
-            return EM_REJ_PHASE;
-        if (s->halted_from == EM_PHASE_CLOSED) {
-            s->phase = EM_PHASE_CLOSED;
-            return 0;
-        }
-        return enter_continuous(e, s);
+        return on_resume(e, s);
     }
     return 0;
 }
@@ -1294,7 +1314,7 @@ int em_engine_submit(struct em_engine *e, uint16_t gw, const struct em_msg *m)
             cancel_gateway(e, gw, 0, EM_WHY_DISCONNECT); /* C.2, C.3 */
             break;
         case EM_MSG_LOGIN:
-            /* G.4: a session logs in as itself only */
+            /* docs/alf.md H.2: a session logs in as itself only */
             if (strcmp(m->gw, e->gws[gw].name) != 0) {
                 rc = EM_REJ_AUTH;
                 break;
