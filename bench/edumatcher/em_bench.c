@@ -20,6 +20,11 @@
  * (cancels and replaces of orders that are live) with no bookkeeping.
  *
  * Usage: em-bench [--messages N] [--only mix|text|million] [--callgrind]
+ *                 [--spread TICKS]
+ *
+ * --spread sets how far from the middle GTC orders are placed (default
+ * 375 ticks: ~750 levels); beyond EM_BOOK_WIN / 2 = 2048 ticks, levels
+ * fall outside the book's tick window, which measures the outlier path.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +54,7 @@ static struct bmsg *msgs;
 static size_t nmsgs;
 
 static uint64_t rng = 88172645463325252ull;
+static int64_t spread = 375; /* GTC prices: MID ± 1..spread ticks */
 static uint64_t rnd(void)
 {
     rng ^= rng << 13;
@@ -151,7 +157,7 @@ static struct bmsg make_new(uint8_t tif)
     b.side = rnd() & 1 ? EM_SIDE_BUY : EM_SIDE_SELL;
     b.gw = (uint16_t)(k % NGW);
     b.qty = 1 + (uint32_t)(rnd() % 100);
-    int64_t off = tif == EM_TIF_IOC ? -2 : 1 + (int64_t)(rnd() % 375);
+    int64_t off = tif == EM_TIF_IOC ? -2 : 1 + (int64_t)(rnd() % (uint64_t)spread);
     b.px = b.side == EM_SIDE_BUY ? MID - off : MID + off;
     sprintf(b.cl, "o%u", k);
     slots[k] = (struct slot){b.side, b.gw, b.px, b.qty};
@@ -440,10 +446,13 @@ int main(int argc, char **argv)
             n = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--spread") && i + 1 < argc)
+            spread = strtoll(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--callgrind"))
             only = "callgrind";
         else {
-            fprintf(stderr, "usage: em-bench [--messages N] [--only mix|text|million]\n");
+            fprintf(stderr, "usage: em-bench [--messages N] [--only mix|text|million] [--spread T] "
+                            "[--callgrind]\n");
             return 2;
         }
     }
