@@ -1393,8 +1393,10 @@ void em_engine_free(struct em_engine *e)
 {
     if (!e)
         return;
-    for (uint32_t i = 1; i <= e->nsyms; i++)
+    for (uint32_t i = 1; i <= e->nsyms; i++) {
+        em_book_free(&e->syms[i]->book);
         free(e->syms[i]);
+    }
     free(e->syms);
     free(e->gws);
     free(e->gw_map.slots);

@@ -48,6 +48,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+    em_book_free(&book);
     em_pool_free(&pool);
     return 0;
 }
