@@ -68,8 +68,6 @@
 #define EM_CHECK_INVARIANTS 0
 #endif
 
-#define NO_PHASE 0
-
 struct gateway {
     char name[EM_GW_MAX + 1];
     uint8_t len;

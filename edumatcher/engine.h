@@ -69,8 +69,11 @@ int em_engine_authorize(const struct em_engine *e, uint16_t gw, unsigned kind);
 /* Process one message from gateway gw. m must have passed em_alf_parse or
  * em_frame_decode (context-free checks); everything else is checked here
  * and answered with a REJECT event when it fails. The engine does not keep
- * m. Returns 0; CORE_ENOMEM when a pool could not grow (a NEW is then
- * dropped before its ACK, with no effect); CORE_EINVAL for a bad gw id. */
+ * m. Returns 0; CORE_EINVAL for a bad gw id; CORE_ENOMEM when a pool could
+ * not grow: a NEW that cannot get a record is dropped before its ACK with
+ * no effect, but a failure later in a message (a new price level) leaves
+ * that message half done, so a server treats CORE_ENOMEM as fatal (size
+ * the pools with orders_hint / levels_hint). */
 int em_engine_submit(struct em_engine *e, uint16_t gw, const struct em_msg *m);
 
 /* Emit `REJECT [cl=] reason=code` to gw, echoing m->cl when m has it
