@@ -1352,6 +1352,38 @@ void em_engine_set_time(struct em_engine *e, uint64_t now_ms)
         check_or_die(e);
 }
 
+int em_engine_depth(const struct em_engine *e, const char *sym, int side,
+                    struct em_depth_level *out, int max)
+{
+    const struct symbol *s = sym_find(e, sym);
+    if (!s)
+        return CORE_ENOTFOUND;
+    if (side != EM_SIDE_BUY && side != EM_SIDE_SELL)
+        return CORE_EINVAL;
+    int si = side == EM_SIDE_SELL ? EM_SELL : EM_BUY, n = 0;
+    for (uint32_t l = em_book_best(&s->book, &e->pool, si); l && n < max;
+         l = em_book_next(&s->book, &e->pool, si, l)) {
+        const struct em_level *v = em_lvl(&e->pool, l);
+        uint64_t shown = 0;
+        for (uint32_t o = v->head; o; o = e->pool.orders[o].next)
+            shown += e->pool.orders[o].shown;
+        out[n++] = (struct em_depth_level){to_price(s, v->px), shown, v->count};
+    }
+    return n;
+}
+
+int em_engine_symbol_state(const struct em_engine *e, const char *sym, uint8_t *phase,
+                           struct em_price *last, int *has_last)
+{
+    const struct symbol *s = sym_find(e, sym);
+    if (!s)
+        return CORE_ENOTFOUND;
+    *phase = s->phase;
+    *has_last = s->has_last;
+    *last = s->has_last ? to_price(s, s->last) : (struct em_price){0, s->dec};
+    return 0;
+}
+
 void em_engine_stats(const struct em_engine *e, struct em_engine_stats *out)
 {
     *out = e->stats;

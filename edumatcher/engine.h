@@ -84,6 +84,27 @@ void em_engine_reject(struct em_engine *e, uint16_t gw, const struct em_msg *m, 
  * ignored) and fire every timer due (ALF §7 TICK does this relatively). */
 void em_engine_set_time(struct em_engine *e, uint64_t now_ms);
 
+/* One price level of a market-data snapshot. */
+struct em_depth_level {
+    struct em_price px; /* printed with the symbol's decimals */
+    uint64_t shown;     /* displayed quantity (icebergs: their current peak) */
+    uint32_t orders;
+};
+
+/* Market-data snapshot of symbol sym (NUL-terminated): up to max levels of
+ * side (EM_SIDE_BUY or EM_SIDE_SELL), best first, into out (owned by the
+ * caller). Resting market orders (auction phases) are not levels and are
+ * left out. Returns the number of levels, or CORE_ENOTFOUND for an unknown
+ * symbol, CORE_EINVAL for a bad side. Costs O(orders in those levels):
+ * call it between messages, throttled (docs/edumatcher.md). */
+int em_engine_depth(const struct em_engine *e, const char *sym, int side,
+                    struct em_depth_level *out, int max);
+
+/* Phase (enum em_phase) and last trade price of symbol sym. *has_last is 0
+ * when it has not traded. Returns 0 or CORE_ENOTFOUND. */
+int em_engine_symbol_state(const struct em_engine *e, const char *sym, uint8_t *phase,
+                           struct em_price *last, int *has_last);
+
 /* Counters, for benchmarks and the monitor. */
 struct em_engine_stats {
     uint64_t messages, events, trades, open_orders;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "edumatcher/alf.h"
 #include "edumatcher/engine.h"
 #include "em_drive.h"
@@ -129,6 +130,41 @@ static void test_injected_clock_fires_breaker_resume(void **state)
     em_engine_free(e);
 }
 
+static void test_depth_snapshot(void **state)
+{
+    struct capture c = {0};
+    struct em_engine_config cfg = {.sink = sink, .sink_ctx = &c};
+    struct em_engine *e = em_engine_new(&cfg);
+    feed(e, "OPS SYMBOL sym=ABC tick=0.05");
+    feed(e, "A NEW cl=a1 sym=ABC side=B qty=10 px=9.95 peak=2");
+    feed(e, "A NEW cl=a2 sym=ABC side=B qty=3 px=9.95");
+    feed(e, "A NEW cl=a3 sym=ABC side=B qty=4 px=10.00");
+    feed(e, "B NEW cl=b1 sym=ABC side=S qty=1 px=10.50");
+    struct em_depth_level d[4];
+    assert_int_equal(em_engine_depth(e, "ABC", EM_SIDE_BUY, d, 4), 2);
+    assert_int_equal(d[0].px.mant, 1000); /* 10.00, best first */
+    assert_int_equal(d[0].px.dec, 2);
+    assert_int_equal(d[0].shown, 4);
+    assert_int_equal(d[1].px.mant, 995);
+    assert_int_equal(d[1].shown, 5); /* the iceberg shows its peak only */
+    assert_int_equal(d[1].orders, 2);
+    assert_int_equal(em_engine_depth(e, "ABC", EM_SIDE_BUY, d, 1), 1);
+    assert_int_equal(em_engine_depth(e, "ABC", EM_SIDE_SELL, d, 4), 1);
+    assert_int_equal(d[0].px.mant, 1050);
+    assert_int_equal(em_engine_depth(e, "NOPE", EM_SIDE_SELL, d, 4), CORE_ENOTFOUND);
+    uint8_t phase;
+    struct em_price last;
+    int has_last;
+    assert_int_equal(em_engine_symbol_state(e, "ABC", &phase, &last, &has_last), 0);
+    assert_int_equal(phase, EM_PHASE_CONTINUOUS);
+    assert_int_equal(has_last, 0);
+    feed(e, "B NEW cl=b2 sym=ABC side=S qty=1 px=10.00");
+    assert_int_equal(em_engine_symbol_state(e, "ABC", &phase, &last, &has_last), 0);
+    assert_int_equal(has_last, 1);
+    assert_int_equal(last.mant, 1000);
+    em_engine_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -136,6 +172,7 @@ int main(void)
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_binary_frames_drive_the_engine),
         cmocka_unit_test(test_injected_clock_fires_breaker_resume),
+        cmocka_unit_test(test_depth_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
