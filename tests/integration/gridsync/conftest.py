@@ -5,6 +5,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -35,12 +36,14 @@ class Server:
     def __init__(self, *args):
         self.port = free_port()
         self.args = [find_binary("gridsync-server"), "--port", str(self.port), *args]
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # The log goes to a file: a pipe nobody reads could fill and block
+        # the server.
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while True:
             if self.proc.poll() is not None:
-                out = self.proc.stdout.read().decode(errors="replace")
-                raise RuntimeError(f"gridsync-server exited early: {out}")
+                raise RuntimeError(f"gridsync-server exited early: {self.output()}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 break
@@ -58,6 +61,10 @@ class Server:
         s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
         return s
 
+    def output(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
     def alive(self):
         return self.proc.poll() is None
 
@@ -70,8 +77,6 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc.stdout:
-            self.proc.stdout.close()
         return self.proc.returncode
 
 
@@ -87,8 +92,15 @@ def make_server(request):
         return s
 
     def stop_all():
+        # Every server must exit cleanly (status 0: under ASan that also
+        # means no leak and no memory error was found).
+        failed = []
         for s in started:
-            s.stop()
+            rc = s.stop()
+            if rc != 0:
+                failed.append(f"exit status {rc}:\n{s.output()[-4000:]}")
+            s.log.close()
+        assert not failed, "\n".join(failed)
 
     request.addfinalizer(stop_all)
     return make
