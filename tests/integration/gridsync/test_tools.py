@@ -99,3 +99,55 @@ def test_signal_exits_cleanly(make_server, sig):
     assert server.stop(sig) == 0
     for c in clients:
         c.close()
+
+
+def test_redis_cli_interactive_help(server):
+    """Interactive redis-cli loads its help from COMMAND DOCS at start-up;
+    run it on a pseudo-terminal and ask for help on SET."""
+    import os
+    import pty
+    import select
+    import time
+
+    path = tool("redis-cli")
+    pid, fd = pty.fork()
+    if pid == 0:  # child
+        os.environ["TERM"] = "dumb"
+        os.execv(path, [path, "-p", str(server.port)])
+    out = b""
+
+    def pump(marker, seconds=15):
+        """Read until marker has appeared (bounded)."""
+        nonlocal out
+        end = time.monotonic() + seconds
+        while marker not in out and time.monotonic() < end:
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                return
+            out += data
+            if b"\x1b[6n" in data:  # linenoise asks where the cursor is
+                os.write(fd, b"\x1b[1;1R")
+
+    try:
+        prompt = f"127.0.0.1:{server.port}> ".encode()
+        pump(prompt)
+        for line, marker in ((b"set foo bar\r", b"OK"), (b"get foo\r", b'"bar"'),
+                             (b"help set\r", b"group:")):
+            os.write(fd, line)
+            pump(marker)
+        os.write(fd, b"quit\r")
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+        os.close(fd)
+    text = out.decode(errors="replace")
+    assert '"bar"' in text
+    assert "Set the string value of a key" in text
+    assert server.alive()
