@@ -92,8 +92,8 @@ static void run(struct harness *h, const char *pipeline)
         size_t used, argc;
         struct gs_arg *argv;
         const char *err;
-        int rc = gs_resp_parse(&h->client.parser, h->in + off, len - off, &used, &argc, &argv,
-                               &err);
+        int rc =
+            gs_resp_parse(&h->client.parser, h->in + off, len - off, &used, &argc, &argv, &err);
         assert_int_equal(rc, GS_RESP_REQUEST);
         off += used;
         gs_execute(&h->client, argc, argv);
@@ -114,7 +114,7 @@ static void test_get_set_do_not_allocate(void **state)
         strcat(pipeline, req);
     }
     allocations = 0;
-    run(h, pipeline); /* warm-up: keys created, buffers grown */
+    run(h, pipeline);             /* warm-up: keys created, buffers grown */
     assert_true(allocations > 0); /* the counting works */
     h->out.len = 0;
     allocations = 0;
