@@ -338,8 +338,13 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
             f->too_big = true;
             return 0;
         }
-        /* Size the buffer once rather than doubling through the body. */
-        if (reserve(&f->body, &f->bcap, (size_t)f->hdr.content_length) < 0) {
+        /* Size the buffer once rather than doubling through the body (up
+         * to what a slot keeps anyway: a claimed length is not trusted
+         * with a large allocation before the bytes arrive). */
+        size_t want = (size_t)f->hdr.content_length;
+        if (want > BODY_KEEP_BYTES)
+            want = BODY_KEEP_BYTES;
+        if (reserve(&f->body, &f->bcap, want) < 0) {
             f->nomem = true;
             return 0;
         }
