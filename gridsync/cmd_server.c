@@ -7,6 +7,7 @@
  * scratch buffer and take O(clients) or O(options) time.
  */
 #include "gridsync/node.h"
+#include "gridsync/origin_node.h"
 
 #include "core/error.h"
 #include "core/log.h"
@@ -333,6 +334,11 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
     if (want(argc, argv, "replication", true)) {
         SECTION("Replication");
         sbprintf(b, "role:master\r\nconnected_slaves:0\r\n");
+    }
+    if (want(argc, argv, "origin", true)) { /* gs-origin: the section writes its own header */
+        sbprintf(b, "%s", first ? "" : "\r\n");
+        first = false;
+        gs_origin_node_info(n, b);
     }
     if (want(argc, argv, "keyspace", true)) {
         SECTION("Keyspace");
