@@ -1,7 +1,7 @@
 """Read-through origin with request coalescing (issue #6), end to end.
 
-A real gridsync-server with --origin pointing at a stub origin in this
-test (Python's threaded http.server) that counts the requests it gets and
+A real gridsync-server (started by conftest.py's make_server) with --origin
+pointing at a stub origin in this test (Python's threaded http.server) that counts the requests it gets and
 answers by the key's first word after a delay:
 
   slow-*     200 "value-of-<key>" after SLOW seconds
@@ -109,43 +109,15 @@ class Origin:
         self.httpd.server_close()
 
 
-class Node:
-    """A gridsync-server with the origin configured."""
+def origin_args(origin, *extra):
+    return ["--origin", "http://127.0.0.1:%d/items/{key}" % origin.port,
+            "--origin-timeout", str(TIMEOUT_MS),
+            "--origin-negative-ttl", str(NEGATIVE_TTL_MS),
+            "--origin-ttl", "60000", *extra]
 
-    def __init__(self, origin, extra=()):
-        self.port = free_port()
-        cmd = [server_binary(), "--port", str(self.port),
-               "--origin", "http://127.0.0.1:%d/items/{key}" % origin.port,
-               "--origin-timeout", str(TIMEOUT_MS),
-               "--origin-negative-ttl", str(NEGATIVE_TTL_MS),
-               "--origin-ttl", "60000"] + list(extra)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                if redis.Redis(port=self.port, socket_timeout=1).ping():
-                    break
-            except redis.exceptions.ConnectionError:
-                pass
-            assert self.proc.poll() is None, self.proc.stderr.read().decode()
-            assert time.monotonic() < deadline, "gridsync-server did not start"
-            time.sleep(0.05)
 
-    def client(self):
-        return redis.Redis(port=self.port, socket_timeout=10)
-
-    def info(self):
-        return self.client().info("origin")
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stderr.close()
+def info(node):
+    return node.client().info("origin")
 
 
 @pytest.fixture
@@ -156,10 +128,11 @@ def origin(request):
 
 
 @pytest.fixture
-def node(request, origin):
-    n = Node(origin)
-    request.addfinalizer(n.close)
-    return n
+def node(make_server, origin):
+    """A gridsync-server (conftest.py: stopped after the test, and it must
+    exit with status 0, which under ASan also means no leak) reading
+    through the stub origin."""
+    return make_server(*origin_args(origin))
 
 
 def concurrent(node, n, *command):
@@ -187,9 +160,9 @@ def test_hundred_concurrent_gets_cost_one_fetch(origin, node):
     replies = concurrent(node, 100, "GET", "slow-hot")
     assert replies == [b"value-of-slow-hot"] * 100
     assert origin.count("slow-hot") == 1
-    info = node.info()
-    assert info["origin_fetches"] == 1
-    assert info["origin_coalesced_waiters"] == 99
+    stats = info(node)
+    assert stats["origin_fetches"] == 1
+    assert stats["origin_coalesced_waiters"] == 99
     # Filled: the next GET is a plain hit.
     assert node.client().get("slow-hot") == b"value-of-slow-hot"
     assert origin.count("slow-hot") == 1
@@ -214,7 +187,7 @@ def test_timeout_reaches_every_waiter_and_is_not_cached(origin, node):
     with pytest.raises(redis.exceptions.ResponseError, match="origin timeout"):
         node.client().get("hang-1")
     assert origin.count("hang-1") == 2
-    assert node.info()["origin_timeouts"] == 2
+    assert info(node)["origin_timeouts"] == 2
 
 
 def test_not_found_is_nil_and_remembered(origin, node):
@@ -223,7 +196,7 @@ def test_not_found_is_nil_and_remembered(origin, node):
     # Within the negative TTL: nil without asking the origin.
     assert node.client().get("missing-1") is None
     assert origin.count("missing-1") == 1
-    assert node.info()["origin_negative_hits"] == 1
+    assert info(node)["origin_negative_hits"] == 1
     # After it, the origin is asked again.
     time.sleep(NEGATIVE_TTL_MS / 1000.0 + 0.3)
     assert node.client().get("missing-1") is None
@@ -241,7 +214,7 @@ def test_client_disconnect_while_waiting(origin, node):
     stayer.disconnect()
     assert origin.count("slow-d") == 1
     assert node.client().ping()
-    assert node.info()["origin_cancelled_waiters"] == 1
+    assert info(node)["origin_cancelled_waiters"] == 1
 
 
 def read_replies(sock, n):
@@ -302,22 +275,21 @@ def test_coalescing_can_be_switched_off(origin, node):
     assert origin.count("slow-c2") == 1
 
 
-def test_beyond_limit_and_queue_is_an_error(request, origin):
-    n = Node(origin, ["--origin-max-fetches", "1", "--origin-queue", "0"])
-    request.addfinalizer(n.close)
+def test_beyond_limit_and_queue_is_an_error(make_server, origin):
+    n = make_server(*origin_args(origin, "--origin-max-fetches", "1", "--origin-queue", "0"))
     first = redis.Connection(port=n.port, socket_timeout=10)
     first.connect()
     first.send_command("GET", "slow-b1")
     # Same key: joins the running fetch. Another key: no slot, no queue.
     second = n.client()
     deadline = time.monotonic() + 5
-    while n.info()["origin_in_flight"] == 0 and time.monotonic() < deadline:
+    while info(n)["origin_in_flight"] == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
     with pytest.raises(redis.exceptions.ResponseError, match="origin busy"):
         second.get("slow-b2")
     assert first.read_response() == b"value-of-slow-b1"
     first.disconnect()
-    assert n.info()["origin_rejected"] == 1
+    assert info(n)["origin_rejected"] == 1
 
 
 def test_bad_origin_template_fails_the_start(origin):
