@@ -211,10 +211,14 @@ static int slot_fetch(struct gs_node *n, struct gs_held *h, size_t i, const stru
     return rc;
 }
 
+/* An error from gs_origin_fetch itself: nothing was fetched. */
 static void reply_origin_error(struct gs_client *c, int err)
 {
     char tmp[64];
-    gs_error(c, error_text(err, 0, tmp, sizeof(tmp)));
+    if (err == CORE_ETOOBIG) /* from gs_origin_fetch it is the key, not a value */
+        gs_error(c, "ERR origin: key too long for the origin URL");
+    else
+        gs_error(c, error_text(err, 0, tmp, sizeof(tmp)));
 }
 
 bool gs_origin_node_get(struct gs_client *c, const struct gs_arg *key)
