@@ -254,6 +254,13 @@ def test_mget_fetches_each_missing_key_once(origin, node):
     assert c.mget("slow-m1", "slow-m2", "missing-m") == [b"value-of-slow-m1",
                                                          b"value-of-slow-m2", None]
     assert origin.count("slow-m1") == 1 and origin.count("missing-m") == 1
+    # All present: the plain path. Present keys before a miss: counted once.
+    assert c.mget("present", "slow-m1") == [b"pv", b"value-of-slow-m1"]
+    hits = c.info("stats")["keyspace_hits"]
+    assert c.mget("present", "slow-m2", "slow-m3") == [b"pv", b"value-of-slow-m2",
+                                                       b"value-of-slow-m3"]
+    assert c.info("stats")["keyspace_hits"] == hits + 2
+    assert origin.count("slow-m3") == 1
 
 
 def test_ttl_from_cache_control_max_age(origin, node):
