@@ -26,7 +26,7 @@ def gs_bench():
     return path
 
 
-def free_port():  # noqa: F811 (shadows conftest.free_port on purpose)
+def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
