@@ -200,3 +200,17 @@ def test_memcache_protocol_against_a_fake(fake_server, tmp_path):
     assert r["requests"] == 200
     assert r["get_hits"] == r["gets"]
     assert r["errors"]["total"] == 0
+
+
+def test_against_gridsync_server(server, tmp_path):
+    # The benchmark's own path through the real server: every request
+    # answered with the right kind of reply, every GET a hit after --load.
+    proc, res = run(["--port", str(server.port), "--keys", "2000", "--load", "--requests",
+                     "5000", "--warmup", "0", "--pipeline", "8"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    r = res["results"]
+    assert r["loaded"] == 2000
+    assert r["requests"] == 5000
+    assert r["get_hits"] == r["gets"]
+    assert r["errors"]["total"] == 0
+    assert server.client().dbsize() == 2000
