@@ -444,6 +444,7 @@ void gs_cmd_config(struct gs_client *c, size_t argc, struct gs_arg *argv)
         }
         gs_store_reset_stats(c->node->store);
         memset(&c->node->stats, 0, sizeof(c->node->stats));
+        gs_origin_node_reset_stats(c->node); /* gs-origin */
         gs_reply_ok(&c->w);
     } else if (gs_arg_is(sub, "rewrite")) {
         gs_error(c, "ERR The server is running without a config file");

@@ -162,7 +162,8 @@ int gs_origin_new(struct gs_origin **out, uv_loop_t *loop, const struct gs_origi
 /* Fail every pending waiter with CORE_ECLOSED (on_fill is not called),
  * stop every transfer and close the origin's handles. The memory is
  * released by the handles' close callbacks, so the loop must run once more
- * (as with uv_close). NULL is ignored. */
+ * (as with uv_close). NULL is ignored. Not from inside an origin callback
+ * (on_fill or a waiter's). */
 void gs_origin_free(struct gs_origin *o);
 
 /* Ask for key (binary safe, copied). Returns:

@@ -372,6 +372,12 @@ void gs_origin_node_apply_config(struct gs_node *n)
         gs_origin_set_coalesce(n->origin, n->cfg.origin_coalesce);
 }
 
+void gs_origin_node_reset_stats(struct gs_node *n)
+{
+    if (n->origin)
+        gs_origin_reset_stats(n->origin);
+}
+
 void gs_origin_node_info(struct gs_node *n, struct core_buf *b)
 {
     size_t need = gs_origin_info(n->origin, NULL, 0);

@@ -64,6 +64,9 @@ bool gs_origin_node_mget(struct gs_client *c, size_t argc, struct gs_arg *argv);
 /* The client is going away: cancel its waiters, drop its held replies. */
 void gs_origin_node_client_closed(struct gs_client *c);
 
+/* CONFIG RESETSTAT: zero the origin's counters and latency histogram. */
+void gs_origin_node_reset_stats(struct gs_node *n);
+
 /* Append the "# Origin" INFO section. */
 void gs_origin_node_info(struct gs_node *n, struct core_buf *b);
 

@@ -166,6 +166,10 @@ def test_hundred_concurrent_gets_cost_one_fetch(origin, node):
     # Filled: the next GET is a plain hit.
     assert node.client().get("slow-hot") == b"value-of-slow-hot"
     assert origin.count("slow-hot") == 1
+    # CONFIG RESETSTAT zeroes the origin's counters too.
+    node.client().config_resetstat()
+    stats = info(node)
+    assert stats["origin_fetches"] == 0 and stats["origin_latency_max_usec"] == 0
 
 
 def test_error_reaches_every_waiter_and_is_not_cached(origin, node):
