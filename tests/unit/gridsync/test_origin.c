@@ -789,8 +789,7 @@ static void test_free_fails_pending_waiters(void **state)
     fetch_ok(o, "hang-1", &a);
     fetch_ok(o, "hang-1", &b);
     fetch_ok(o, "queued", &c);
-    run_for(30); /* let the request reach the responder */
-    assert_int_equal(resp.requests, 1);
+    assert_true(run_until(&resp.requests, 1)); /* the request reached the responder */
     gs_origin_free(o);
     assert_int_equal(delivered, 3);
     assert_int_equal(a.r.error, CORE_ECLOSED);
