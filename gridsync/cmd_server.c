@@ -7,6 +7,7 @@
  * scratch buffer and take O(clients) or O(options) time.
  */
 #include "gridsync/node.h"
+#include "gridsync/origin_node.h"
 
 #include "core/error.h"
 #include "core/log.h"
@@ -334,6 +335,11 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
         SECTION("Replication");
         sbprintf(b, "role:master\r\nconnected_slaves:0\r\n");
     }
+    if (want(argc, argv, "origin", true)) { /* gs-origin: the section writes its own header */
+        sbprintf(b, "%s", first ? "" : "\r\n");
+        first = false;
+        gs_origin_node_info(n, b);
+    }
     if (want(argc, argv, "keyspace", true)) {
         SECTION("Keyspace");
         if (st.keys)
@@ -438,6 +444,7 @@ void gs_cmd_config(struct gs_client *c, size_t argc, struct gs_arg *argv)
         }
         gs_store_reset_stats(c->node->store);
         memset(&c->node->stats, 0, sizeof(c->node->stats));
+        gs_origin_node_reset_stats(c->node); /* gs-origin */
         gs_reply_ok(&c->w);
     } else if (gs_arg_is(sub, "rewrite")) {
         gs_error(c, "ERR The server is running without a config file");

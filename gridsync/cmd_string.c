@@ -9,6 +9,7 @@
 #include "gridsync/node.h"
 
 #include "core/error.h"
+#include "gridsync/origin_node.h"
 
 #include <errno.h>
 #include <math.h>
@@ -126,7 +127,10 @@ static int64_t now_ms(struct gs_client *c)
 
 void gs_cmd_get(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    reply_value(c, gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now_ms(c), 0));
+    struct gs_entry *e = gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now_ms(c), 0);
+    if (!e && gs_origin_node_get(c, &argv[1]))
+        return; /* gs-origin: a miss is read through the origin */
+    reply_value(c, e);
 }
 
 /* The common part of SET, SETNX, SETEX, PSETEX, GETSET (Redis's
@@ -252,6 +256,8 @@ void gs_cmd_getex(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_mget(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
+    if (gs_origin_node_mget(c, argc, argv))
+        return; /* gs-origin: misses are read through the origin */
     int64_t now = now_ms(c);
     gs_reply_array(&c->w, argc - 1);
     for (size_t i = 1; i < argc; i++)

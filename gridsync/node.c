@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "gridsync/origin_node.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -53,6 +54,13 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->hz = 10;
     cfg->loglevel = CORE_LOG_NOTICE;
     cfg->appendonly = false;
+    /* gs-origin */
+    cfg->origin_timeout = 1000;
+    cfg->origin_ttl = 0;
+    cfg->origin_negative_ttl = 0;
+    cfg->origin_max_fetches = 64;
+    cfg->origin_queue = 1024;
+    cfg->origin_coalesce = true;
 }
 
 void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
@@ -80,22 +88,30 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "accepted for compatibility; no persistence"},
         {"appendonly", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
          "accepted for compatibility; no persistence"},
+        /* gs-origin (docs/gridsync-origin.md) */
+        {"origin", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "read-through origin URL template, e.g. http://host:port/items/{key} (empty = off)"},
+        {"origin-timeout", CORE_OPT_INT, NULL, 1, 3600000, NULL, CORE_OPT_IMMUTABLE,
+         "ms one origin fetch may take, queueing included"},
+        {"origin-ttl", CORE_OPT_INT, NULL, 0, INT64_MAX / 2, NULL, CORE_OPT_IMMUTABLE,
+         "ms TTL of a filled value without Cache-Control max-age (0 = none)"},
+        {"origin-negative-ttl", CORE_OPT_INT, NULL, 0, INT64_MAX / 2, NULL, CORE_OPT_IMMUTABLE,
+         "ms a 404 from the origin is remembered (0 = not at all)"},
+        {"origin-max-fetches", CORE_OPT_INT, NULL, 1, 65536, NULL, CORE_OPT_IMMUTABLE,
+         "origin fetches in flight at once"},
+        {"origin-queue", CORE_OPT_INT, NULL, 0, 1000000, NULL, CORE_OPT_IMMUTABLE,
+         "keys that may wait for a fetch slot; beyond, GET gets an error"},
+        {"origin-coalesce", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
+         "one origin fetch for concurrent misses of a key (no: one per request)"},
         {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
     };
-    void *ptrs[] = {&cfg->port,
-                    cfg->bind,
-                    &cfg->maxmemory,
-                    &cfg->maxmemory_policy,
-                    &cfg->maxclients,
-                    cfg->requirepass,
-                    &cfg->query_buf_limit,
-                    &cfg->output_buf_limit,
-                    &cfg->proto_max_bulk_len,
-                    &cfg->timeout,
-                    &cfg->hz,
-                    &cfg->loglevel,
-                    cfg->save,
-                    &cfg->appendonly};
+    void *ptrs[] = {&cfg->port, cfg->bind, &cfg->maxmemory, &cfg->maxmemory_policy,
+                    &cfg->maxclients, cfg->requirepass, &cfg->query_buf_limit,
+                    &cfg->output_buf_limit, &cfg->proto_max_bulk_len, &cfg->timeout, &cfg->hz,
+                    &cfg->loglevel, cfg->save, &cfg->appendonly,
+                    /* gs-origin */
+                    cfg->origin, &cfg->origin_timeout, &cfg->origin_ttl, &cfg->origin_negative_ttl,
+                    &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce};
     _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
     memcpy(opts, table, sizeof(table));
     for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
@@ -263,6 +279,7 @@ static void on_close(struct core_conn *conn)
     struct gs_client *c = core_conn_data(conn);
     if (!c)
         return;
+    gs_origin_node_client_closed(c); /* gs-origin: drop its waiters */
     gs_resp_parser_free(&c->parser);
     free(c->name);
     free(c->lib_name);
@@ -359,6 +376,7 @@ void gs_node_apply_config(struct gs_node *n)
     core_log_init('M', (enum core_log_level)n->cfg.loglevel);
     uint64_t period = (uint64_t)(1000 / n->cfg.hz);
     uv_timer_set_repeat(&n->cron, period ? period : 1);
+    gs_origin_node_apply_config(n); /* gs-origin */
 }
 
 static void on_signal(uv_signal_t *sig, int signum)
@@ -407,6 +425,15 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
         free(n);
         return rc;
     }
+    rc = gs_origin_node_start(n); /* gs-origin: a bad origin option fails the start */
+    if (rc) {
+        core_server_stop(n->srv);
+        uv_run(loop, UV_RUN_NOWAIT);
+        core_server_free(n->srv);
+        gs_store_free(n->store);
+        free(n);
+        return rc;
+    }
     uv_timer_init(loop, &n->cron);
     n->cron.data = n;
     resync_clock(n);
@@ -428,6 +455,7 @@ void gs_node_stop(struct gs_node *n)
         return;
     n->stopping = true;
     core_server_stop(n->srv);
+    gs_origin_node_stop(n); /* gs-origin: after the clients have gone */
     uv_close((uv_handle_t *)&n->cron, NULL);
     uv_close((uv_handle_t *)&n->sigint, NULL);
     uv_close((uv_handle_t *)&n->sigterm, NULL);

@@ -24,8 +24,10 @@
 
 /* Options; CONFIG GET/SET and the command line use the same table. */
 struct gs_command;
+struct gs_origin;
+struct gs_held;
 
-#define GS_NODE_NOPTS 15 /* options + terminator */
+#define GS_NODE_NOPTS 22 /* options + terminator (7 of them gs-origin's) */
 
 struct gs_config {
     int64_t port;
@@ -42,6 +44,14 @@ struct gs_config {
     int loglevel; /* enum core_log_level */
     char save[CORE_OPT_STRLEN];
     bool appendonly;
+    /* gs-origin: read-through origin (issue #6, docs/gridsync-origin.md) */
+    char origin[CORE_OPT_STRLEN]; /* URL template with {key}; empty = off */
+    int64_t origin_timeout;       /* ms */
+    int64_t origin_ttl;           /* ms; 0 = no expiry */
+    int64_t origin_negative_ttl;  /* ms; 0 = 404s not remembered */
+    int64_t origin_max_fetches;
+    int64_t origin_queue;
+    bool origin_coalesce;
 };
 
 struct gs_node_stats {
@@ -67,6 +77,7 @@ struct gs_node {
     struct core_buf scratch;                 /* reusable: KEYS, RENAME, INFO text */
     const struct gs_command *cmd_index[256]; /* open addressing by name hash */
     char config_file[CORE_OPT_STRLEN];
+    struct gs_origin *origin; /* gs-origin: NULL unless configured */
 };
 
 struct gs_client {
@@ -78,6 +89,8 @@ struct gs_client {
     char *name; /* CLIENT SETNAME; NULL when unset */
     char *lib_name, *lib_ver;
     const char *last_cmd;
+    /* gs-origin: replies waiting on the origin, oldest first (origin_node.h) */
+    struct gs_held *held_head, *held_tail;
 };
 
 /* Create a node from a filled configuration (see gs_node_options for the

@@ -1,0 +1,1196 @@
+/*
+ * gs-bench: a load generator for Redis-protocol caches (GridSync, Redis)
+ * and, with --protocol memcache, memcached.
+ *
+ * One thread, one epoll loop, N TCP connections. Each request is a GET or
+ * a SET of a key `key:%012d` chosen by a Zipfian law over the key space
+ * (a precomputed CDF searched by bisection, driven by a seeded xoshiro256**
+ * so the same seed gives the same key sequence). Latency is measured from
+ * the send (closed loop) or from the intended send time (open loop, so a
+ * stalled server cannot hide its queue: no coordinated omission) to the
+ * moment the reply is parsed, into core/histogram.h histograms.
+ *
+ * Invariants:
+ *   1. No allocation after start-up: connections, their in-flight rings,
+ *      their output buffers, the shared input buffer and the histograms are
+ *      allocated once in main.
+ *   2. Replies arrive in request order on a connection (both protocols are
+ *      strictly pipelined), so each connection keeps a FIFO ring of the
+ *      send times of its requests in flight; a reply pops the oldest.
+ *   3. A request is recorded iff its (intended) send time lies in the
+ *      measured window; its reply may arrive during the drain that follows.
+ *   4. One write() per connection per loop iteration: every request a
+ *      connection generates in an iteration goes out in one batch.
+ *
+ * Phases: CONNECT -> [LOAD] -> WARMUP -> MEASURE -> DRAIN -> report.
+ *   LOAD    (--load) SETs every key once, pipelined, so GETs hit.
+ *   WARMUP  runs the workload unrecorded for --warmup seconds.
+ *   MEASURE runs for --duration seconds or --requests requests.
+ *   DRAIN   sends nothing and waits (bounded) for the replies in flight.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bench/gridsync/reply.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/histogram.h"
+
+#define NS_PER_S    1000000000ull
+#define KEY_DIGITS  12
+#define KEY_LEN     (4 + KEY_DIGITS) /* "key:" + digits */
+#define MAX_KEYS    1000000000000ull /* what KEY_DIGITS can name */
+#define IN_BUF_SIZE (256 * 1024)
+#define MAX_EVENTS  256
+
+/* ---- options ---------------------------------------------------------- */
+
+struct options {
+    const char *host;
+    const char *port;
+    enum gsb_protocol proto;
+    unsigned conns;
+    unsigned pipeline;
+    uint64_t keys;
+    double zipf;
+    size_t value_size;
+    double get_ratio;
+    bool load;
+    bool load_only;
+    double duration_s;
+    uint64_t requests; /* 0: run for duration_s */
+    double warmup_s;
+    double rate; /* requests/s over all connections; 0: closed loop */
+    unsigned max_inflight;
+    uint64_t seed;
+    const char *json_path;
+    bool progress;
+    double drain_s;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: gs-bench [options]\n"
+                 "  -s, --host HOST          server address (127.0.0.1)\n"
+                 "  -p, --port PORT          server port (6379)\n"
+                 "      --protocol P         resp | memcache (resp)\n"
+                 "  -c, --connections N      connections, all on one event loop (50)\n"
+                 "  -P, --pipeline N         requests in flight per connection, closed loop (1)\n"
+                 "  -k, --keys N             key space: key:000000000000 .. (1000)\n"
+                 "  -z, --zipf S             Zipf exponent of the key choice; 0 = uniform (1.1)\n"
+                 "  -d, --value-size N       SET value bytes (128)\n"
+                 "  -g, --get-ratio F        fraction of GETs, the rest are SETs (0.9)\n"
+                 "      --load               SET every key once before the run, so GETs hit\n"
+                 "      --load-only          only do the load phase, then exit\n"
+                 "  -t, --duration SEC       measured seconds (10)\n"
+                 "  -n, --requests N         measure N requests instead of a duration\n"
+                 "  -w, --warmup SEC         unrecorded seconds before measuring (1)\n"
+                 "  -r, --rate R             open loop: R requests/s over all connections,\n"
+                 "                           latency from the intended send time\n"
+                 "      --max-inflight N     open loop: cap of requests in flight per connection\n"
+                 "                           (1024)\n"
+                 "      --seed N             PRNG seed (1)\n"
+                 "      --json FILE          write results and the percentile curve as JSON\n"
+                 "      --progress           a progress line every second even if not a TTY\n"
+                 "      --drain SEC          wait at most this long for replies at the end (2)\n"
+                 "  -h, --help               this text\n");
+}
+
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+        return CORE_EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        return CORE_EINVAL;
+    *out = v;
+    return 0;
+}
+
+enum {
+    OPT_PROTOCOL = 256,
+    OPT_LOAD,
+    OPT_LOAD_ONLY,
+    OPT_MAX_INFLIGHT,
+    OPT_SEED,
+    OPT_JSON,
+    OPT_PROGRESS,
+    OPT_DRAIN,
+};
+
+/* Returns 0, 1 after --help, or CORE_EINVAL (message printed). */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    static const struct option longopts[] = {
+        {"host", required_argument, 0, 's'},
+        {"port", required_argument, 0, 'p'},
+        {"protocol", required_argument, 0, OPT_PROTOCOL},
+        {"connections", required_argument, 0, 'c'},
+        {"pipeline", required_argument, 0, 'P'},
+        {"keys", required_argument, 0, 'k'},
+        {"zipf", required_argument, 0, 'z'},
+        {"value-size", required_argument, 0, 'd'},
+        {"get-ratio", required_argument, 0, 'g'},
+        {"load", no_argument, 0, OPT_LOAD},
+        {"load-only", no_argument, 0, OPT_LOAD_ONLY},
+        {"duration", required_argument, 0, 't'},
+        {"requests", required_argument, 0, 'n'},
+        {"warmup", required_argument, 0, 'w'},
+        {"rate", required_argument, 0, 'r'},
+        {"max-inflight", required_argument, 0, OPT_MAX_INFLIGHT},
+        {"seed", required_argument, 0, OPT_SEED},
+        {"json", required_argument, 0, OPT_JSON},
+        {"progress", no_argument, 0, OPT_PROGRESS},
+        {"drain", required_argument, 0, OPT_DRAIN},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    *o = (struct options){
+        .host = "127.0.0.1",
+        .port = "6379",
+        .proto = GSB_PROTO_RESP,
+        .conns = 50,
+        .pipeline = 1,
+        .keys = 1000,
+        .zipf = 1.1,
+        .value_size = 128,
+        .get_ratio = 0.9,
+        .duration_s = 10,
+        .warmup_s = 1,
+        .max_inflight = 1024,
+        .seed = 1,
+        .drain_s = 2,
+    };
+    int c, err = 0;
+    uint64_t u;
+    while ((c = getopt_long(argc, argv, "s:p:c:P:k:z:d:g:t:n:w:r:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            o->host = optarg;
+            break;
+        case 'p':
+            o->port = optarg;
+            err = parse_u64(optarg, 1, 65535, &u);
+            break;
+        case OPT_PROTOCOL:
+            if (strcmp(optarg, "resp") == 0)
+                o->proto = GSB_PROTO_RESP;
+            else if (strcmp(optarg, "memcache") == 0)
+                o->proto = GSB_PROTO_MEMCACHE;
+            else
+                err = CORE_EINVAL;
+            break;
+        case 'c':
+            err = parse_u64(optarg, 1, 10000, &u);
+            o->conns = (unsigned)u;
+            break;
+        case 'P':
+            err = parse_u64(optarg, 1, 4096, &u);
+            o->pipeline = (unsigned)u;
+            break;
+        case 'k':
+            err = parse_u64(optarg, 1, MAX_KEYS, &o->keys);
+            break;
+        case 'z':
+            err = parse_double(optarg, 0, 10, &o->zipf);
+            break;
+        case 'd':
+            err = parse_u64(optarg, 0, 16 << 20, &u);
+            o->value_size = (size_t)u;
+            break;
+        case 'g':
+            err = parse_double(optarg, 0, 1, &o->get_ratio);
+            break;
+        case OPT_LOAD:
+            o->load = true;
+            break;
+        case OPT_LOAD_ONLY:
+            o->load = o->load_only = true;
+            break;
+        case 't':
+            err = parse_double(optarg, 0.001, 1e6, &o->duration_s);
+            break;
+        case 'n':
+            err = parse_u64(optarg, 1, UINT64_MAX / 2, &o->requests);
+            break;
+        case 'w':
+            err = parse_double(optarg, 0, 1e6, &o->warmup_s);
+            break;
+        case 'r':
+            err = parse_double(optarg, 0, 1e9, &o->rate);
+            break;
+        case OPT_MAX_INFLIGHT:
+            err = parse_u64(optarg, 1, 1 << 20, &u);
+            o->max_inflight = (unsigned)u;
+            break;
+        case OPT_SEED:
+            err = parse_u64(optarg, 0, UINT64_MAX, &o->seed);
+            break;
+        case OPT_JSON:
+            o->json_path = optarg;
+            break;
+        case OPT_PROGRESS:
+            o->progress = true;
+            break;
+        case OPT_DRAIN:
+            err = parse_double(optarg, 0, 3600, &o->drain_s);
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        default:
+            usage(stderr);
+            return CORE_EINVAL;
+        }
+        if (err) {
+            fprintf(stderr, "gs-bench: invalid value '%s' for option %s\n", optarg,
+                    argv[optind - 1]);
+            return CORE_EINVAL;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gs-bench: unexpected argument '%s'\n", argv[optind]);
+        return CORE_EINVAL;
+    }
+    return 0;
+}
+
+/* ---- key choice ------------------------------------------------------- */
+
+/* xoshiro256** (Blackman and Vigna), seeded through splitmix64 as its
+ * authors recommend. */
+struct rng {
+    uint64_t s[4];
+};
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void rng_seed(struct rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&seed);
+}
+
+static inline uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static inline uint64_t rng_next(struct rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+static inline double rng_unit(struct rng *r)
+{
+    return (double)(rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+/* Zipf's law over ranks 1..n: P(rank i) is proportional to 1 / i^s. Key
+ * index i - 1 has rank i, so key:000000000000 is the hottest. */
+struct keychooser {
+    uint64_t n;
+    double *cdf; /* NULL when uniform (s == 0) */
+};
+
+static int keychooser_init(struct keychooser *kc, uint64_t n, double s)
+{
+    kc->n = n;
+    kc->cdf = NULL;
+    if (s == 0)
+        return 0;
+    if (n > (1ull << 28)) {
+        fprintf(stderr, "gs-bench: a Zipfian key space is limited to 2^28 keys\n");
+        return CORE_ERANGE;
+    }
+    kc->cdf = malloc(n * sizeof(double));
+    if (!kc->cdf)
+        return CORE_ENOMEM;
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        sum += pow((double)(i + 1), -s);
+        kc->cdf[i] = sum;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        kc->cdf[i] /= sum;
+    kc->cdf[n - 1] = 1.0;
+    return 0;
+}
+
+static inline uint64_t keychooser_next(const struct keychooser *kc, struct rng *r)
+{
+    if (!kc->cdf)
+        return (uint64_t)(((unsigned __int128)rng_next(r) * kc->n) >> 64);
+    double u = rng_unit(r);
+    /* first index whose cumulative probability exceeds u */
+    uint64_t lo = 0, hi = kc->n - 1;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (kc->cdf[mid] > u)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+/* A request is a copy of a prebuilt template with the key's digits written
+ * in at key_at: no formatting per request. */
+struct templ {
+    char *bytes;
+    size_t len;
+    size_t key_at;
+};
+
+struct templates {
+    struct templ get, set;
+    size_t max_len;
+};
+
+static int templ_build(struct templ *t, const char *head, const char *mid, const char *value,
+                       size_t value_size, const char *tail)
+{
+    size_t hl = strlen(head), ml = strlen(mid), tl = strlen(tail);
+    t->len = hl + KEY_LEN + ml + value_size + tl;
+    t->bytes = malloc(t->len);
+    if (!t->bytes)
+        return CORE_ENOMEM;
+    char *p = t->bytes;
+    memcpy(p, head, hl);
+    p += hl;
+    memcpy(p, "key:", 4);
+    memset(p + 4, '0', KEY_DIGITS);
+    t->key_at = hl + 4;
+    p += KEY_LEN;
+    memcpy(p, mid, ml);
+    p += ml;
+    if (value_size)
+        memcpy(p, value, value_size);
+    p += value_size;
+    memcpy(p, tail, tl);
+    return 0;
+}
+
+static int templates_build(struct templates *ts, enum gsb_protocol proto, size_t value_size)
+{
+    char *value = malloc(value_size + 1);
+    if (!value)
+        return CORE_ENOMEM;
+    /* Printable, varied bytes: no server should get to compress a run. */
+    for (size_t i = 0; i < value_size; i++)
+        value[i] = (char)('a' + (i * 7 + i / 26) % 26);
+    char head[64], mid[64];
+    int err;
+    if (proto == GSB_PROTO_RESP) {
+        snprintf(head, sizeof(head), "*2\r\n$3\r\nGET\r\n$%d\r\n", KEY_LEN);
+        err = templ_build(&ts->get, head, "\r\n", NULL, 0, "");
+        snprintf(head, sizeof(head), "*3\r\n$3\r\nSET\r\n$%d\r\n", KEY_LEN);
+        snprintf(mid, sizeof(mid), "\r\n$%zu\r\n", value_size);
+        if (!err)
+            err = templ_build(&ts->set, head, mid, value, value_size, "\r\n");
+    } else {
+        err = templ_build(&ts->get, "get ", "\r\n", NULL, 0, "");
+        snprintf(mid, sizeof(mid), " 0 0 %zu\r\n", value_size);
+        if (!err)
+            err = templ_build(&ts->set, "set ", mid, value, value_size, "\r\n");
+    }
+    free(value);
+    ts->max_len = ts->set.len > ts->get.len ? ts->set.len : ts->get.len;
+    return err;
+}
+
+static inline void write_key_digits(char *at, uint64_t key)
+{
+    for (int i = KEY_DIGITS - 1; i >= 0; i--) {
+        at[i] = (char)('0' + key % 10);
+        key /= 10;
+    }
+}
+
+/* ---- connections and the run ------------------------------------------ */
+
+enum phase { PH_LOAD, PH_WARMUP, PH_MEASURE, PH_DRAIN, PH_DONE };
+
+static const char *const phase_names[] = {"load", "warmup", "measure", "drain", "done"};
+
+/* One request in flight. */
+struct inflight {
+    uint64_t t_ns; /* send time, or intended send time in open loop */
+    uint8_t is_get;
+    uint8_t record; /* sent inside the measured window */
+};
+
+struct conn {
+    int fd;
+    bool alive;
+    bool want_out; /* EPOLLOUT armed: the last write was partial */
+    struct gsb_reply_parser parser;
+    /* FIFO ring of requests in flight (invariant 2) */
+    struct inflight *ring;
+    unsigned ring_cap, head, count;
+    /* bytes generated but not yet written */
+    char *out;
+    size_t out_cap, out_len, out_off;
+    uint64_t next_due_ns; /* open loop: intended time of its next request */
+};
+
+struct counters {
+    uint64_t sent;
+    uint64_t completed;
+    uint64_t gets, get_hits, get_misses, sets;
+    uint64_t error_replies;
+    uint64_t unexpected; /* a reply of the wrong kind for its command */
+    uint64_t protocol;   /* connections closed on an unparsable reply */
+    uint64_t lost;       /* in flight when a connection died or the drain ended */
+    uint64_t closed;     /* connections closed by the server */
+    uint64_t unsent;     /* open loop: due in the window but never sent */
+};
+
+struct bench {
+    struct options o;
+    struct templates tpl;
+    struct keychooser kc;
+    struct rng rng;
+    struct conn *conns;
+    unsigned alive;
+    int ep;
+    char *in;
+
+    enum phase phase;
+    unsigned depth; /* closed loop: requests in flight per connection */
+    uint64_t load_next, load_done;
+    uint64_t t_start, t_warm, t_meas, t_meas_end, t_last_reply, t_drain_end;
+    uint64_t meas_sent; /* --requests: measured requests sent so far */
+    uint64_t open_interval_ns;
+
+    struct counters c;
+    struct core_hist hist;     /* measured window */
+    struct core_hist interval; /* since the last progress line */
+    uint64_t interval_done;
+    uint64_t next_progress;
+    bool tty, progress;
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+static int connect_one(const struct addrinfo *ai)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    /* Requests go out as soon as a batch is written, as every Redis
+     * client does. */
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    return fd;
+}
+
+static int open_connections(struct bench *b)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res;
+    int rc = getaddrinfo(b->o.host, b->o.port, &hints, &res);
+    if (rc) {
+        fprintf(stderr, "gs-bench: %s:%s: %s\n", b->o.host, b->o.port, gai_strerror(rc));
+        return CORE_EINVAL;
+    }
+    for (unsigned i = 0; i < b->o.conns; i++) {
+        struct conn *cn = &b->conns[i];
+        int fd = connect_one(res);
+        if (fd < 0) {
+            fprintf(stderr, "gs-bench: connect %s:%s: %s\n", b->o.host, b->o.port, strerror(-fd));
+            freeaddrinfo(res);
+            return core_from_errno(-fd);
+        }
+        cn->fd = fd;
+        cn->alive = true;
+        gsb_reply_parser_init(&cn->parser, b->o.proto);
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = i};
+        if (epoll_ctl(b->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            freeaddrinfo(res);
+            return core_from_errno(errno);
+        }
+        b->alive++;
+    }
+    freeaddrinfo(res);
+    return 0;
+}
+
+static void conn_close(struct bench *b, struct conn *cn)
+{
+    if (!cn->alive)
+        return;
+    epoll_ctl(b->ep, EPOLL_CTL_DEL, cn->fd, NULL);
+    close(cn->fd);
+    cn->alive = false;
+    b->c.lost += cn->count;
+    if (b->phase == PH_LOAD)
+        b->load_done += cn->count; /* lost, but the load must not wait for them */
+    cn->count = 0;
+    cn->out_len = cn->out_off = 0;
+    b->alive--;
+}
+
+/* Append one request to the connection's output and its in-flight ring.
+ * The caller has checked there is room in both. */
+static inline void conn_push(struct bench *b, struct conn *cn, bool is_get, uint64_t key,
+                             uint64_t t_ns, bool record)
+{
+    const struct templ *t = is_get ? &b->tpl.get : &b->tpl.set;
+    char *dst = cn->out + cn->out_len;
+    memcpy(dst, t->bytes, t->len);
+    write_key_digits(dst + t->key_at, key);
+    cn->out_len += t->len;
+    struct inflight *f = &cn->ring[(cn->head + cn->count) % cn->ring_cap];
+    f->t_ns = t_ns;
+    f->is_get = is_get;
+    f->record = record;
+    cn->count++;
+    b->c.sent++;
+}
+
+static inline bool conn_has_room(const struct bench *b, const struct conn *cn)
+{
+    return cn->count < cn->ring_cap && cn->out_cap - cn->out_len >= b->tpl.max_len;
+}
+
+/* Whether the workload may send one more request now (not load/drain). */
+static inline bool may_send_workload(const struct bench *b)
+{
+    if (b->phase == PH_WARMUP)
+        return true;
+    if (b->phase != PH_MEASURE)
+        return false;
+    return b->o.requests == 0 || b->meas_sent < b->o.requests;
+}
+
+static inline void push_workload(struct bench *b, struct conn *cn, uint64_t t_ns)
+{
+    bool is_get = b->o.get_ratio >= 1.0 || rng_unit(&b->rng) < b->o.get_ratio;
+    uint64_t key = keychooser_next(&b->kc, &b->rng);
+    bool record = b->phase == PH_MEASURE;
+    if (record)
+        b->meas_sent++;
+    conn_push(b, cn, is_get, key, t_ns, record);
+}
+
+/* Closed loop and load: top the connection up to its depth. */
+static void conn_refill(struct bench *b, struct conn *cn, uint64_t now)
+{
+    if (b->phase == PH_LOAD) {
+        while (cn->count < b->depth && b->load_next < b->o.keys && conn_has_room(b, cn))
+            conn_push(b, cn, false, b->load_next++, now, false);
+        return;
+    }
+    if (b->o.rate > 0)
+        return;
+    while (cn->count < b->depth && conn_has_room(b, cn) && may_send_workload(b))
+        push_workload(b, cn, now);
+}
+
+/* Open loop: generate every request whose intended time has come. */
+static void conn_schedule(struct bench *b, struct conn *cn, uint64_t now)
+{
+    while (cn->next_due_ns <= now && conn_has_room(b, cn) && may_send_workload(b)) {
+        /* The phase is decided by the intended time, not by when the
+         * request could finally go out (invariant 3). */
+        if (b->phase == PH_WARMUP && cn->next_due_ns >= b->t_meas)
+            break;
+        push_workload(b, cn, cn->next_due_ns);
+        cn->next_due_ns += b->open_interval_ns;
+    }
+}
+
+static void conn_flush(struct bench *b, struct conn *cn)
+{
+    while (cn->out_off < cn->out_len) {
+        ssize_t n = write(cn->fd, cn->out + cn->out_off, cn->out_len - cn->out_off);
+        if (n > 0) {
+            cn->out_off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!cn->want_out) {
+                struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT,
+                                         .data.u32 = (uint32_t)(cn - b->conns)};
+                epoll_ctl(b->ep, EPOLL_CTL_MOD, cn->fd, &ev);
+                cn->want_out = true;
+            }
+            return;
+        }
+        b->c.closed++;
+        conn_close(b, cn);
+        return;
+    }
+    cn->out_off = cn->out_len = 0;
+    if (cn->want_out) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)(cn - b->conns)};
+        epoll_ctl(b->ep, EPOLL_CTL_MOD, cn->fd, &ev);
+        cn->want_out = false;
+    }
+}
+
+/* Generate what the connection may send now and write it; repeat while a
+ * whole batch went out and more may follow (an output buffer smaller than
+ * the pipeline depth must not stall the connection until the next event). */
+static void conn_top_up(struct bench *b, struct conn *cn, uint64_t now)
+{
+    while (cn->alive && !cn->want_out) {
+        size_t before = cn->out_len;
+        if (b->o.rate > 0 && b->phase != PH_LOAD)
+            conn_schedule(b, cn, now);
+        else
+            conn_refill(b, cn, now);
+        if (cn->out_len == before)
+            return;
+        conn_flush(b, cn);
+    }
+}
+
+static void on_reply(struct bench *b, struct conn *cn, const struct gsb_reply *r, uint64_t now)
+{
+    if (cn->count == 0) {
+        b->c.unexpected++; /* a reply nobody asked for */
+        return;
+    }
+    struct inflight f = cn->ring[cn->head];
+    cn->head = (cn->head + 1) % cn->ring_cap;
+    cn->count--;
+    b->t_last_reply = now;
+    uint64_t lat = now > f.t_ns ? now - f.t_ns : 0;
+    core_hist_record(&b->interval, lat);
+    b->interval_done++;
+    if (b->phase == PH_LOAD) {
+        b->load_done++;
+        if (r->kind == GSB_REPLY_ERROR)
+            b->c.error_replies++;
+        else if (r->kind != GSB_REPLY_STATUS)
+            b->c.unexpected++;
+        return;
+    }
+    if (!f.record)
+        return;
+    b->c.completed++;
+    core_hist_record(&b->hist, lat);
+    if (r->kind == GSB_REPLY_ERROR) {
+        b->c.error_replies++;
+    } else if (f.is_get) {
+        b->c.gets++;
+        if (r->kind == GSB_REPLY_BULK)
+            b->c.get_hits++;
+        else if (r->kind == GSB_REPLY_NULL)
+            b->c.get_misses++;
+        else
+            b->c.unexpected++;
+    } else {
+        b->c.sets++;
+        if (r->kind != GSB_REPLY_STATUS)
+            b->c.unexpected++;
+    }
+}
+
+static void conn_readable(struct bench *b, struct conn *cn)
+{
+    for (;;) {
+        ssize_t n = read(cn->fd, b->in, IN_BUF_SIZE);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            b->c.closed++;
+            conn_close(b, cn);
+            return;
+        }
+        /* One clock read per read(): every reply in this buffer arrived
+         * together. */
+        uint64_t now = core_now_ns();
+        size_t off = 0;
+        while (off < (size_t)n) {
+            size_t used = 0;
+            struct gsb_reply r;
+            int rc = gsb_reply_parse(&cn->parser, b->in + off, (size_t)n - off, &used, &r);
+            if (rc < 0) {
+                b->c.protocol++;
+                conn_close(b, cn);
+                return;
+            }
+            off += used;
+            if (rc == 1)
+                on_reply(b, cn, &r, now);
+        }
+        if ((size_t)n < IN_BUF_SIZE)
+            return;
+    }
+}
+
+static void print_progress(struct bench *b, uint64_t now)
+{
+    double el = (double)(now - b->t_start) / 1e9;
+    double dt = (double)(now - (b->next_progress - NS_PER_S)) / 1e9;
+    if (dt <= 0)
+        dt = 1;
+    char line[200];
+    snprintf(
+        line, sizeof(line), "[%-7s %6.1fs] %9.0f req/s  p50 %8.1f us  p99 %8.1f us  errors %llu",
+        phase_names[b->phase], el, (double)b->interval_done / dt,
+        (double)core_hist_percentile(&b->interval, 50) / 1e3,
+        (double)core_hist_percentile(&b->interval, 99) / 1e3,
+        (unsigned long long)(b->c.error_replies + b->c.unexpected + b->c.protocol + b->c.lost));
+    if (b->tty)
+        fprintf(stderr, "\r\033[K%s", line);
+    else
+        fprintf(stderr, "%s\n", line);
+    core_hist_reset(&b->interval);
+    b->interval_done = 0;
+}
+
+static uint64_t requests_in_flight(const struct bench *b)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < b->o.conns; i++)
+        n += b->conns[i].alive ? b->conns[i].count : 0;
+    return n;
+}
+
+/* Open loop: the requests due inside the measured window that never went
+ * out because the connection's ring or output was full. They are not in
+ * the histogram, so the report names them: the server fell behind. */
+static void count_unsent(struct bench *b)
+{
+    for (unsigned i = 0; i < b->o.conns; i++) {
+        const struct conn *cn = &b->conns[i];
+        if (cn->next_due_ns < b->t_meas_end)
+            b->c.unsent += (b->t_meas_end - cn->next_due_ns - 1) / b->open_interval_ns + 1;
+    }
+}
+
+static void start_phase(struct bench *b, enum phase ph, uint64_t now)
+{
+    b->phase = ph;
+    switch (ph) {
+    case PH_WARMUP:
+        b->depth = b->o.pipeline;
+        b->t_warm = now;
+        b->t_meas = now + (uint64_t)(b->o.warmup_s * 1e9);
+        b->t_meas_end = b->o.requests ? UINT64_MAX : b->t_meas + (uint64_t)(b->o.duration_s * 1e9);
+        if (b->o.rate > 0) {
+            b->open_interval_ns = (uint64_t)((double)b->o.conns * 1e9 / b->o.rate);
+            if (b->open_interval_ns == 0)
+                b->open_interval_ns = 1;
+            /* Stagger the connections evenly over one interval. */
+            for (unsigned i = 0; i < b->o.conns; i++)
+                b->conns[i].next_due_ns = now + b->open_interval_ns * i / b->o.conns;
+        }
+        if (b->o.warmup_s == 0)
+            b->phase = PH_MEASURE;
+        break;
+    case PH_MEASURE:
+        break;
+    case PH_DRAIN:
+        if (b->t_meas_end == UINT64_MAX)
+            b->t_meas_end = now;
+        if (b->o.rate > 0)
+            count_unsent(b);
+        b->t_drain_end = now + (uint64_t)(b->o.drain_s * 1e9);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Move between phases by the clock and the counters. */
+static void advance_phase(struct bench *b, uint64_t now)
+{
+    if (interrupted && b->phase < PH_DRAIN) {
+        if (b->phase != PH_MEASURE)
+            b->t_meas = now;
+        b->t_meas_end = now;
+        start_phase(b, PH_DRAIN, now);
+    }
+    switch (b->phase) {
+    case PH_LOAD:
+        if (b->load_done >= b->o.keys || b->alive == 0) {
+            if (b->o.load_only) {
+                b->phase = PH_DONE;
+                b->t_meas = b->t_meas_end = now;
+            } else {
+                start_phase(b, PH_WARMUP, now);
+            }
+        }
+        break;
+    case PH_WARMUP:
+        if (now >= b->t_meas)
+            start_phase(b, PH_MEASURE, now);
+        break;
+    case PH_MEASURE:
+        if (now >= b->t_meas_end || (b->o.requests && b->meas_sent >= b->o.requests))
+            start_phase(b, PH_DRAIN, now);
+        break;
+    case PH_DRAIN:
+        if (requests_in_flight(b) == 0 || now >= b->t_drain_end) {
+            b->c.lost += requests_in_flight(b);
+            b->phase = PH_DONE;
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* The loop: wait for sockets or the next deadline, read and parse, top up
+ * and write each connection once (invariant 4). */
+static int run(struct bench *b)
+{
+    struct epoll_event evs[MAX_EVENTS];
+    uint64_t now = core_now_ns();
+    b->t_start = now;
+    b->next_progress = now + NS_PER_S;
+    if (b->o.load) {
+        b->phase = PH_LOAD;
+        b->depth = b->o.pipeline > 32 ? b->o.pipeline : 32;
+    } else {
+        start_phase(b, PH_WARMUP, now);
+    }
+    for (unsigned i = 0; i < b->o.conns; i++)
+        conn_top_up(b, &b->conns[i], now);
+    while (b->phase != PH_DONE) {
+        if (b->alive == 0) {
+            fprintf(stderr, "gs-bench: every connection is closed\n");
+            return CORE_ECLOSED;
+        }
+        uint64_t deadline = b->next_progress;
+        if (b->phase == PH_WARMUP)
+            deadline = min_u64(deadline, b->t_meas);
+        if (b->phase == PH_MEASURE)
+            deadline = min_u64(deadline, b->t_meas_end);
+        if (b->phase == PH_DRAIN)
+            deadline = min_u64(deadline, b->t_drain_end);
+        if (b->o.rate > 0 && (b->phase == PH_WARMUP || b->phase == PH_MEASURE))
+            for (unsigned i = 0; i < b->o.conns; i++)
+                if (b->conns[i].alive && !b->conns[i].want_out && conn_has_room(b, &b->conns[i]))
+                    deadline = min_u64(deadline, b->conns[i].next_due_ns);
+        now = core_now_ns();
+        uint64_t wait = deadline > now ? deadline - now : 0;
+        struct timespec ts = {.tv_sec = (time_t)(wait / NS_PER_S),
+                              .tv_nsec = (long)(wait % NS_PER_S)};
+        int n = epoll_pwait2(b->ep, evs, MAX_EVENTS, &ts, NULL);
+        if (n < 0 && errno != EINTR) {
+            perror("gs-bench: epoll_pwait2");
+            return core_from_errno(errno);
+        }
+        for (int i = 0; i < n; i++) {
+            struct conn *cn = &b->conns[evs[i].data.u32];
+            if (!cn->alive)
+                continue;
+            if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+                conn_readable(b, cn);
+            if (cn->alive && (evs[i].events & EPOLLOUT))
+                conn_flush(b, cn);
+        }
+        now = core_now_ns();
+        advance_phase(b, now);
+        /* Top up: closed loop refills the connections that got replies
+         * (and any other short of its depth); open loop sends what is due. */
+        for (unsigned i = 0; i < b->o.conns; i++)
+            conn_top_up(b, &b->conns[i], now);
+        if (now >= b->next_progress) {
+            if (b->tty || b->progress) {
+                print_progress(b, now);
+            } else {
+                core_hist_reset(&b->interval);
+                b->interval_done = 0;
+            }
+            b->next_progress += NS_PER_S;
+            if (b->next_progress < now)
+                b->next_progress = now + NS_PER_S;
+        }
+    }
+    if (b->tty)
+        fprintf(stderr, "\r\033[K");
+    return 0;
+}
+
+/* ---- report ----------------------------------------------------------- */
+
+static double measured_seconds(const struct bench *b)
+{
+    uint64_t end = b->t_meas_end;
+    if (b->o.requests && b->t_last_reply > b->t_meas)
+        end = b->t_last_reply;
+    return end > b->t_meas ? (double)(end - b->t_meas) / 1e9 : 0;
+}
+
+static uint64_t errors_total(const struct counters *c)
+{
+    return c->error_replies + c->unexpected + c->protocol + c->lost;
+}
+
+static void report_text(const struct bench *b)
+{
+    const struct options *o = &b->o;
+    const struct core_hist *h = &b->hist;
+    double secs = measured_seconds(b);
+    printf("gs-bench: %s:%s %s, %u connections, pipeline %u, %s\n", o->host, o->port,
+           o->proto == GSB_PROTO_RESP ? "resp" : "memcache", o->conns, o->pipeline,
+           o->rate > 0 ? "open loop" : "closed loop");
+    if (o->rate > 0)
+        printf("rate: %.0f req/s scheduled\n", o->rate);
+    printf("workload: %llu keys, zipf %.2f, value %zu B, %.0f%% GET, seed %llu\n",
+           (unsigned long long)o->keys, o->zipf, o->value_size, o->get_ratio * 100,
+           (unsigned long long)o->seed);
+    if (o->load)
+        printf("load: %llu keys SET\n", (unsigned long long)b->load_done);
+    if (o->load_only)
+        return;
+    printf("measured: %.3f s, %llu requests, %.0f req/s (GET %llu: %llu hits, %llu misses; "
+           "SET %llu)\n",
+           secs, (unsigned long long)b->c.completed, secs > 0 ? (double)b->c.completed / secs : 0,
+           (unsigned long long)b->c.gets, (unsigned long long)b->c.get_hits,
+           (unsigned long long)b->c.get_misses, (unsigned long long)b->c.sets);
+    printf("latency us: min %.1f  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  mean %.1f\n",
+           h->count ? (double)h->min / 1e3 : 0, (double)core_hist_percentile(h, 50) / 1e3,
+           (double)core_hist_percentile(h, 99) / 1e3, (double)core_hist_percentile(h, 99.9) / 1e3,
+           (double)h->max / 1e3, core_hist_mean(h) / 1e3);
+    if (o->rate > 0)
+        printf("open loop: %llu requests due in the window were never sent (server behind)\n",
+               (unsigned long long)b->c.unsent);
+    printf("errors: %llu (error replies %llu, unexpected %llu, protocol %llu, lost %llu, "
+           "connections closed %llu)\n",
+           (unsigned long long)errors_total(&b->c), (unsigned long long)b->c.error_replies,
+           (unsigned long long)b->c.unexpected, (unsigned long long)b->c.protocol,
+           (unsigned long long)b->c.lost, (unsigned long long)b->c.closed);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static int report_json(const struct bench *b, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "gs-bench: %s: %s\n", path, strerror(errno));
+        return core_from_errno(errno);
+    }
+    const struct options *o = &b->o;
+    const struct core_hist *h = &b->hist;
+    double secs = measured_seconds(b);
+    fprintf(f, "{\n  \"tool\": \"gs-bench\",\n  \"config\": {\"host\": ");
+    json_string(f, o->host);
+    fprintf(f, ", \"port\": ");
+    json_string(f, o->port);
+    fprintf(f,
+            ", \"protocol\": \"%s\", \"connections\": %u, \"pipeline\": %u, \"keys\": %llu, "
+            "\"zipf\": %g, \"value_size\": %zu, \"get_ratio\": %g, \"load\": %s, "
+            "\"duration_s\": %g, \"requests\": %llu, \"warmup_s\": %g, \"rate\": %g, "
+            "\"seed\": %llu},\n",
+            o->proto == GSB_PROTO_RESP ? "resp" : "memcache", o->conns, o->pipeline,
+            (unsigned long long)o->keys, o->zipf, o->value_size, o->get_ratio,
+            o->load ? "true" : "false", o->duration_s, (unsigned long long)o->requests, o->warmup_s,
+            o->rate, (unsigned long long)o->seed);
+    fprintf(f,
+            "  \"results\": {\"seconds\": %.6f, \"requests\": %llu, \"throughput\": %.1f, "
+            "\"gets\": %llu, \"get_hits\": %llu, \"get_misses\": %llu, \"sets\": %llu, "
+            "\"loaded\": %llu,\n",
+            secs, (unsigned long long)b->c.completed, secs > 0 ? (double)b->c.completed / secs : 0,
+            (unsigned long long)b->c.gets, (unsigned long long)b->c.get_hits,
+            (unsigned long long)b->c.get_misses, (unsigned long long)b->c.sets,
+            (unsigned long long)b->load_done);
+    fprintf(
+        f,
+        "    \"errors\": {\"total\": %llu, \"error_replies\": %llu, \"unexpected\": %llu, "
+        "\"protocol\": %llu, \"lost\": %llu, \"connections_closed\": %llu}, \"unsent\": %llu,\n",
+        (unsigned long long)errors_total(&b->c), (unsigned long long)b->c.error_replies,
+        (unsigned long long)b->c.unexpected, (unsigned long long)b->c.protocol,
+        (unsigned long long)b->c.lost, (unsigned long long)b->c.closed,
+        (unsigned long long)b->c.unsent);
+    fprintf(f,
+            "    \"latency_us\": {\"min\": %.3f, \"mean\": %.3f, \"p50\": %.3f, \"p90\": %.3f, "
+            "\"p99\": %.3f, \"p99.9\": %.3f, \"p99.99\": %.3f, \"max\": %.3f},\n",
+            h->count ? (double)h->min / 1e3 : 0, core_hist_mean(h) / 1e3,
+            (double)core_hist_percentile(h, 50) / 1e3, (double)core_hist_percentile(h, 90) / 1e3,
+            (double)core_hist_percentile(h, 99) / 1e3, (double)core_hist_percentile(h, 99.9) / 1e3,
+            (double)core_hist_percentile(h, 99.99) / 1e3, (double)h->max / 1e3);
+    /* The percentile curve, evenly spaced in log(1 / (1 - p)) as
+     * HdrHistogram plots it: ten points per decade up to 99.999 %. */
+    fprintf(f, "    \"percentiles\": [");
+    for (int i = 0; i <= 50; i++) {
+        double p = 100.0 * (1.0 - pow(10.0, -(double)i / 10.0));
+        fprintf(f, "%s[%.5f, %.3f]", i ? ", " : "", p, (double)core_hist_percentile(h, p) / 1e3);
+    }
+    fprintf(f, ", [100, %.3f]],\n", (double)h->max / 1e3);
+    /* The raw buckets (index, upper bound in ns, count), so that runs can
+     * be merged exactly. */
+    fprintf(f, "    \"buckets\": [");
+    bool first = true;
+    for (unsigned i = 0; i < CORE_HIST_BUCKETS; i++) {
+        if (!h->buckets[i])
+            continue;
+        fprintf(f, "%s[%u, %llu, %llu]", first ? "" : ", ", i,
+                (unsigned long long)core_hist_bucket_high(i), (unsigned long long)h->buckets[i]);
+        first = false;
+    }
+    fprintf(f, "]\n  }\n}\n");
+    if (fclose(f) != 0) {
+        fprintf(stderr, "gs-bench: %s: %s\n", path, strerror(errno));
+        return CORE_EIO;
+    }
+    return 0;
+}
+
+/* ---- main ------------------------------------------------------------- */
+
+static struct bench bench; /* the histograms are large: not on the stack */
+
+static int setup(struct bench *b)
+{
+    int err = templates_build(&b->tpl, b->o.proto, b->o.value_size);
+    if (err)
+        return err;
+    err = keychooser_init(&b->kc, b->o.keys, b->o.zipf);
+    if (err)
+        return err;
+    rng_seed(&b->rng, b->o.seed);
+    core_hist_reset(&b->hist);
+    core_hist_reset(&b->interval);
+
+    /* Sizes are fixed here for the whole run (invariant 1). */
+    unsigned depth = b->o.pipeline > 32 ? b->o.pipeline : 32; /* load phase depth */
+    unsigned ring_cap = b->o.rate > 0 ? b->o.max_inflight : b->o.pipeline;
+    if (ring_cap < depth && b->o.load)
+        ring_cap = depth;
+    if (ring_cap < b->o.pipeline)
+        ring_cap = b->o.pipeline;
+    /* Output: one batch of requests; an open-loop burst beyond it waits
+     * for the next iteration (its latency still counts from its intended
+     * time). */
+    unsigned batch = ring_cap < 64 ? ring_cap : 64;
+    if (batch < b->o.pipeline)
+        batch = b->o.pipeline;
+    size_t batch_cap = (4u << 20) / b->tpl.max_len; /* large values: smaller batches */
+    if (batch > batch_cap)
+        batch = batch_cap > 0 ? (unsigned)batch_cap : 1;
+    b->in = malloc(IN_BUF_SIZE);
+    b->conns = calloc(b->o.conns, sizeof(*b->conns));
+    if (!b->in || !b->conns)
+        return CORE_ENOMEM;
+    for (unsigned i = 0; i < b->o.conns; i++) {
+        struct conn *cn = &b->conns[i];
+        cn->fd = -1;
+        cn->ring_cap = ring_cap;
+        cn->ring = calloc(ring_cap, sizeof(*cn->ring));
+        cn->out_cap = (size_t)batch * b->tpl.max_len;
+        cn->out = malloc(cn->out_cap);
+        if (!cn->ring || !cn->out)
+            return CORE_ENOMEM;
+    }
+    b->ep = epoll_create1(EPOLL_CLOEXEC);
+    if (b->ep < 0)
+        return core_from_errno(errno);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct bench *b = &bench;
+    int rc = parse_options(argc, argv, &b->o);
+    if (rc)
+        return rc > 0 ? 0 : 2;
+    b->tty = isatty(STDERR_FILENO);
+    b->progress = b->o.progress;
+    signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    rc = setup(b);
+    if (rc) {
+        fprintf(stderr, "gs-bench: setup: %s\n", core_strerror(rc));
+        return 1;
+    }
+    rc = open_connections(b);
+    if (rc)
+        return 1;
+    rc = run(b);
+    if (rc)
+        return 1;
+    report_text(b);
+    if (b->o.json_path && report_json(b, b->o.json_path))
+        return 1;
+    return 0;
+}
