@@ -29,13 +29,13 @@
 
 const char *const em_fsync_policy_names[] = {"always", "batch", "interval", "never", NULL};
 
-#define SEG_MAGIC      "EMJOURNL"
-#define SNAP_MAGIC     "EMSNAPSH"
-#define SEG_HEADER     24
-#define REC_HEADER     16
-#define SNAP_HEADER    32
-#define MAX_FILES      4096
-#define DEFAULT_BATCH  (256u * 1024)
+#define SEG_MAGIC     "EMJOURNL"
+#define SNAP_MAGIC    "EMSNAPSH"
+#define SEG_HEADER    24
+#define REC_HEADER    16
+#define SNAP_HEADER   32
+#define MAX_FILES     4096
+#define DEFAULT_BATCH (256u * 1024)
 
 /* ---- CRC-32C, table-driven (polynomial 0x82F63B78, reflected) ---- */
 
@@ -248,8 +248,7 @@ static bool all_zero(const unsigned char *p, size_t n)
  */
 static int replay_segment(struct em_journal *j, uint64_t first, bool last, uint64_t skip_to,
                           uint64_t *expect, em_journal_record_cb cb, void *ud,
-                          struct em_journal_replay_stats *st, size_t *valid_len,
-                          size_t *file_len)
+                          struct em_journal_replay_stats *st, size_t *valid_len, size_t *file_len)
 {
     char name[64];
     seg_name(name, sizeof name, first);
@@ -302,8 +301,7 @@ static int replay_segment(struct em_journal *j, uint64_t first, bool last, uint6
         if (seq >= skip_to) {
             if (seq != *expect) {
                 free(b);
-                CORE_WARN("journal: gap before seq %" PRIu64 " (wanted %" PRIu64 ")", seq,
-                          *expect);
+                CORE_WARN("journal: gap before seq %" PRIu64 " (wanted %" PRIu64 ")", seq, *expect);
                 return CORE_EIO;
             }
             rc = cb ? cb(b + off + REC_HEADER, len, seq, ud) : 0;
@@ -413,8 +411,8 @@ int em_journal_open(struct em_journal *j, const struct em_journal_opts *o,
             j->fd = fd;
             if (file_len > valid) {
                 st->torn_bytes = file_len - valid;
-                CORE_WARN("journal: truncating a torn tail of %zu bytes in %s",
-                          file_len - valid, name);
+                CORE_WARN("journal: truncating a torn tail of %zu bytes in %s", file_len - valid,
+                          name);
                 if (ftruncate(fd, (off_t)valid) != 0 || sync_fd(fd) != 0)
                     rc = CORE_EIO;
             }

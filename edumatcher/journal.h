@@ -58,11 +58,11 @@ enum em_fsync_policy {
 extern const char *const em_fsync_policy_names[];
 
 struct em_journal_opts {
-    const char *dir;             /* created if missing */
-    enum em_fsync_policy fsync;  /* EM_FSYNC_INTERVAL also needs a periodic
-                                    em_journal_flush from an idle loop */
-    uint64_t fsync_interval_ms;  /* EM_FSYNC_INTERVAL */
-    size_t batch_bytes;          /* batch buffer (0: 256 KiB) */
+    const char *dir;            /* created if missing */
+    enum em_fsync_policy fsync; /* EM_FSYNC_INTERVAL also needs a periodic
+                                   em_journal_flush from an idle loop */
+    uint64_t fsync_interval_ms; /* EM_FSYNC_INTERVAL */
+    size_t batch_bytes;         /* batch buffer (0: 256 KiB) */
 };
 
 /* Called for the snapshot found on open (at most once), then for each
@@ -72,24 +72,24 @@ typedef int (*em_journal_snapshot_cb)(const void *data, size_t len, uint64_t seq
 typedef int (*em_journal_record_cb)(const void *data, size_t len, uint64_t seq, void *ud);
 
 struct em_journal_replay_stats {
-    uint64_t snapshot_seq;   /* 0: no snapshot */
-    uint64_t records;        /* records handed to the record callback */
-    uint64_t torn_bytes;     /* truncated from the tail */
+    uint64_t snapshot_seq; /* 0: no snapshot */
+    uint64_t records;      /* records handed to the record callback */
+    uint64_t torn_bytes;   /* truncated from the tail */
 };
 
 struct em_journal {
     char dir[200];
-    int fd;                 /* current segment */
+    int fd; /* current segment */
     int dir_fd;
     enum em_fsync_policy policy;
     uint64_t interval_ns;
     uint64_t last_sync_ns;
-    uint64_t next_seq;      /* of the next append */
-    uint64_t synced_seq;    /* last record known durable per the policy */
+    uint64_t next_seq;   /* of the next append */
+    uint64_t synced_seq; /* last record known durable per the policy */
     uint64_t snapshot_seq;
-    unsigned char *buf;     /* batch buffer */
+    unsigned char *buf; /* batch buffer */
     size_t len, cap;
-    bool dirty;             /* written but not synced */
+    bool dirty; /* written but not synced */
     /* totals since open, for metrics */
     uint64_t records, bytes, writes, syncs;
 };
