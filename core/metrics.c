@@ -107,9 +107,9 @@ int core_metrics_beacon(struct core_metrics *m, char *out, size_t cap)
     int w = snprintf(out, cap,
                      "health v=1 proc=%s pid=%d seq=%" PRIu64 " up_ms=%" PRIu64 " rss=%" PRIu64
                      " lat_n=%zu lat_p50=%u lat_p99=%u lat_max=%u",
-                     m->proc, (int)getpid(), m->seq + 1,
-                     (core_now_ns() - m->start_ns) / 1000000u, core_rss_bytes(), n,
-                     rank(m->scratch, n, 50), rank(m->scratch, n, 99), n ? m->scratch[n - 1] : 0);
+                     m->proc, (int)getpid(), m->seq + 1, (core_now_ns() - m->start_ns) / 1000000u,
+                     core_rss_bytes(), n, rank(m->scratch, n, 50), rank(m->scratch, n, 99),
+                     n ? m->scratch[n - 1] : 0);
     if (w < 0 || (size_t)w >= cap)
         return CORE_ETOOBIG;
     len = (size_t)w;

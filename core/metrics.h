@@ -29,9 +29,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CORE_METRICS_MAX          32   /* counters + gauges per process */
-#define CORE_METRICS_NAME         32   /* including the NUL */
-#define CORE_METRICS_SAMPLE_MASK  15u  /* time one in 16 */
+#define CORE_METRICS_MAX          32  /* counters + gauges per process */
+#define CORE_METRICS_NAME         32  /* including the NUL */
+#define CORE_METRICS_SAMPLE_MASK  15u /* time one in 16 */
 #define CORE_METRICS_SAMPLE_EVERY (CORE_METRICS_SAMPLE_MASK + 1)
 #define CORE_METRICS_RING         4096 /* samples kept; a power of two */
 #define CORE_BEACON_MAX           2048 /* longest beacon line */

@@ -108,16 +108,16 @@ static void test_parse_refusals(void **state)
     const char *bad[] = {
         "",
         "health",
-        "health v=1",                      /* no proc */
-        "health proc=x",                   /* no version */
-        "health v=2 proc=x",               /* unknown version */
-        "health v=1 proc=X",               /* bad name */
-        "health v=1 proc=x  pid=1",        /* empty token */
-        "health v=1 proc=x pid",           /* no = */
-        "health v=1 proc=x pid=-1",        /* not unsigned */
-        "health v=1 proc=x c.a=1x",        /* bad counter */
-        "health v=1 proc=x c.a=-1",        /* negative counter */
-        "health v=1 proc=x g.=1",          /* empty name */
+        "health v=1",                                 /* no proc */
+        "health proc=x",                              /* no version */
+        "health v=2 proc=x",                          /* unknown version */
+        "health v=1 proc=X",                          /* bad name */
+        "health v=1 proc=x  pid=1",                   /* empty token */
+        "health v=1 proc=x pid",                      /* no = */
+        "health v=1 proc=x pid=-1",                   /* not unsigned */
+        "health v=1 proc=x c.a=1x",                   /* bad counter */
+        "health v=1 proc=x c.a=-1",                   /* negative counter */
+        "health v=1 proc=x g.=1",                     /* empty name */
         "health v=1 proc=x seq=99999999999999999999", /* too long */
         "status v=1 proc=x",
     };
