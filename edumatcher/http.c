@@ -182,8 +182,7 @@ static int hexval(char c)
     return -1;
 }
 
-int em_http_query_get(const struct em_http_request *req, const char *key, char *out,
-                      size_t outlen)
+int em_http_query_get(const struct em_http_request *req, const char *key, char *out, size_t outlen)
 {
     size_t kl = strlen(key);
     const char *q = req->query, *end = req->query + req->query_len;
@@ -285,12 +284,14 @@ struct em_http_conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
     uv_write_t wr;
+    uv_shutdown_t sd;
     struct em_http_server *srv;
     struct em_http_conn *next, *prev;
     struct em_http_response res;
     char head[256];
     bool writing;
     bool close_after;
+    bool lingering; /* response sent, reading and discarding until EOF */
     bool closing;
     int open_handles;
     size_t in_len;
@@ -348,6 +349,7 @@ static void conn_close(struct em_http_conn *c)
 static void process(struct em_http_conn *c);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+static void on_timeout(uv_timer_t *t);
 
 static void on_written(uv_write_t *w, int status)
 {
@@ -357,8 +359,23 @@ static void on_written(uv_write_t *w, int status)
     c->res.oom = false;
     if (c->closing)
         return;
-    if (status < 0 || c->close_after) {
+    if (status < 0) {
         conn_close(c);
+        return;
+    }
+    if (c->close_after) {
+        /* Lingering close: closing with unread input would make the kernel
+         * send a reset, which can destroy the response before the client
+         * reads it. Shut down our side and discard input until EOF or a
+         * short timeout. */
+        c->lingering = true;
+        c->in_len = 0;
+        if (uv_shutdown(&c->sd, (uv_stream_t *)&c->tcp, NULL) != 0) {
+            conn_close(c);
+            return;
+        }
+        uv_timer_start(&c->timer, on_timeout, 2000, 0);
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
         return;
     }
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
@@ -458,6 +475,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     struct em_http_conn *c = s->data;
     if (nread < 0) {
         conn_close(c);
+        return;
+    }
+    if (c->lingering) {
+        c->in_len = 0;
         return;
     }
     c->in_len += (size_t)nread;

@@ -39,9 +39,9 @@ struct em_http_request {
     size_t path_len;
     const char *query; /* after '?', may be empty */
     size_t query_len;
-    int minor;         /* HTTP/1.<minor> */
-    bool keep_alive;   /* after the Connection header and version */
-    bool has_body;     /* Content-Length > 0 or Transfer-Encoding present */
+    int minor;       /* HTTP/1.<minor> */
+    bool keep_alive; /* after the Connection header and version */
+    bool has_body;   /* Content-Length > 0 or Transfer-Encoding present */
 };
 
 /*
@@ -54,8 +54,7 @@ int em_http_parse_request(const char *buf, size_t len, struct em_http_request *r
 
 /* Copy the decoded value of query parameter `key` into out (NUL-
  * terminated). Returns its length, CORE_ENOTFOUND, or CORE_ETOOBIG. */
-int em_http_query_get(const struct em_http_request *req, const char *key, char *out,
-                      size_t outlen);
+int em_http_query_get(const struct em_http_request *req, const char *key, char *out, size_t outlen);
 
 /* True if the request path equals p. */
 bool em_http_path_is(const struct em_http_request *req, const char *p);

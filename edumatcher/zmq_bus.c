@@ -149,6 +149,13 @@ int em_bus_open(struct em_bus_sock *s, void *ctx, enum em_bus_kind kind, const c
     return 0;
 }
 
+int em_bus_connect(struct em_bus_sock *s, const char *endpoint)
+{
+    if (zmq_connect(s->zsock, endpoint) != 0)
+        return em_bus_error(errno);
+    return 0;
+}
+
 int em_bus_last_endpoint(struct em_bus_sock *s, char *out, size_t outlen)
 {
     size_t len = outlen;

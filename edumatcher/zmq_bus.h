@@ -121,6 +121,10 @@ void em_bus_ctx_term(void *ctx);
 int em_bus_open(struct em_bus_sock *s, void *ctx, enum em_bus_kind kind, const char *endpoint,
                 bool bind);
 
+/* Connect an already open socket to one more endpoint (a SUB that listens
+ * to several publishers). Returns 0 or CORE_EINVAL / CORE_EIO. */
+int em_bus_connect(struct em_bus_sock *s, const char *endpoint);
+
 /* For a bound tcp socket with port 0 (tcp://127.0.0.1:*): the endpoint
  * chosen, into out. Returns 0 or a CORE_E* code. */
 int em_bus_last_endpoint(struct em_bus_sock *s, char *out, size_t outlen);

@@ -119,8 +119,9 @@ static void *client_main(void *arg)
     inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
         /* two pipelined requests, the second asks to close */
-        const char *req = "GET /hello HTTP/1.1\r\n\r\nGET /nope HTTP/1.1\r\nConnection: close\r\n\r\n"
-                          "DELETE / HTTP/1.1\r\n\r\n";
+        const char *req =
+            "GET /hello HTTP/1.1\r\n\r\nGET /nope HTTP/1.1\r\nConnection: close\r\n\r\n"
+            "DELETE / HTTP/1.1\r\n\r\n";
         if (write(fd, req, strlen(req)) > 0) {
             ssize_t n;
             while (c->len < sizeof c->out - 1 &&
