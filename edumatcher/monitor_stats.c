@@ -126,14 +126,13 @@ void em_mon_json(const struct em_mon *m, uint64_t now_ms, uint64_t stale_ms,
             continue;
         const struct core_beacon *b = em_mon_latest(p);
         uint64_t age = now_ms > p->last_recv_ms ? now_ms - p->last_recv_ms : 0;
-        em_http_printf(res,
-                       "%s{\"proc\":\"%s\",\"pid\":%" PRIu64 ",\"up_ms\":%" PRIu64
-                       ",\"age_ms\":%" PRIu64 ",\"stale\":%s,\"restarts\":%" PRIu64
-                       ",\"rss\":%" PRIu64 ",\"lat_n\":%" PRIu64 ",\"lat_p50_ns\":%" PRIu64
-                       ",\"lat_p99_ns\":%" PRIu64 ",\"lat_max_ns\":%" PRIu64,
-                       i ? "," : "", p->proc, b->pid, b->up_ms, age,
-                       age > stale_ms ? "true" : "false", p->restarts, b->rss, b->lat_n,
-                       b->lat_p50, b->lat_p99, b->lat_max);
+        em_http_printf(
+            res,
+            "%s{\"proc\":\"%s\",\"pid\":%" PRIu64 ",\"up_ms\":%" PRIu64 ",\"age_ms\":%" PRIu64
+            ",\"stale\":%s,\"restarts\":%" PRIu64 ",\"rss\":%" PRIu64 ",\"lat_n\":%" PRIu64
+            ",\"lat_p50_ns\":%" PRIu64 ",\"lat_p99_ns\":%" PRIu64 ",\"lat_max_ns\":%" PRIu64,
+            i ? "," : "", p->proc, b->pid, b->up_ms, age, age > stale_ms ? "true" : "false",
+            p->restarts, b->rss, b->lat_n, b->lat_p50, b->lat_p99, b->lat_max);
         int64_t qd;
         if (find_metric(b, "queue_depth", &qd, NULL))
             em_http_printf(res, ",\"queue_depth\":%" PRId64, qd);
@@ -163,8 +162,7 @@ void em_mon_json(const struct em_mon *m, uint64_t now_ms, uint64_t stale_ms,
         for (unsigned k = 0; k < b->n; k++) {
             if (b->m[k].kind != CORE_METRIC_GAUGE)
                 continue;
-            em_http_printf(res, "%s\"%s\":%" PRId64, first ? "" : ",", b->m[k].name,
-                           b->m[k].value);
+            em_http_printf(res, "%s\"%s\":%" PRId64, first ? "" : ",", b->m[k].name, b->m[k].value);
             first = false;
         }
         em_http_printf(res, "}}");
@@ -201,7 +199,8 @@ void em_mon_prometheus(const struct em_mon *m, uint64_t now_ms, struct em_http_r
         const struct core_beacon *b = em_mon_latest(&m->p[i]);
         for (unsigned k = 0; k < b->n; k++)
             if (b->m[k].kind == CORE_METRIC_COUNTER)
-                em_http_printf(res, "edumatcher_counter_total{proc=\"%s\",name=\"%s\"} %" PRId64 "\n",
+                em_http_printf(res,
+                               "edumatcher_counter_total{proc=\"%s\",name=\"%s\"} %" PRId64 "\n",
                                m->p[i].proc, b->m[k].name, b->m[k].value);
     }
     em_http_printf(res, "# TYPE edumatcher_gauge gauge\n");

@@ -133,7 +133,8 @@ static void test_renderings(void **state)
     em_http_write(&res, "", 1);
     assert_non_null(
         strstr(res.body, "edumatcher_counter_total{proc=\"engine\",name=\"msgs_in\"} 300\n"));
-    assert_non_null(strstr(res.body, "edumatcher_handle_latency_ns{proc=\"engine\",quantile=\"0.99\"} 9000\n"));
+    assert_non_null(
+        strstr(res.body, "edumatcher_handle_latency_ns{proc=\"engine\",quantile=\"0.99\"} 9000\n"));
     assert_non_null(strstr(res.body, "window=\"1s\"} 200.000\n"));
     free(res.body);
     free(m);
