@@ -152,8 +152,8 @@ int main(int argc, char **argv)
     core_metrics_counter(&c->health.metrics, "refused", &c->book.refused);
     core_metrics_counter(&c->health.metrics, "http_requests", &c->http_requests);
     core_metrics_gauge(&c->health.metrics, "accounts", &c->accounts);
-    rc = em_health_start(&c->health, c->loop, c->zctx, health_ep, (uint64_t)beacon_ms, on_health,
-                         c);
+    rc =
+        em_health_start(&c->health, c->loop, c->zctx, health_ep, (uint64_t)beacon_ms, on_health, c);
     if (rc)
         CORE_WARN("clearing: no health beacons (%s)", core_strerror(rc));
 

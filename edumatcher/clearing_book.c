@@ -305,12 +305,11 @@ void em_clearing_json(const struct em_clearing *c, const char *gw, const char *s
         const struct em_clr_account *a = list[i];
         char cash[64];
         em_clr_format_amount(a->cash, a->dec, cash, sizeof cash);
-        em_http_printf(res,
-                       "%s{\"gw\":\"%s\",\"sym\":\"%s\",\"position\":%" PRId64
-                       ",\"bought\":%" PRId64 ",\"sold\":%" PRId64
-                       ",\"cash\":\"%s\",\"trades\":%" PRIu64 "}",
-                       i ? "," : "", a->gw, a->sym, a->position, a->bought, a->sold, cash,
-                       a->trades);
+        em_http_printf(
+            res,
+            "%s{\"gw\":\"%s\",\"sym\":\"%s\",\"position\":%" PRId64 ",\"bought\":%" PRId64
+            ",\"sold\":%" PRId64 ",\"cash\":\"%s\",\"trades\":%" PRIu64 "}",
+            i ? "," : "", a->gw, a->sym, a->position, a->bought, a->sold, cash, a->trades);
     }
     em_http_printf(res, "]}\n");
     free(list);

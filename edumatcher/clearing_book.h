@@ -54,7 +54,7 @@ struct em_clr_account {
     unsigned dec;
     int64_t position; /* bought - sold */
     int64_t bought, sold;
-    __int128 cash;    /* received - paid, in 10^-dec units */
+    __int128 cash; /* received - paid, in 10^-dec units */
     uint64_t trades;
 };
 
