@@ -423,6 +423,70 @@ static void test_clear(void **state)
     gs_store_free(s);
 }
 
+/* ---- allocations on the request path ----
+ *
+ * The test binary is linked with --wrap for the allocator (see
+ * CMakeLists.txt), so every malloc/calloc/realloc the store makes passes
+ * through these counters. */
+
+static unsigned long n_allocs;
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+
+void *__wrap_malloc(size_t n)
+{
+    n_allocs++;
+    return __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    n_allocs++;
+    return __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    n_allocs++;
+    return __real_realloc(p, n);
+}
+
+static void test_no_allocation_on_get(void **state)
+{
+    struct gs_store *s = new_store(0, GS_EVICT_SLRU);
+    char k[32], v[128];
+    size_t kl;
+    memset(v, 'v', sizeof(v));
+    /* 5000 keys: the table is mid-rehash at the end, so lookups below
+     * also move buckets. */
+    for (unsigned i = 0; i < 5000; i++) {
+        key_of(k, sizeof(k), i, &kl);
+        assert_int_equal(gs_store_set(s, k, kl, v, sizeof(v), i % 2 ? NOW + 10 : -1, NULL), 0);
+    }
+    unsigned long before = n_allocs;
+    for (unsigned i = 0; i < 20000; i++) {
+        key_of(k, sizeof(k), i % 6000, &kl); /* hits and misses */
+        struct gs_entry *e = gs_store_lookup(s, k, kl, NOW, 0);
+        assert_int_equal(e != NULL, i % 6000 < 5000);
+    }
+    /* An overwrite with a value of the same size reuses the block. */
+    for (unsigned i = 0; i < 5000; i++) {
+        key_of(k, sizeof(k), i, &kl);
+        assert_int_equal(gs_store_set(s, k, kl, v, sizeof(v), i % 2 ? NOW + 20 : -1, NULL), 0);
+    }
+    assert_int_equal(n_allocs - before, 0);
+    /* The counter does see the store's allocations: a new key is one. */
+    assert_int_equal(gs_store_set(s, "new", 3, v, sizeof(v), -1, NULL), 0);
+    assert_true(n_allocs - before >= 1);
+    assert_int_equal(gs_store_check(s), 0);
+    gs_store_free(s);
+}
+
 /* ---- randomized against a model ---- */
 
 #define MODEL_KEYS 512
@@ -551,6 +615,7 @@ int main(void)
         cmocka_unit_test(test_scan_skips_expired_and_empty),
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_clear),
+        cmocka_unit_test(test_no_allocation_on_get),
         cmocka_unit_test(test_random_ops_against_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
