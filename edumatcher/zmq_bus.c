@@ -173,6 +173,15 @@ int em_bus_subscribe(struct em_bus_sock *s, const char *prefix)
     return 0;
 }
 
+int em_bus_unsubscribe(struct em_bus_sock *s, const char *prefix)
+{
+    if (s->kind != EM_BUS_SUB)
+        return CORE_EINVAL;
+    if (zmq_setsockopt(s->zsock, ZMQ_UNSUBSCRIBE, prefix, strlen(prefix)) != 0)
+        return em_bus_error(errno);
+    return 0;
+}
+
 static void start_pending(struct em_bus_sock *s);
 
 /* zmq may have consumed the FD edge while processing a send: if a message
@@ -266,6 +275,7 @@ int em_bus_recv_wait(struct em_bus_sock *s, int timeout_ms)
 
 static void drain(struct em_bus_sock *s)
 {
+    unsigned handled = 0;
     for (unsigned n = 0; n < s->budget; n++) {
         int rc = em_bus_recv(s);
         if (rc == CORE_EAGAIN || rc == CORE_ECLOSED) {
@@ -273,14 +283,21 @@ static void drain(struct em_bus_sock *s)
                 uv_idle_stop(&s->idle);
                 s->idle_active = false;
             }
+            if (handled && s->on_batch)
+                s->on_batch(s, handled, s->cb_data);
             return;
         }
-        if (rc == 0)
+        if (rc == 0) {
+            handled++;
             s->cb(s, s->topic, s->topic_len, s->payload, s->payload_len, s->cb_data);
+        }
         if (!s->watching)
             return; /* the callback closed the socket */
     }
-    start_pending(s);
+    if (s->on_batch)
+        s->on_batch(s, handled, s->cb_data);
+    if (s->watching)
+        start_pending(s);
 }
 
 static void on_idle(uv_idle_t *h)

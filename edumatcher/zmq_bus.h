@@ -83,6 +83,11 @@ struct em_bus_sock;
 typedef void (*em_bus_msg_cb)(struct em_bus_sock *s, const char *topic, size_t topic_len,
                               const void *payload, size_t len, void *data);
 
+/* Called after a drain that handled at least one message (the end of a
+ * batch): where a process does per-batch work such as flushing its
+ * journal and then publishing. */
+typedef void (*em_bus_batch_cb)(struct em_bus_sock *s, unsigned handled, void *data);
+
 struct em_bus_sock {
     void *zsock;
     enum em_bus_kind kind;
@@ -94,6 +99,7 @@ struct em_bus_sock {
     bool idle_active;
     unsigned budget;
     em_bus_msg_cb cb;
+    em_bus_batch_cb on_batch; /* optional; set after em_bus_watch */
     void *cb_data;
     /* counters, totals since open */
     uint64_t sent, received, dropped;
@@ -132,6 +138,9 @@ int em_bus_last_endpoint(struct em_bus_sock *s, char *out, size_t outlen);
 /* SUB only: receive messages whose topic starts with prefix ("" for all).
  * Returns 0 or CORE_EINVAL. */
 int em_bus_subscribe(struct em_bus_sock *s, const char *prefix);
+
+/* SUB only: undo one em_bus_subscribe of the same prefix. */
+int em_bus_unsubscribe(struct em_bus_sock *s, const char *prefix);
 
 /*
  * Send topic + payload as one two-frame message without blocking. topic

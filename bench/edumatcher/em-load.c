@@ -200,10 +200,10 @@ static bool send_request(struct conn *c, uint64_t t_sched)
     return true;
 }
 
-static const char *const reasons[] = {"SYNTAX",        "MISSING_FIELD", "BAD_VALUE", "UNKNOWN_SYMBOL",
-                                      "DUPLICATE_ID",  "UNKNOWN_ORDER", "PHASE",     "HALTED",
-                                      "COLLAR",        "AUTH",          "NOT_LOGGED_IN",
-                                      "RATE_LIMIT",    "LINE_TOO_LONG", "GATEWAY_DISABLED"};
+static const char *const reasons[] = {
+    "SYNTAX",        "MISSING_FIELD", "BAD_VALUE",     "UNKNOWN_SYMBOL",  "DUPLICATE_ID",
+    "UNKNOWN_ORDER", "PHASE",         "HALTED",        "COLLAR",          "AUTH",
+    "NOT_LOGGED_IN", "RATE_LIMIT",    "LINE_TOO_LONG", "GATEWAY_DISABLED"};
 
 static void count_reject(const char *line, size_t len)
 {
@@ -340,7 +340,8 @@ static void poll_once(int timeout_ms)
 static void wait_ns(uint64_t ns)
 {
     struct pollfd p = {.fd = L.epfd, .events = POLLIN};
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                          .tv_nsec = (long)(ns % 1000000000u)};
     if (ns && ppoll(&p, 1, &ts, NULL) <= 0)
         return;
     poll_once(0);
@@ -410,8 +411,8 @@ static void run(void)
     }
     const struct core_hist *h = &L.hist;
     printf("em-load: %s, %d conns, %s%" PRId64 "/s, %.1f s measured\n",
-           rate ? "open loop" : "closed loop", L.n, rate ? "rate " : "depth ",
-           rate ? rate : depth, secs);
+           rate ? "open loop" : "closed loop", L.n, rate ? "rate " : "depth ", rate ? rate : depth,
+           secs);
     printf("  sent %" PRIu64 "  replies %" PRIu64 "  throughput %.0f replies/s  rejects %" PRIu64
            "  fills %" PRIu64 "\n",
            sent, replies, (double)replies / secs, L.rejects, L.fills);
