@@ -58,6 +58,7 @@ static char symbols_file[CORE_OPT_STRLEN] = "";
 static int64_t md_interval_ms = 100;
 static int64_t tick_ms = 100;
 static int64_t beacon_ms = 1000;
+static int64_t grace_ms = 300;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
 
 static const struct core_option options[] = {
@@ -80,14 +81,16 @@ static const struct core_option options[] = {
     {"tick-ms", CORE_OPT_INT, &tick_ms, 1, 60000, NULL, CORE_OPT_IMMUTABLE,
      "clock resolution: elapsed time is journaled as TICKs this often"},
     {"beacon-ms", CORE_OPT_INT, &beacon_ms, 10, 60000, NULL, 0, "health beacon interval"},
+    {"startup-grace-ms", CORE_OPT_INT, &grace_ms, 0, 60000, NULL, CORE_OPT_IMMUTABLE,
+     "after binding PUB, wait this long for subscribers before taking input"},
     {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
-#define ARENA      (4u << 20) /* staged event bytes per batch */
-#define MAX_SYMS   1024
-#define MAX_GW     65536
-#define JREC_MAX   (1 + EM_GW_MAX + EM_FRAME_MAX)
+#define ARENA    (4u << 20) /* staged event bytes per batch */
+#define MAX_SYMS 1024
+#define MAX_GW   65536
+#define JREC_MAX (1 + EM_GW_MAX + EM_FRAME_MAX)
 
 /* A staged event: [topic pointer][u16 len][bytes], packed in the arena. */
 struct staged {
@@ -118,11 +121,11 @@ struct engine_proc {
     struct em_health health;
     struct em_journal journal;
     struct em_engine *e;
-    uv_timer_t tick_timer, md_timer;
+    uv_timer_t tick_timer, md_timer, grace_timer;
     uv_signal_t sigint, sigterm;
     bool replaying;
-    uint64_t base_ns;      /* monotonic time at which engine time was now_ms */
-    uint64_t engine_ms;    /* the engine's clock: sum of journaled TICKs */
+    uint64_t base_ns;   /* monotonic time at which engine time was now_ms */
+    uint64_t engine_ms; /* the engine's clock: sum of journaled TICKs */
     uint64_t base_engine_ms;
     /* the message being handled */
     const struct em_msg *cur;
@@ -146,6 +149,7 @@ struct engine_proc {
     /* metrics */
     uint64_t msgs_in, bad_frames, events_out, trades_out, md_out, journal_errors;
     int64_t open_orders, last_batch;
+    uint64_t replayed;
 };
 
 static struct engine_proc P;
@@ -416,8 +420,8 @@ static void on_md_timer(uv_timer_t *t)
         char line[192], px[32];
         px[em_alf_format_price(s->last, px)] = '\0';
         int n = snprintf(line, sizeof line,
-                         "MD sym=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64,
-                         s->name, px, s->last_qty, s->volume, s->trades);
+                         "MD sym=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64, s->name,
+                         px, s->last_qty, s->volume, s->trades);
         em_bus_send(&P.pub, &s->topic, line, (size_t)n);
         s->changed = false;
         P.md_out++;
@@ -425,6 +429,22 @@ static void on_md_timer(uv_timer_t *t)
 }
 
 /* ---- start-up ---- */
+
+static void on_grace_over(uv_timer_t *t)
+{
+    int rc = em_bus_open(&P.pull, P.zctx, EM_BUS_PULL, pull_ep, true);
+    if (rc) {
+        CORE_WARN("engine: cannot bind %s: %s", pull_ep, core_strerror(rc));
+        exit(1);
+    }
+    em_bus_watch(&P.pull, P.loop, 1024, on_inbound, NULL);
+    P.pull.on_batch = on_batch;
+    uv_close((uv_handle_t *)t, NULL);
+    /* the ready line: tests and scripts wait for it */
+    printf("edumatcher-engine pull %s pub %s journal %s replayed %" PRIu64 "\n", pull_ep, pub_ep,
+           journal_dir, P.replayed);
+    fflush(stdout);
+}
 
 static int replay_record(const void *data, size_t len, uint64_t seq, void *ud)
 {
@@ -481,6 +501,8 @@ static void on_signal(uv_signal_t *s, int signum)
     em_health_stop(&P.health);
     uv_close((uv_handle_t *)&P.tick_timer, NULL);
     uv_close((uv_handle_t *)&P.md_timer, NULL);
+    if (!uv_is_closing((uv_handle_t *)&P.grace_timer))
+        uv_close((uv_handle_t *)&P.grace_timer, NULL);
     uv_close((uv_handle_t *)&P.sigint, NULL);
     uv_close((uv_handle_t *)&P.sigterm, NULL);
 }
@@ -527,6 +549,7 @@ int main(int argc, char **argv)
     }
     P.replaying = false;
     P.have_pending = false;
+    P.replayed = st.records;
     CORE_INFO("engine: replayed %" PRIu64 " journal records in %.1f ms (torn bytes %" PRIu64
               ", engine clock %" PRIu64 " ms)",
               st.records, (double)(core_now_ns() - t0) / 1e6, st.torn_bytes, P.engine_ms);
@@ -536,10 +559,8 @@ int main(int argc, char **argv)
     if (em_bus_ctx_new(&P.zctx) != 0)
         return 1;
     rc = em_bus_open(&P.pub, P.zctx, EM_BUS_PUB, pub_ep, true);
-    if (rc == 0)
-        rc = em_bus_open(&P.pull, P.zctx, EM_BUS_PULL, pull_ep, true);
     if (rc) {
-        CORE_WARN("engine: cannot bind %s / %s: %s", pull_ep, pub_ep, core_strerror(rc));
+        CORE_WARN("engine: cannot bind %s: %s", pub_ep, core_strerror(rc));
         return 1;
     }
     if (st.records == 0 && symbols_file[0]) {
@@ -561,13 +582,17 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "journal_syncs", &P.journal.syncs);
     core_metrics_gauge(mt, "open_orders", &P.open_orders);
     core_metrics_gauge(mt, "queue_depth", &P.last_batch);
-    rc = em_health_start(&P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms, on_health,
-                         NULL);
+    rc =
+        em_health_start(&P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms, on_health, NULL);
     if (rc)
         CORE_WARN("engine: no health beacons (%s)", core_strerror(rc));
 
-    em_bus_watch(&P.pull, P.loop, 1024, on_inbound, NULL);
-    P.pull.on_batch = on_batch;
+    /* Input starts after a grace period: a PUB drops what it publishes
+     * before a subscriber's subscription arrives, and after a restart the
+     * gateways' SUB sockets need a moment to reconnect and subscribe
+     * again. Meanwhile their messages wait in their PUSH queues. */
+    uv_timer_init(P.loop, &P.grace_timer);
+    uv_timer_start(&P.grace_timer, on_grace_over, (uint64_t)grace_ms, 0);
     uv_timer_init(P.loop, &P.tick_timer);
     uv_timer_start(&P.tick_timer, on_tick_timer, (uint64_t)tick_ms, (uint64_t)tick_ms);
     uv_timer_init(P.loop, &P.md_timer);
@@ -577,9 +602,6 @@ int main(int argc, char **argv)
     uv_signal_start(&P.sigint, on_signal, SIGINT);
     uv_signal_start(&P.sigterm, on_signal, SIGTERM);
 
-    printf("edumatcher-engine pull %s pub %s journal %s replayed %" PRIu64 "\n", pull_ep, pub_ep,
-           journal_dir, st.records);
-    fflush(stdout);
     uv_run(P.loop, UV_RUN_DEFAULT);
     em_journal_close(&P.journal);
     uv_loop_close(P.loop);

@@ -90,7 +90,7 @@ static const struct core_option options[] = {
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
-#define HASH_BUCKETS 4096 /* sessions by gw; a power of two */
+#define HASH_BUCKETS 4096         /* sessions by gw; a power of two */
 #define HELD_MAX     (64u * 1024) /* input held while logging in */
 
 enum sess_state { S_NEW, S_LOGGING_IN, S_LIVE, S_DONE };
@@ -100,16 +100,17 @@ struct session {
     enum sess_state state;
     char gw[EM_GW_MAX + 1];
     size_t gwlen;
-    bool ops;              /* logged in as the operator */
-    bool discarding;       /* inside an overlong line (ALF §1) */
-    bool dirty;            /* has output to flush after a bus batch */
-    uint64_t tokens;       /* rate limit bucket, in 1e-6 messages */
+    bool ops;           /* logged in as the operator */
+    bool discarding;    /* inside an overlong line (ALF §1) */
+    bool dirty;         /* has output to flush after a bus batch */
+    uint32_t ops_pings; /* operator PINGs waiting for their probe's answer */
+    uint64_t tokens;    /* rate limit bucket, in 1e-6 messages */
     uint64_t refill_ns;
     uint64_t login_sent_ns;
-    struct em_bus_topic in_topic;  /* the gw, as the PUSH topic frame */
+    struct em_bus_topic in_topic; /* the gw, as the PUSH topic frame */
     char sub_prefix[EM_BUS_TOPIC_MAX];
-    struct core_buf held;  /* lines received while logging in */
-    struct session *hnext; /* hash chain */
+    struct core_buf held;          /* lines received while logging in */
+    struct session *hnext;         /* hash chain */
     struct session *lnext, *lprev; /* sessions logging in */
 };
 
@@ -129,11 +130,10 @@ static struct {
     struct {
         char gw[EM_GW_MAX + 1];
         char token[EM_TOKEN_MAX + 1];
-    } *tokens;
+    } * tokens;
     size_t ntokens;
     /* metrics (totals) */
-    uint64_t msgs_in, forwarded, events_out, rejects, rate_limited, bus_full, bad_events,
-        unrouted;
+    uint64_t msgs_in, forwarded, events_out, rejects, rate_limited, bus_full, bad_events, unrouted;
     int64_t sessions;
 } G;
 
@@ -349,11 +349,13 @@ static void handle_line(struct session *s, const char *line, size_t n)
     switch (m.kind) {
     case EM_MSG_PING:
         /* Through the engine, so PONG comes after the replies to what was
-         * sent before it (a trader may use PING as a barrier); the
-         * operator's PING (a client message, refused by the engine) is
-         * answered here. */
+         * sent before it (a trader may use PING as a barrier). The engine
+         * refuses PING from OPS (a client message), so the operator's PING
+         * sends a LOGIN probe instead, whose answer (REJECT AUTH, which no
+         * operator message can cause) becomes the PONG: a barrier too. */
         if (s->ops) {
-            out(s, "PONG\n", 5);
+            send_login(s);
+            s->ops_pings++;
             return;
         }
         break;
@@ -371,7 +373,8 @@ static void handle_line(struct session *s, const char *line, size_t n)
     default:
         break;
     }
-    if (!rate_ok(s)) {
+    /* PING is a heartbeat and a barrier: never refused for the rate. */
+    if (m.kind != EM_MSG_PING && !rate_ok(s)) {
         G.rate_limited++;
         reply_reject(s, &m, EM_REJ_RATE_LIMIT);
         return;
@@ -520,6 +523,14 @@ static void on_event(struct em_bus_sock *b, const char *topic, size_t tl, const 
     }
     if (s->state != S_LIVE)
         return;
+    if (s->ops && ev.kind == EM_MSG_REJECT && ev.rej == EM_REJ_AUTH && !(ev.present & EM_BIT(cl))) {
+        if (s->ops_pings) { /* the answer to an operator PING's probe */
+            s->ops_pings--;
+            out(s, "PONG\n", 5);
+            mark_dirty(s);
+        }
+        return;
+    }
     char line[EM_ALF_FORMAT_MAX + 1];
     size_t n = em_alf_format(&ev, line);
     line[n++] = '\n';
