@@ -16,6 +16,31 @@
 #include "core/error.h"
 #include "edumatcher/journal.h"
 
+/* Allocation counting: the test links with -Wl,--wrap=malloc (and calloc,
+ * realloc), so calls from the journal's object code land here. */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t m);
+void *__wrap_realloc(void *p, size_t n);
+static unsigned long allocations;
+void *__wrap_malloc(size_t n)
+{
+    allocations++;
+    return __real_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t m)
+{
+    allocations++;
+    return __real_calloc(n, m);
+}
+void *__wrap_realloc(void *p, size_t n)
+{
+    allocations++;
+    return __real_realloc(p, n);
+}
+
 struct seen {
     uint64_t snap_seq;
     char snap[64];
@@ -375,6 +400,27 @@ static void test_new_segment_with_torn_header(void **state)
     assert_int_equal(s.n, 4);
 }
 
+/* Invariant 4 of journal.h: appending and flushing never allocate. */
+static void test_append_does_not_allocate(void **state)
+{
+    struct em_journal j;
+    struct em_journal_opts o = {.dir = dir, .fsync = EM_FSYNC_NEVER, .batch_bytes = 4096};
+    unsigned long at_open = allocations;
+    assert_int_equal(em_journal_open(&j, &o, NULL, NULL, NULL, NULL), 0);
+    assert_true(allocations > at_open); /* the counting works: open allocates */
+    char rec[48];
+    memset(rec, 'r', sizeof rec);
+    unsigned long before = allocations;
+    for (int i = 0; i < 20000; i++) {
+        assert_int_equal(em_journal_append(&j, rec, sizeof rec, NULL), 0);
+        if (i % 64 == 0)
+            assert_int_equal(em_journal_flush(&j), 0);
+    }
+    assert_int_equal(em_journal_flush(&j), 0);
+    assert_int_equal(allocations - before, 0);
+    em_journal_close(&j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -392,6 +438,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_big_records_and_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_error_stops_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_new_segment_with_torn_header, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_append_does_not_allocate, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
