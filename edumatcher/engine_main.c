@@ -28,6 +28,10 @@
  * file is applied (and journaled) only when the journal is empty; after
  * that the journal is the source of truth.
  *
+ * Schedules: `AT <ms> <operator line>` in the symbols file fires that
+ * message (journaled, as a message from OPS) when the engine clock
+ * reaches <ms>, e.g. `AT 3600000 PHASE sym=ABC phase=CLOSED`.
+ *
  * Market data is between messages: a timer publishes, at most once per
  * symbol per --md-interval-ms and only when it changed, the symbol's last
  * trade, volume and trade count.
@@ -75,7 +79,8 @@ static const struct core_option options[] = {
     {"fsync-interval-ms", CORE_OPT_INT, &fsync_interval_ms, 0, 60000, NULL, CORE_OPT_IMMUTABLE,
      "with --fsync interval"},
     {"symbols-file", CORE_OPT_STRING, symbols_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "operator lines (SYMBOL, PHASE, ...) applied when the journal is empty"},
+     "operator lines (SYMBOL, PHASE, ...) applied when the journal is empty, and "
+     "`AT <ms> <line>` schedule lines fired at that engine time"},
     {"md-interval-ms", CORE_OPT_INT, &md_interval_ms, 1, 60000, NULL, 0,
      "market data: at most one update per symbol per interval"},
     {"tick-ms", CORE_OPT_INT, &tick_ms, 1, 60000, NULL, CORE_OPT_IMMUTABLE,
@@ -150,6 +155,12 @@ struct engine_proc {
     uint64_t msgs_in, bad_frames, events_out, trades_out, md_out, journal_errors;
     int64_t open_orders, last_batch;
     uint64_t replayed;
+    /* schedule: operator messages due at an engine time (AT lines) */
+    struct sched {
+        uint64_t at_ms;
+        struct em_msg m;
+    } * sched;
+    size_t nsched, next_sched;
 };
 
 static struct engine_proc P;
@@ -376,6 +387,14 @@ static void advance_clock(void)
     struct em_msg m = {.kind = EM_MSG_TICK, .present = EM_BIT(ms)};
     m.ms = now - P.engine_ms;
     submit_ops(&m);
+    /* Scheduled operator messages that are due, in file order. They are
+     * journaled as they fire, so a replay repeats them at the same point
+     * of the stream; after a restart, entries at or before the replayed
+     * clock have fired already. */
+    while (P.next_sched < P.nsched && P.sched[P.next_sched].at_ms <= P.engine_ms) {
+        submit_ops(&P.sched[P.next_sched].m);
+        P.next_sched++;
+    }
 }
 
 static void on_inbound(struct em_bus_sock *s, const char *topic, size_t tl, const void *payload,
@@ -456,7 +475,18 @@ static int replay_record(const void *data, size_t len, uint64_t seq, void *ud)
     return rc < 0 ? rc : 0;
 }
 
-static int apply_symbols_file(const char *path)
+static int cmp_sched(const void *a, const void *b)
+{
+    const struct sched *x = a, *y = b;
+    return x->at_ms < y->at_ms ? -1 : x->at_ms > y->at_ms;
+}
+
+/*
+ * The symbols file: ALF §7 operator lines, applied now when `apply` (an
+ * empty journal), and `AT <ms> <operator line>` schedule lines, fired when
+ * the engine clock reaches <ms> (always loaded; see advance_clock).
+ */
+static int load_symbols_file(const char *path, bool apply)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -465,6 +495,7 @@ static int apply_symbols_file(const char *path)
     }
     char line[EM_ALF_LINE_MAX + 2];
     int lineno = 0, bad = 0;
+    size_t cap = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
         size_t n = strcspn(line, "\r\n#");
@@ -472,16 +503,56 @@ static int apply_symbols_file(const char *path)
             n--;
         if (n == 0)
             continue;
+        char *msg = line;
+        uint64_t at = 0;
+        bool scheduled = n > 3 && memcmp(line, "AT ", 3) == 0;
+        if (scheduled) {
+            char *end;
+            at = strtoull(line + 3, &end, 10);
+            if (end == line + 3 || *end != ' ') {
+                CORE_WARN("engine: %s:%d: AT needs a time in ms", path, lineno);
+                bad++;
+                continue;
+            }
+            msg = end + 1;
+            n -= (size_t)(msg - line);
+        }
         struct em_msg m;
-        int code = em_alf_parse(line, n, &m);
+        int code = em_alf_parse(msg, n, &m);
         if (code || em_msgs[m.kind].cls != EM_CLASS_OPER) {
             CORE_WARN("engine: %s:%d: not an operator message", path, lineno);
             bad++;
             continue;
         }
-        submit_ops(&m);
+        if (!scheduled) {
+            if (apply)
+                submit_ops(&m);
+            continue;
+        }
+        if (P.nsched == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct sched *p = realloc(P.sched, cap * sizeof *p);
+            if (!p) {
+                fclose(f);
+                return CORE_ENOMEM;
+            }
+            P.sched = p;
+        }
+        P.sched[P.nsched].at_ms = at;
+        P.sched[P.nsched].m = m;
+        P.nsched++;
     }
     fclose(f);
+    /* insertion sort: stable, so equal times keep file order (few lines) */
+    for (size_t i = 1; i < P.nsched; i++)
+        for (size_t j = i; j > 0 && cmp_sched(&P.sched[j - 1], &P.sched[j]) > 0; j--) {
+            struct sched t = P.sched[j];
+            P.sched[j] = P.sched[j - 1];
+            P.sched[j - 1] = t;
+        }
+    /* what the replayed clock has passed has fired already */
+    while (P.next_sched < P.nsched && P.sched[P.next_sched].at_ms <= P.engine_ms)
+        P.next_sched++;
     return bad ? CORE_EINVAL : 0;
 }
 
@@ -563,12 +634,14 @@ int main(int argc, char **argv)
         CORE_WARN("engine: cannot bind %s: %s", pub_ep, core_strerror(rc));
         return 1;
     }
-    if (st.records == 0 && symbols_file[0]) {
-        if (apply_symbols_file(symbols_file) != 0)
+    if (symbols_file[0]) {
+        if (load_symbols_file(symbols_file, st.records == 0) != 0)
             return 1;
         flush_and_publish();
-    } else if (symbols_file[0]) {
-        CORE_INFO("engine: journal not empty; %s not applied (the journal rules)", symbols_file);
+        if (st.records)
+            CORE_INFO("engine: journal not empty; only the AT lines of %s are used (the "
+                      "journal rules)",
+                      symbols_file);
     }
 
     em_health_init(&P.health, "engine");

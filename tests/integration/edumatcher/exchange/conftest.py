@@ -161,7 +161,7 @@ class Exchange:
     """Engine + gateway (+ optional clearing and monitor) on free ports."""
 
     def __init__(self, procs, workdir, gateway_args=(), engine_args=(), clearing=False,
-                 monitor=False):
+                 monitor=False, extra_symbols=""):
         self.procs = procs
         self.dir = workdir
         self.pull = f"tcp://127.0.0.1:{free_port()}"
@@ -170,7 +170,7 @@ class Exchange:
         self.journal = os.path.join(workdir, "journal")
         self.symbols = os.path.join(workdir, "symbols.alf")
         with open(self.symbols, "w") as f:
-            f.write(SYMBOLS)
+            f.write(SYMBOLS + extra_symbols)
         self.tokens = os.path.join(workdir, "tokens")
         with open(self.tokens, "w") as f:
             f.write(f"OPS {OPS_TOKEN}\n")

@@ -307,3 +307,22 @@ def test_health_of_every_process_reaches_the_monitor(exchange):
     assert names, "not every process reported"
     assert names["engine"]["counters"]["msgs_in"]["total"] >= 3
     assert "open_orders" in names["engine"]["gauges"]
+
+
+def test_scheduled_phase_change(exchange):
+    """`AT <ms> <operator line>` in the symbols file fires at that engine
+    time; before it the symbol trades, after it the phase applies."""
+    x = exchange(extra_symbols="AT 400 PHASE sym=XYZ phase=CLOSED\n",
+                 engine_args=["--tick-ms", "20"])
+    t = x.trader("GW1")
+    t.send("NEW cl=p1 sym=XYZ side=B qty=1 px=10.0")
+    first = t.until_pong()
+    if first[0].startswith("ACK"):
+        # the close cancels the DAY order (EXPIRED) when it fires
+        def closed():
+            t.send("NEW cl=p2 sym=XYZ side=B qty=1 px=10.0")
+            got = t.until_pong()
+            return got if "REJECT cl=p2 reason=PHASE" in got else None
+        assert wait_until(closed, timeout=10, step=0.1)
+    else:
+        assert first == ["REJECT cl=p1 reason=PHASE"]  # a very slow start
