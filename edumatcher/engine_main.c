@@ -33,8 +33,9 @@
  * reaches <ms>, e.g. `AT 3600000 PHASE sym=ABC phase=CLOSED`.
  *
  * Market data is between messages: a timer publishes, at most once per
- * symbol per --md-interval-ms and only when it changed, the symbol's last
- * trade, volume and trade count.
+ * symbol per --md-interval-ms and only when its book changed, a snapshot:
+ *   MD sym=<s> phase=<p> last=<px|-> lastqty=<n> volume=<n> trades=<n>
+ *      bids=<px>:<shown>:<orders>,... asks=...      (best --md-depth levels)
  */
 #include "core/clock.h"
 #include "core/config.h"
@@ -60,6 +61,7 @@ static int fsync_policy = EM_FSYNC_BATCH;
 static int64_t fsync_interval_ms = 10;
 static char symbols_file[CORE_OPT_STRLEN] = "";
 static int64_t md_interval_ms = 100;
+static int64_t md_depth = 5;
 static int64_t tick_ms = 100;
 static int64_t beacon_ms = 1000;
 static int64_t grace_ms = 300;
@@ -83,6 +85,8 @@ static const struct core_option options[] = {
      "`AT <ms> <line>` schedule lines fired at that engine time"},
     {"md-interval-ms", CORE_OPT_INT, &md_interval_ms, 1, 60000, NULL, 0,
      "market data: at most one update per symbol per interval"},
+    {"md-depth", CORE_OPT_INT, &md_depth, 0, 50, NULL, 0,
+     "market data: price levels per side in each snapshot"},
     {"tick-ms", CORE_OPT_INT, &tick_ms, 1, 60000, NULL, CORE_OPT_IMMUTABLE,
      "clock resolution: elapsed time is journaled as TICKs this often"},
     {"beacon-ms", CORE_OPT_INT, &beacon_ms, 10, 60000, NULL, 0, "health beacon interval"},
@@ -319,6 +323,11 @@ static void sink(void *ctx, uint16_t gw, const struct em_msg *ev)
             P.have_pending = true;
         }
     }
+    if (ev->present & EM_BIT(oid)) {
+        const struct oinfo *o = order_info(ev->oid);
+        if (o->sym)
+            P.syms[o->sym - 1].changed = true; /* its book changed */
+    }
     if (P.replaying)
         return;
     uint8_t frame[EM_FRAME_MAX];
@@ -356,6 +365,11 @@ static int handle_record(const uint8_t *rec, size_t len, bool append)
         sym_add(m.sym);
     if (m.kind == EM_MSG_TICK)
         P.engine_ms += m.ms;
+    if (m.present & EM_BIT(sym)) {
+        int si = sym_index(m.sym);
+        if (si >= 0)
+            P.syms[si].changed = true; /* phase, halt, mass cancel, ... */
+    }
     P.cur = &m;
     int rc;
     if (em_engine_authorize(P.e, (uint16_t)gw, m.kind))
@@ -430,17 +444,47 @@ static void on_tick_timer(uv_timer_t *t)
     flush_and_publish();
 }
 
+/* Append `key=px:shown:orders,...` for one side's best levels. */
+static int format_side(char *out, size_t cap, const char *key, const char *sym, int side)
+{
+    struct em_depth_level lv[50];
+    int n = em_engine_depth(P.e, sym, side, lv, (int)md_depth);
+    int len = snprintf(out, cap, " %s=", key);
+    for (int i = 0; i < n && len > 0 && (size_t)len < cap; i++) {
+        char px[32];
+        px[em_alf_format_price(lv[i].px, px)] = '\0';
+        len += snprintf(out + len, cap - (size_t)len, "%s%s:%" PRIu64 ":%u", i ? "," : "", px,
+                        lv[i].shown, lv[i].orders);
+    }
+    return len;
+}
+
+/* Market data between messages: one snapshot per changed symbol per
+ * interval (the engine's depth read costs O(orders in the levels read)). */
 static void on_md_timer(uv_timer_t *t)
 {
     for (unsigned i = 0; i < P.nsyms; i++) {
         struct sym_md *s = &P.syms[i];
         if (!s->changed)
             continue;
-        char line[192], px[32];
-        px[em_alf_format_price(s->last, px)] = '\0';
+        char line[4096], px[32] = "";
+        uint8_t phase = 0;
+        struct em_price last;
+        int has_last = 0;
+        em_engine_symbol_state(P.e, s->name, &phase, &last, &has_last);
+        if (has_last)
+            px[em_alf_format_price(last, px)] = '\0';
         int n = snprintf(line, sizeof line,
-                         "MD sym=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64, s->name,
-                         px, s->last_qty, s->volume, s->trades);
+                         "MD sym=%s phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64,
+                         s->name, em_phase_name(phase), has_last ? px : "-", s->last_qty, s->volume,
+                         s->trades);
+        if (md_depth > 0 && n > 0 && (size_t)n < sizeof line) {
+            n += format_side(line + n, sizeof line - (size_t)n, "bids", s->name, EM_SIDE_BUY);
+            if ((size_t)n < sizeof line)
+                n += format_side(line + n, sizeof line - (size_t)n, "asks", s->name, EM_SIDE_SELL);
+        }
+        if (n <= 0 || (size_t)n >= sizeof line)
+            continue;
         em_bus_send(&P.pub, &s->topic, line, (size_t)n);
         s->changed = false;
         P.md_out++;

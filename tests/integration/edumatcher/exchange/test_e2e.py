@@ -106,6 +106,7 @@ def test_trades_and_throttled_market_data_on_the_bus(exchange, zctx):
     assert "qty=2" in t0
     # throttled: at most one md.ABC per interval, never one per trade
     assert mds and all(m.startswith("MD sym=ABC ") for m in mds)
+    assert "phase=CONTINUOUS last=100.02" in mds[-1]  # the last trade's price
     assert len(mds) <= elapsed_ms / 300 + 2
     assert len(mds) < len(trades)
     # the clearing process saw every trade
@@ -326,3 +327,38 @@ def test_scheduled_phase_change(exchange):
         assert wait_until(closed, timeout=10, step=0.1)
     else:
         assert first == ["REJECT cl=p1 reason=PHASE"]  # a very slow start
+
+
+def test_market_data_depth_snapshot(exchange, zctx):
+    """md.<SYM> carries the best levels per side (px:shown:orders), icebergs
+    showing only their peak, and comes only when the book changed."""
+    x = exchange(engine_args=["--md-interval-ms", "50", "--md-depth", "2"])
+    sub = zctx.socket(zmq.SUB)
+    sub.connect(x.pub)
+    sub.setsockopt(zmq.SUBSCRIBE, b"md.XYZ")
+    t = x.trader("GW1")
+    n = [0]
+
+    def snapshot_seen():
+        # touch the book until a snapshot arrives (the subscription joins late)
+        n[0] += 1
+        t.send(f"NEW cl=j{n[0]} sym=XYZ side=S qty=1 px=90.0", f"CANCEL cl=j{n[0]}")
+        t.until_pong()
+        return sub.poll(200) and sub.recv_multipart()
+    assert wait_until(snapshot_seen, timeout=10, step=0)
+    while sub.poll(300):
+        sub.recv_multipart()
+    t.send("NEW cl=b1 sym=XYZ side=B qty=7 px=10.0",
+           "NEW cl=b2 sym=XYZ side=B qty=3 px=10.0",
+           "NEW cl=b3 sym=XYZ side=B qty=5 px=9.5",
+           "NEW cl=b4 sym=XYZ side=B qty=5 px=9.0",
+           "NEW cl=a1 sym=XYZ side=S qty=50 px=11.0 peak=10")
+    t.until_pong()
+    assert sub.poll(5000)
+    topic, payload = sub.recv_multipart()
+    md = payload.decode()
+    assert topic == b"md.XYZ"
+    assert " bids=10.0:10:2,9.5:5:1 " in md  # two levels only (--md-depth 2)
+    assert md.endswith(" asks=11.0:10:1")    # the iceberg shows its peak
+    # nothing changed: no further snapshot
+    assert not sub.poll(500)
