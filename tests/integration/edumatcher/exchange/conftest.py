@@ -193,6 +193,15 @@ class Exchange:
             procs.start([binary("edumatcher-clearing"), "--engine-pub", self.pub,
                          "--http-port", str(self.clearing_port), "--health", self.health])
 
+    def add_gateway(self, name):
+        """Start one more gateway process on the same engine; returns its port."""
+        port = free_port()
+        g = self.procs.start([binary("edumatcher-gateway"), "--port", str(port),
+                              "--engine-pull", self.pull, "--engine-pub", self.pub,
+                              "--health", self.health, "--name", name])
+        assert g.ready.startswith("edumatcher-gateway"), g.stderr()
+        return port
+
     def start_engine(self):
         e = self.procs.start([binary("edumatcher-engine"), "--pull", self.pull, "--pub",
                               self.pub, "--health", self.health, "--journal-dir", self.journal,
