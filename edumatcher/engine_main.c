@@ -1,0 +1,728 @@
+/*
+ * edumatcher-engine: the matching engine as a process.
+ *
+ *   gateways --PUSH [gw][frame]--> (bind) PULL  engine  PUB (bind) -->
+ *       order.ack.<gw>  [frame]      events for one trader, binary frames
+ *       trade.executed  "TRADE ..."  one text line per trade, as it happens
+ *       md.<SYM>        "MD ..."     throttled per-symbol market data
+ *   health.engine --> the monitor (PUB connect)
+ *
+ * Message life (one inbound message, to completion, in this order):
+ *   1. decode the binary frame (em_frame_decode validates it completely);
+ *   2. append [gw][frame] to the journal;
+ *   3. em_engine_submit: events are staged (encoded into a preallocated
+ *      arena), nothing is published yet;
+ * and at the end of each batch (em_bus on_batch, or when the arena fills):
+ *   4. em_journal_flush (write + fsync per policy), then
+ *   5. publish the staged events.
+ * So every accepted message is in the journal before any of its effects is
+ * visible (ARCHITECTURE.md, "Journal"): a trader never holds an ACK for an
+ * order that a restart could lose.
+ *
+ * Determinism of restarts: the engine's clock is injected. The process
+ * turns elapsed monotonic time into journaled `TICK ms=<n>` operator
+ * messages (between messages, never inside one), so timers fire at the
+ * same point of the message stream on replay. On start the journal is
+ * replayed through the same submit path with publishing off, which
+ * rebuilds the same books, the same next order and trade ids. The symbol
+ * file is applied (and journaled) only when the journal is empty; after
+ * that the journal is the source of truth.
+ *
+ * Schedules: `AT <ms> <operator line>` in the symbols file fires that
+ * message (journaled, as a message from OPS) when the engine clock
+ * reaches <ms>, e.g. `AT 3600000 PHASE sym=ABC phase=CLOSED`.
+ *
+ * Market data is between messages: a timer publishes, at most once per
+ * symbol per --md-interval-ms and only when its book changed, a snapshot:
+ *   MD sym=<s> phase=<p> last=<px|-> lastqty=<n> volume=<n> trades=<n>
+ *      bids=<px>:<shown>:<orders>,... asks=...      (best --md-depth levels)
+ */
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "edumatcher/alf.h"
+#include "edumatcher/engine.h"
+#include "edumatcher/health.h"
+#include "edumatcher/journal.h"
+#include "edumatcher/msg.h"
+#include "edumatcher/zmq_bus.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char pull_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9100";
+static char pub_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
+static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
+static char journal_dir[CORE_OPT_STRLEN] = "em-journal";
+static int fsync_policy = EM_FSYNC_BATCH;
+static int64_t fsync_interval_ms = 10;
+static char symbols_file[CORE_OPT_STRLEN] = "";
+static int64_t md_interval_ms = 100;
+static int64_t md_depth = 5;
+static int64_t tick_ms = 100;
+static int64_t beacon_ms = 1000;
+static int64_t grace_ms = 300;
+static char loglevel[CORE_OPT_STRLEN] = "notice";
+
+static const struct core_option options[] = {
+    {"pull", CORE_OPT_STRING, pull_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "endpoint to bind for inbound frames from gateways"},
+    {"pub", CORE_OPT_STRING, pub_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "endpoint to bind for events, trades and market data"},
+    {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the monitor's health endpoint (\"\": no beacons)"},
+    {"journal-dir", CORE_OPT_STRING, journal_dir, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "journal directory (created if missing)"},
+    {"fsync", CORE_OPT_ENUM, &fsync_policy, 0, 0, em_fsync_policy_names, CORE_OPT_IMMUTABLE,
+     "journal fsync policy"},
+    {"fsync-interval-ms", CORE_OPT_INT, &fsync_interval_ms, 0, 60000, NULL, CORE_OPT_IMMUTABLE,
+     "with --fsync interval"},
+    {"symbols-file", CORE_OPT_STRING, symbols_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "operator lines (SYMBOL, PHASE, ...) applied when the journal is empty, and "
+     "`AT <ms> <line>` schedule lines fired at that engine time"},
+    {"md-interval-ms", CORE_OPT_INT, &md_interval_ms, 1, 60000, NULL, 0,
+     "market data: at most one update per symbol per interval"},
+    {"md-depth", CORE_OPT_INT, &md_depth, 0, 50, NULL, 0,
+     "market data: price levels per side in each snapshot"},
+    {"tick-ms", CORE_OPT_INT, &tick_ms, 1, 60000, NULL, CORE_OPT_IMMUTABLE,
+     "clock resolution: elapsed time is journaled as TICKs this often"},
+    {"beacon-ms", CORE_OPT_INT, &beacon_ms, 10, 60000, NULL, 0, "health beacon interval"},
+    {"startup-grace-ms", CORE_OPT_INT, &grace_ms, 0, 60000, NULL, CORE_OPT_IMMUTABLE,
+     "after binding PUB, wait this long for subscribers before taking input"},
+    {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
+    {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
+};
+
+#define ARENA    (4u << 20) /* staged event bytes per batch */
+#define MAX_SYMS 1024
+#define MAX_GW   65536
+#define JREC_MAX (1 + EM_GW_MAX + EM_FRAME_MAX)
+
+/* A staged event: [topic pointer][u16 len][bytes], packed in the arena. */
+struct staged {
+    const struct em_bus_topic *topic;
+    uint16_t len;
+    uint8_t data[];
+};
+
+struct sym_md {
+    char name[EM_SYM_MAX + 1];
+    struct em_bus_topic topic;
+    struct em_price last;
+    uint32_t last_qty;
+    uint64_t volume, trades;
+    bool changed;
+};
+
+/* What the process remembers of each order id (ids are dense from 1). */
+struct oinfo {
+    uint16_t sym; /* index into syms + 1; 0: unknown */
+    uint8_t side;
+};
+
+struct engine_proc {
+    uv_loop_t *loop;
+    void *zctx;
+    struct em_bus_sock pull, pub;
+    struct em_health health;
+    struct em_journal journal;
+    struct em_engine *e;
+    uv_timer_t tick_timer, md_timer, grace_timer;
+    uv_signal_t sigint, sigterm;
+    bool replaying;
+    uint64_t base_ns;   /* monotonic time at which engine time was now_ms */
+    uint64_t engine_ms; /* the engine's clock: sum of journaled TICKs */
+    uint64_t base_engine_ms;
+    /* the message being handled */
+    const struct em_msg *cur;
+    /* topics per gateway id, built on first use */
+    const struct em_bus_topic **gw_topic;
+    struct em_topic_cache *ack_topics;
+    struct em_bus_topic trade_topic;
+    /* symbols seen in SYMBOL messages */
+    struct sym_md syms[MAX_SYMS];
+    unsigned nsyms;
+    struct oinfo *orders;
+    size_t orders_cap;
+    /* first FILL of a trade, waiting for its other side */
+    bool have_pending;
+    uint16_t pend_gw;
+    uint64_t pend_oid, pend_tid;
+    /* staging */
+    uint8_t *arena;
+    size_t arena_len;
+    unsigned staged;
+    /* metrics */
+    uint64_t msgs_in, bad_frames, events_out, trades_out, md_out, journal_errors;
+    int64_t open_orders, last_batch;
+    uint64_t replayed;
+    /* schedule: operator messages due at an engine time (AT lines) */
+    struct sched {
+        uint64_t at_ms;
+        struct em_msg m;
+    } * sched;
+    size_t nsched, next_sched;
+};
+
+static struct engine_proc P;
+
+/* ---- symbols and orders ---- */
+
+static int sym_index(const char *name)
+{
+    for (unsigned i = 0; i < P.nsyms; i++)
+        if (strcmp(P.syms[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static void sym_add(const char *name)
+{
+    if (sym_index(name) >= 0 || P.nsyms == MAX_SYMS)
+        return;
+    struct sym_md *s = &P.syms[P.nsyms++];
+    memset(s, 0, sizeof *s);
+    strcpy(s->name, name);
+    em_bus_topic_set(&s->topic, "md.", name, strlen(name));
+}
+
+static void order_note(uint64_t oid, int sym, uint8_t side)
+{
+    if (oid >= P.orders_cap) {
+        /* Doubling: amortised, not an allocation per message. */
+        size_t cap = P.orders_cap ? P.orders_cap : 1u << 16;
+        while (cap <= oid)
+            cap *= 2;
+        struct oinfo *o = realloc(P.orders, cap * sizeof *o);
+        if (!o)
+            return;
+        memset(o + P.orders_cap, 0, (cap - P.orders_cap) * sizeof *o);
+        P.orders = o;
+        P.orders_cap = cap;
+    }
+    P.orders[oid].sym = (uint16_t)(sym + 1);
+    P.orders[oid].side = side;
+}
+
+static const struct oinfo *order_info(uint64_t oid)
+{
+    static const struct oinfo none;
+    return oid < P.orders_cap ? &P.orders[oid] : &none;
+}
+
+/* ---- staging and publishing ---- */
+
+static void publish_staged(void);
+
+static void flush_and_publish(void)
+{
+    if (em_journal_flush(&P.journal) != 0) {
+        /* Without the journal the rule cannot be kept: stop rather than
+         * publish effects a restart would lose. */
+        P.journal_errors++;
+        CORE_WARN("engine: journal write failed; stopping");
+        exit(1);
+    }
+    publish_staged();
+}
+
+static void stage(const struct em_bus_topic *topic, const void *data, size_t len)
+{
+    size_t need = sizeof(struct staged) + len;
+    need = (need + 7) & ~(size_t)7;
+    if (P.arena_len + need > ARENA)
+        flush_and_publish(); /* journal first, then publish: rule kept */
+    struct staged *s = (struct staged *)(P.arena + P.arena_len);
+    s->topic = topic;
+    s->len = (uint16_t)len;
+    memcpy(s->data, data, len);
+    P.arena_len += need;
+    P.staged++;
+}
+
+static void publish_staged(void)
+{
+    size_t off = 0;
+    while (off < P.arena_len) {
+        struct staged *s = (struct staged *)(P.arena + off);
+        em_bus_send(&P.pub, s->topic, s->data, s->len);
+        off += (sizeof *s + s->len + 7) & ~(size_t)7;
+    }
+    P.events_out += P.staged;
+    P.arena_len = 0;
+    P.staged = 0;
+}
+
+static const struct em_bus_topic *ack_topic(uint16_t gw)
+{
+    if (!P.gw_topic[gw]) {
+        const char *name = em_engine_gateway_name(P.e, gw);
+        P.gw_topic[gw] = em_topic_cache_get(P.ack_topics, name, strlen(name));
+        if (!P.gw_topic[gw]) {
+            /* The cache is full: build a dedicated topic (once per gw). */
+            struct em_bus_topic *t = malloc(sizeof *t);
+            if (t && em_bus_topic_set(t, "order.ack.", name, strlen(name)) == 0)
+                P.gw_topic[gw] = t;
+        }
+    }
+    return P.gw_topic[gw];
+}
+
+static void on_trade(uint16_t gw_a, const struct em_msg *fill_a, uint16_t gw_b,
+                     const struct em_msg *fill_b)
+{
+    const struct oinfo *a = order_info(fill_a->oid);
+    const struct oinfo *b = order_info(fill_b->oid);
+    int sym = a->sym ? a->sym - 1 : b->sym ? b->sym - 1 : -1;
+    bool a_buys = a->side == EM_SIDE_BUY || (a->side == 0 && b->side == EM_SIDE_SELL);
+    uint16_t buy_gw = a_buys ? gw_a : gw_b, sell_gw = a_buys ? gw_b : gw_a;
+    uint64_t buy_oid = a_buys ? fill_a->oid : fill_b->oid;
+    uint64_t sell_oid = a_buys ? fill_b->oid : fill_a->oid;
+    if (sym >= 0) {
+        struct sym_md *s = &P.syms[sym];
+        s->last = fill_b->px;
+        s->last_qty = fill_b->qty;
+        s->volume += fill_b->qty;
+        s->trades++;
+        s->changed = true;
+    }
+    if (P.replaying)
+        return;
+    char line[256], px[32];
+    px[em_alf_format_price(fill_b->px, px)] = '\0';
+    int n = snprintf(line, sizeof line,
+                     "TRADE tid=%" PRIu64 " sym=%s px=%s qty=%u buy=%s sell=%s buy_oid=%" PRIu64
+                     " sell_oid=%" PRIu64,
+                     fill_b->tid, sym >= 0 ? P.syms[sym].name : "UNKNOWN", px, fill_b->qty,
+                     em_engine_gateway_name(P.e, buy_gw), em_engine_gateway_name(P.e, sell_gw),
+                     buy_oid, sell_oid);
+    stage(&P.trade_topic, line, (size_t)n);
+    P.trades_out++;
+}
+
+static struct em_msg pend_fill;
+
+/* The engine's sink: called for each event, inside em_engine_submit. */
+static void sink(void *ctx, uint16_t gw, const struct em_msg *ev)
+{
+    const struct em_msg *cur = P.cur;
+    if (ev->kind == EM_MSG_ACK && cur && cur->kind == EM_MSG_NEW)
+        order_note(ev->oid, sym_index(cur->sym), cur->side);
+    if (ev->kind == EM_MSG_FILL) {
+        /* The two FILLs of a trade come one after the other (ALF §5.2). */
+        if (P.have_pending && P.pend_tid == ev->tid) {
+            on_trade(P.pend_gw, &pend_fill, gw, ev);
+            P.have_pending = false;
+        } else {
+            pend_fill = *ev;
+            P.pend_gw = gw;
+            P.pend_tid = ev->tid;
+            P.have_pending = true;
+        }
+    }
+    if (ev->present & EM_BIT(oid)) {
+        const struct oinfo *o = order_info(ev->oid);
+        if (o->sym)
+            P.syms[o->sym - 1].changed = true; /* its book changed */
+    }
+    if (P.replaying)
+        return;
+    uint8_t frame[EM_FRAME_MAX];
+    int n = em_frame_encode(ev, frame, sizeof frame);
+    const struct em_bus_topic *t = ack_topic(gw);
+    if (n > 0 && t)
+        stage(t, frame, (size_t)n);
+}
+
+/* ---- the inbound path ---- */
+
+/* Handle one journaled-form record: [u8 gwlen][gw][frame]. */
+static int handle_record(const uint8_t *rec, size_t len, bool append)
+{
+    if (len < 2 || rec[0] == 0 || rec[0] > EM_GW_MAX || len < 1u + rec[0])
+        return CORE_EPROTO;
+    size_t gl = rec[0];
+    const char *gwname = (const char *)rec + 1;
+    const uint8_t *frame = rec + 1 + gl;
+    size_t flen = len - 1 - gl;
+    struct em_msg m;
+    if (em_frame_decode(frame, flen, &m) != (int)flen)
+        return CORE_EPROTO;
+    int gw = em_engine_gateway(P.e, gwname, gl);
+    if (gw < 0)
+        return CORE_EPROTO;
+    if (append) {
+        if (em_journal_append(&P.journal, rec, len, NULL) != 0) {
+            P.journal_errors++;
+            CORE_WARN("engine: journal append failed; stopping");
+            exit(1);
+        }
+    }
+    if (m.kind == EM_MSG_SYMBOL)
+        sym_add(m.sym);
+    if (m.kind == EM_MSG_TICK)
+        P.engine_ms += m.ms;
+    if (m.present & EM_BIT(sym)) {
+        int si = sym_index(m.sym);
+        if (si >= 0)
+            P.syms[si].changed = true; /* phase, halt, mass cancel, ... */
+    }
+    P.cur = &m;
+    int rc;
+    if (em_engine_authorize(P.e, (uint16_t)gw, m.kind))
+        em_engine_reject(P.e, (uint16_t)gw, &m, EM_REJ_AUTH), rc = 0;
+    else
+        rc = em_engine_submit(P.e, (uint16_t)gw, &m);
+    P.cur = NULL;
+    return rc;
+}
+
+/* Submit an operator message as if it had arrived from gw OPS. */
+static int submit_ops(const struct em_msg *m)
+{
+    uint8_t rec[JREC_MAX];
+    rec[0] = 3;
+    memcpy(rec + 1, EM_OPS_GW, 3);
+    int n = em_frame_encode(m, rec + 4, sizeof rec - 4);
+    if (n < 0)
+        return n;
+    return handle_record(rec, 4 + (size_t)n, true);
+}
+
+/* Journal the time that has passed as a TICK (between messages only). */
+static void advance_clock(void)
+{
+    uint64_t now = P.base_engine_ms + (core_now_ns() - P.base_ns) / 1000000u;
+    if (now <= P.engine_ms)
+        return;
+    struct em_msg m = {.kind = EM_MSG_TICK, .present = EM_BIT(ms)};
+    m.ms = now - P.engine_ms;
+    submit_ops(&m);
+    /* Scheduled operator messages that are due, in file order. They are
+     * journaled as they fire, so a replay repeats them at the same point
+     * of the stream; after a restart, entries at or before the replayed
+     * clock have fired already. */
+    while (P.next_sched < P.nsched && P.sched[P.next_sched].at_ms <= P.engine_ms) {
+        submit_ops(&P.sched[P.next_sched].m);
+        P.next_sched++;
+    }
+}
+
+static void on_inbound(struct em_bus_sock *s, const char *topic, size_t tl, const void *payload,
+                       size_t len, void *data)
+{
+    bool sample = core_metrics_sample_due(&P.health.metrics);
+    uint64_t t0 = sample ? core_now_ns() : 0;
+    P.msgs_in++;
+    /* The topic frame is the sender's gateway id; build the journal form. */
+    uint8_t rec[JREC_MAX];
+    if (tl == 0 || tl > EM_GW_MAX || len > EM_FRAME_MAX) {
+        P.bad_frames++;
+        return;
+    }
+    rec[0] = (uint8_t)tl;
+    memcpy(rec + 1, topic, tl);
+    memcpy(rec + 1 + tl, payload, len);
+    if (handle_record(rec, 1 + tl + len, true) == CORE_EPROTO)
+        P.bad_frames++;
+    if (sample)
+        core_metrics_record(&P.health.metrics, core_now_ns() - t0);
+}
+
+static void on_batch(struct em_bus_sock *s, unsigned handled, void *data)
+{
+    P.last_batch = handled;
+    flush_and_publish();
+}
+
+static void on_tick_timer(uv_timer_t *t)
+{
+    advance_clock();
+    flush_and_publish();
+}
+
+/* Append `key=px:shown:orders,...` for one side's best levels. */
+static int format_side(char *out, size_t cap, const char *key, const char *sym, int side)
+{
+    struct em_depth_level lv[50];
+    int n = em_engine_depth(P.e, sym, side, lv, (int)md_depth);
+    int len = snprintf(out, cap, " %s=", key);
+    for (int i = 0; i < n && len > 0 && (size_t)len < cap; i++) {
+        char px[32];
+        px[em_alf_format_price(lv[i].px, px)] = '\0';
+        len += snprintf(out + len, cap - (size_t)len, "%s%s:%" PRIu64 ":%u", i ? "," : "", px,
+                        lv[i].shown, lv[i].orders);
+    }
+    return len;
+}
+
+/* Market data between messages: one snapshot per changed symbol per
+ * interval (the engine's depth read costs O(orders in the levels read)). */
+static void on_md_timer(uv_timer_t *t)
+{
+    for (unsigned i = 0; i < P.nsyms; i++) {
+        struct sym_md *s = &P.syms[i];
+        if (!s->changed)
+            continue;
+        char line[4096], px[32] = "";
+        uint8_t phase = 0;
+        struct em_price last;
+        int has_last = 0;
+        em_engine_symbol_state(P.e, s->name, &phase, &last, &has_last);
+        if (has_last)
+            px[em_alf_format_price(last, px)] = '\0';
+        int n = snprintf(line, sizeof line,
+                         "MD sym=%s phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64,
+                         s->name, em_phase_name(phase), has_last ? px : "-", s->last_qty, s->volume,
+                         s->trades);
+        if (md_depth > 0 && n > 0 && (size_t)n < sizeof line) {
+            n += format_side(line + n, sizeof line - (size_t)n, "bids", s->name, EM_SIDE_BUY);
+            if ((size_t)n < sizeof line)
+                n += format_side(line + n, sizeof line - (size_t)n, "asks", s->name, EM_SIDE_SELL);
+        }
+        if (n <= 0 || (size_t)n >= sizeof line)
+            continue;
+        em_bus_send(&P.pub, &s->topic, line, (size_t)n);
+        s->changed = false;
+        P.md_out++;
+    }
+}
+
+/* ---- start-up ---- */
+
+static void on_grace_over(uv_timer_t *t)
+{
+    int rc = em_bus_open(&P.pull, P.zctx, EM_BUS_PULL, pull_ep, true);
+    if (rc) {
+        CORE_WARN("engine: cannot bind %s: %s", pull_ep, core_strerror(rc));
+        exit(1);
+    }
+    em_bus_watch(&P.pull, P.loop, 1024, on_inbound, NULL);
+    P.pull.on_batch = on_batch;
+    uv_close((uv_handle_t *)t, NULL);
+    /* the ready line: tests and scripts wait for it */
+    printf("edumatcher-engine pull %s pub %s journal %s replayed %" PRIu64 "\n", pull_ep, pub_ep,
+           journal_dir, P.replayed);
+    fflush(stdout);
+}
+
+static int replay_record(const void *data, size_t len, uint64_t seq, void *ud)
+{
+    int rc = handle_record(data, len, false);
+    if (rc == CORE_EPROTO) {
+        CORE_WARN("engine: journal record %" PRIu64 " is not a message", seq);
+        return CORE_EIO;
+    }
+    return rc < 0 ? rc : 0;
+}
+
+static int cmp_sched(const void *a, const void *b)
+{
+    const struct sched *x = a, *y = b;
+    return x->at_ms < y->at_ms ? -1 : x->at_ms > y->at_ms;
+}
+
+/*
+ * The symbols file: ALF §7 operator lines, applied now when `apply` (an
+ * empty journal), and `AT <ms> <operator line>` schedule lines, fired when
+ * the engine clock reaches <ms> (always loaded; see advance_clock).
+ */
+static int load_symbols_file(const char *path, bool apply)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        CORE_WARN("engine: cannot open %s", path);
+        return CORE_ENOTFOUND;
+    }
+    char line[EM_ALF_LINE_MAX + 2];
+    int lineno = 0, bad = 0;
+    size_t cap = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t n = strcspn(line, "\r\n#");
+        while (n && line[n - 1] == ' ')
+            n--;
+        if (n == 0)
+            continue;
+        char *msg = line;
+        uint64_t at = 0;
+        bool scheduled = n > 3 && memcmp(line, "AT ", 3) == 0;
+        if (scheduled) {
+            char *end;
+            at = strtoull(line + 3, &end, 10);
+            if (end == line + 3 || *end != ' ') {
+                CORE_WARN("engine: %s:%d: AT needs a time in ms", path, lineno);
+                bad++;
+                continue;
+            }
+            msg = end + 1;
+            n -= (size_t)(msg - line);
+        }
+        struct em_msg m;
+        int code = em_alf_parse(msg, n, &m);
+        if (code || em_msgs[m.kind].cls != EM_CLASS_OPER) {
+            CORE_WARN("engine: %s:%d: not an operator message", path, lineno);
+            bad++;
+            continue;
+        }
+        if (!scheduled) {
+            if (apply)
+                submit_ops(&m);
+            continue;
+        }
+        if (P.nsched == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct sched *p = realloc(P.sched, cap * sizeof *p);
+            if (!p) {
+                fclose(f);
+                return CORE_ENOMEM;
+            }
+            P.sched = p;
+        }
+        P.sched[P.nsched].at_ms = at;
+        P.sched[P.nsched].m = m;
+        P.nsched++;
+    }
+    fclose(f);
+    /* insertion sort: stable, so equal times keep file order (few lines) */
+    for (size_t i = 1; i < P.nsched; i++)
+        for (size_t j = i; j > 0 && cmp_sched(&P.sched[j - 1], &P.sched[j]) > 0; j--) {
+            struct sched t = P.sched[j];
+            P.sched[j] = P.sched[j - 1];
+            P.sched[j - 1] = t;
+        }
+    /* what the replayed clock has passed has fired already */
+    while (P.next_sched < P.nsched && P.sched[P.next_sched].at_ms <= P.engine_ms)
+        P.next_sched++;
+    return bad ? CORE_EINVAL : 0;
+}
+
+static void on_health(struct em_health *h, void *data)
+{
+    struct em_engine_stats st;
+    em_engine_stats(P.e, &st);
+    P.open_orders = (int64_t)st.open_orders;
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    CORE_INFO("engine: signal %d, stopping", signum);
+    flush_and_publish();
+    em_bus_close(&P.pull);
+    em_bus_close(&P.pub);
+    em_health_stop(&P.health);
+    uv_close((uv_handle_t *)&P.tick_timer, NULL);
+    uv_close((uv_handle_t *)&P.md_timer, NULL);
+    if (!uv_is_closing((uv_handle_t *)&P.grace_timer))
+        uv_close((uv_handle_t *)&P.grace_timer, NULL);
+    uv_close((uv_handle_t *)&P.sigint, NULL);
+    uv_close((uv_handle_t *)&P.sigterm, NULL);
+}
+
+/* Events during replay go nowhere; the sink checks P.replaying. */
+int main(int argc, char **argv)
+{
+    char err[256];
+    int rc = core_config_parse_args(options, argc, argv, "edumatcher-engine [config] [--opt val]",
+                                    err, sizeof err);
+    if (rc == 1)
+        return 0;
+    if (rc < 0) {
+        fprintf(stderr, "edumatcher-engine: %s\n", err);
+        return 2;
+    }
+    int lvl = core_log_level_parse(loglevel);
+    core_log_init('E', lvl < 0 ? CORE_LOG_NOTICE : (enum core_log_level)lvl);
+
+    P.loop = uv_default_loop();
+    P.arena = malloc(ARENA);
+    P.gw_topic = calloc(MAX_GW, sizeof *P.gw_topic);
+    P.ack_topics = malloc(sizeof *P.ack_topics);
+    if (!P.arena || !P.gw_topic || !P.ack_topics)
+        return 1;
+    em_topic_cache_init(P.ack_topics, "order.ack.");
+    em_bus_topic_set(&P.trade_topic, "trade.executed", "", 0);
+    struct em_engine_config cfg = {.sink = sink, .sink_ctx = NULL};
+    P.e = em_engine_new(&cfg);
+    if (!P.e)
+        return 1;
+
+    /* Replay before anything can arrive or be published. */
+    P.replaying = true;
+    struct em_journal_opts jo = {.dir = journal_dir,
+                                 .fsync = (enum em_fsync_policy)fsync_policy,
+                                 .fsync_interval_ms = (uint64_t)fsync_interval_ms};
+    struct em_journal_replay_stats st;
+    uint64_t t0 = core_now_ns();
+    rc = em_journal_open(&P.journal, &jo, NULL, replay_record, NULL, &st);
+    if (rc) {
+        CORE_WARN("engine: cannot open the journal in %s: %s", journal_dir, core_strerror(rc));
+        return 1;
+    }
+    P.replaying = false;
+    P.have_pending = false;
+    P.replayed = st.records;
+    CORE_INFO("engine: replayed %" PRIu64 " journal records in %.1f ms (torn bytes %" PRIu64
+              ", engine clock %" PRIu64 " ms)",
+              st.records, (double)(core_now_ns() - t0) / 1e6, st.torn_bytes, P.engine_ms);
+    P.base_ns = core_now_ns();
+    P.base_engine_ms = P.engine_ms;
+
+    if (em_bus_ctx_new(&P.zctx) != 0)
+        return 1;
+    rc = em_bus_open(&P.pub, P.zctx, EM_BUS_PUB, pub_ep, true);
+    if (rc) {
+        CORE_WARN("engine: cannot bind %s: %s", pub_ep, core_strerror(rc));
+        return 1;
+    }
+    if (symbols_file[0]) {
+        if (load_symbols_file(symbols_file, st.records == 0) != 0)
+            return 1;
+        flush_and_publish();
+        if (st.records)
+            CORE_INFO("engine: journal not empty; only the AT lines of %s are used (the "
+                      "journal rules)",
+                      symbols_file);
+    }
+
+    em_health_init(&P.health, "engine");
+    struct core_metrics *mt = &P.health.metrics;
+    core_metrics_counter(mt, "msgs_in", &P.msgs_in);
+    core_metrics_counter(mt, "bad_frames", &P.bad_frames);
+    core_metrics_counter(mt, "events_out", &P.events_out);
+    core_metrics_counter(mt, "trades_out", &P.trades_out);
+    core_metrics_counter(mt, "md_out", &P.md_out);
+    core_metrics_counter(mt, "journal_records", &P.journal.records);
+    core_metrics_counter(mt, "journal_syncs", &P.journal.syncs);
+    core_metrics_gauge(mt, "open_orders", &P.open_orders);
+    core_metrics_gauge(mt, "queue_depth", &P.last_batch);
+    rc =
+        em_health_start(&P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms, on_health, NULL);
+    if (rc)
+        CORE_WARN("engine: no health beacons (%s)", core_strerror(rc));
+
+    /* Input starts after a grace period: a PUB drops what it publishes
+     * before a subscriber's subscription arrives, and after a restart the
+     * gateways' SUB sockets need a moment to reconnect and subscribe
+     * again. Meanwhile their messages wait in their PUSH queues. */
+    uv_timer_init(P.loop, &P.grace_timer);
+    uv_timer_start(&P.grace_timer, on_grace_over, (uint64_t)grace_ms, 0);
+    uv_timer_init(P.loop, &P.tick_timer);
+    uv_timer_start(&P.tick_timer, on_tick_timer, (uint64_t)tick_ms, (uint64_t)tick_ms);
+    uv_timer_init(P.loop, &P.md_timer);
+    uv_timer_start(&P.md_timer, on_md_timer, (uint64_t)md_interval_ms, (uint64_t)md_interval_ms);
+    uv_signal_init(P.loop, &P.sigint);
+    uv_signal_init(P.loop, &P.sigterm);
+    uv_signal_start(&P.sigint, on_signal, SIGINT);
+    uv_signal_start(&P.sigterm, on_signal, SIGTERM);
+
+    uv_run(P.loop, UV_RUN_DEFAULT);
+    em_journal_close(&P.journal);
+    uv_loop_close(P.loop);
+    em_bus_ctx_term(P.zctx);
+    em_engine_free(P.e);
+    return 0;
+}

@@ -1,0 +1,236 @@
+"""Fixtures for the EduMatcher exchange processes: start the real binaries on
+127.0.0.1 with free ports, and always stop them (even when a test fails)."""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+import pytest
+import zmq
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def binary(name):
+    build = os.environ.get("BUILD_DIR")
+    if build:
+        p = os.path.join(build, "bin", name)
+        if os.path.exists(p):
+            return p
+    p = shutil.which(name)
+    if not p:
+        pytest.skip(f"{name} not built")
+    return p
+
+
+def wait_until(pred, timeout=10.0, step=0.02):
+    """Poll pred() until it is truthy (returned) or the timeout passes (None)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return None
+
+
+def http_get(port, path, timeout=5.0):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
+        return r.status, r.headers, r.read()
+
+
+class Proc:
+    def __init__(self, args, env=None):
+        self.args = args
+        self.log = tempfile.TemporaryFile()
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log,
+                                  env=env, text=True)
+        # Each process prints one line when it is ready.
+        self.ready = self.p.stdout.readline()
+
+    def stderr(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def stop(self, sig=None):
+        if self.p.poll() is None:
+            if sig is None:
+                self.p.terminate()
+            else:
+                self.p.send_signal(sig)
+            try:
+                self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.p.stdout.close()
+        return self.p.returncode
+
+
+@pytest.fixture
+def procs():
+    """Start processes with procs.start([...]); all are stopped at the end."""
+    started = []
+
+    class Starter:
+        def start(self, args):
+            pr = Proc(args)
+            started.append(pr)
+            return pr
+
+    yield Starter()
+    for pr in reversed(started):
+        pr.stop()
+
+
+@pytest.fixture
+def zctx():
+    ctx = zmq.Context()
+    yield ctx
+    ctx.destroy(linger=0)
+
+
+@pytest.fixture
+def workdir():
+    d = tempfile.mkdtemp(prefix="em-exchange-")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+SYMBOLS = """SYMBOL sym=ABC tick=0.01 band=20 ref=100.00
+SYMBOL sym=XYZ tick=0.5 lot=1
+"""
+OPS_TOKEN = "s3cret"
+
+
+class Trader:
+    """One ALF session over TCP, read line by line with timeouts."""
+
+    def __init__(self, port, gw=None, token=None):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.buf = b""
+        if gw:
+            self.send(f"LOGIN gw={gw}" + (f" token={token}" if token else ""))
+            line = self.line()
+            assert line == f"LOGGEDIN gw={gw}", line
+
+    def send(self, *lines):
+        self.sock.sendall("".join(l + "\n" for l in lines).encode())
+
+    def line(self, timeout=10.0):
+        self.sock.settimeout(timeout)
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("connection closed")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode()
+
+    def until_pong(self, timeout=10.0):
+        """Send PING and return every line before its PONG (a barrier)."""
+        self.send("PING")
+        out = []
+        while True:
+            l = self.line(timeout)
+            if l == "PONG":
+                return out
+            out.append(l)
+
+    def expect_nothing(self, wait=0.3):
+        self.sock.settimeout(wait)
+        try:
+            data = self.sock.recv(65536)
+        except socket.timeout:
+            return True
+        self.buf += data
+        return False
+
+    def close(self):
+        self.sock.close()
+
+
+class Exchange:
+    """Engine + gateway (+ optional clearing and monitor) on free ports."""
+
+    def __init__(self, procs, workdir, gateway_args=(), engine_args=(), clearing=False,
+                 monitor=False, extra_symbols=""):
+        self.procs = procs
+        self.dir = workdir
+        self.pull = f"tcp://127.0.0.1:{free_port()}"
+        self.pub = f"tcp://127.0.0.1:{free_port()}"
+        self.health = f"tcp://127.0.0.1:{free_port()}"
+        self.journal = os.path.join(workdir, "journal")
+        self.symbols = os.path.join(workdir, "symbols.alf")
+        with open(self.symbols, "w") as f:
+            f.write(SYMBOLS + extra_symbols)
+        self.tokens = os.path.join(workdir, "tokens")
+        with open(self.tokens, "w") as f:
+            f.write(f"OPS {OPS_TOKEN}\n")
+        self.engine_args = list(engine_args)
+        self.monitor_port = None
+        if monitor:
+            self.monitor_port = free_port()
+            procs.start([binary("edumatcher-monitor"), "--http-port", str(self.monitor_port),
+                         "--health", self.health, "--beacon-ms", "100"])
+        self.engine = self.start_engine()
+        self.port = free_port()
+        self.gateway = procs.start([binary("edumatcher-gateway"), "--port", str(self.port),
+                                    "--engine-pull", self.pull, "--engine-pub", self.pub,
+                                    "--health", self.health, "--tokens-file", self.tokens,
+                                    "--beacon-ms", "100", *gateway_args])
+        assert self.gateway.ready.startswith("edumatcher-gateway"), self.gateway.stderr()
+        self.clearing_port = None
+        if clearing:
+            self.clearing_port = free_port()
+            procs.start([binary("edumatcher-clearing"), "--engine-pub", self.pub,
+                         "--http-port", str(self.clearing_port), "--health", self.health])
+
+    def add_gateway(self, name):
+        """Start one more gateway process on the same engine; returns its port."""
+        port = free_port()
+        g = self.procs.start([binary("edumatcher-gateway"), "--port", str(port),
+                              "--engine-pull", self.pull, "--engine-pub", self.pub,
+                              "--health", self.health, "--name", name])
+        assert g.ready.startswith("edumatcher-gateway"), g.stderr()
+        return port
+
+    def start_engine(self):
+        e = self.procs.start([binary("edumatcher-engine"), "--pull", self.pull, "--pub",
+                              self.pub, "--health", self.health, "--journal-dir", self.journal,
+                              "--symbols-file", self.symbols, "--beacon-ms", "100",
+                              *self.engine_args])
+        assert e.ready.startswith("edumatcher-engine"), e.stderr()
+        return e
+
+    def trader(self, gw=None, token=None):
+        return Trader(self.port, gw, token)
+
+
+@pytest.fixture
+def exchange(procs, workdir):
+    made = []
+
+    def make(**kw):
+        x = Exchange(procs, workdir if not made else tempfile.mkdtemp(dir=workdir), **kw)
+        made.append(x)
+        return x
+
+    return make
+
+
+def replay(lines):
+    """Run edumatcher-replay over `<gw> <message>` lines; return its output lines."""
+    text = "".join("OPS " + l + "\n" for l in SYMBOLS.strip().splitlines())
+    text += "".join(l + "\n" for l in lines)
+    r = subprocess.run([binary("edumatcher-replay")], input=text.encode(), capture_output=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    return r.stdout.decode().splitlines()
