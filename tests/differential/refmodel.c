@@ -267,9 +267,7 @@ struct msgdef {
 
 static const struct msgdef msgdefs[] = {
     {"LOGIN", M_CLIENT, {"gw", "token"}},
-    {"NEW",
-     M_CLIENT,
-     {"cl", "sym", "side", "qty", "px", "type", "stop", "tif", "peak", "stp"}},
+    {"NEW", M_CLIENT, {"cl", "sym", "side", "qty", "px", "type", "stop", "tif", "peak", "stp"}},
     {"CANCEL", M_CLIENT, {"cl"}},
     {"REPLACE", M_CLIENT, {"cl", "qty", "px"}},
     {"MASSCANCEL", M_CLIENT, {"sym"}},
@@ -700,8 +698,7 @@ static void run_stops(int sym)
         struct order *pick = NULL;
         for (size_t i = 0; i < nlive; i++) {
             struct order *o = live[i];
-            if (o->state != ST_PENDING_STOP || o->sym != sym || o->side != BUY ||
-                s->last < o->stop)
+            if (o->state != ST_PENDING_STOP || o->sym != sym || o->side != BUY || s->last < o->stop)
                 continue;
             if (!pick || o->stop < pick->stop || (o->stop == pick->stop && o->seq < pick->seq))
                 pick = o;
@@ -712,8 +709,7 @@ static void run_stops(int sym)
                 if (o->state != ST_PENDING_STOP || o->sym != sym || o->side != SELL ||
                     s->last > o->stop)
                     continue;
-                if (!pick || o->stop > pick->stop ||
-                    (o->stop == pick->stop && o->seq < pick->seq))
+                if (!pick || o->stop > pick->stop || (o->stop == pick->stop && o->seq < pick->seq))
                     pick = o;
             }
         }
@@ -1315,8 +1311,7 @@ static void handle_line(char *line, size_t len, unsigned long lineno)
     if (sp)
         *sp = 0;
     if (!valid_gw(line) || !sp || sp[1] == 0) {
-        fprintf(stderr, "em-refmodel: line %lu skipped: no valid gateway id and message\n",
-                lineno);
+        fprintf(stderr, "em-refmodel: line %lu skipped: no valid gateway id and message\n", lineno);
         return;
     }
     char *text = sp + 1;
