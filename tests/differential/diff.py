@@ -12,7 +12,8 @@ edumatcher-replay is not built yet.
 
 Self-test mode (--cases DIR): replays every DIR/*.replay with em-refmodel
 and compares with DIR/*.expected, hand-derived from the spec; also checks
-that em-gen gives the same stream for the same seed.
+that em-gen gives the same stream for the same seed, and that the model's
+own invariants hold on a few generated streams (em-refmodel --check).
 
 Only the standard library; run with Debian's /usr/bin/python3.
 """
@@ -126,7 +127,12 @@ def differential(args):
                 with open(saved[:-len(".replay")] + f".{name}.out", "wb") as f:
                     f.write(out)
             print(f"  shortest failing prefix: {k} input lines, saved to {saved}")
-            print(f"  last input line: {lines[k - 1].decode(errors='replace').rstrip()}")
+            if k <= 60:
+                print("  the prefix:")
+                for ln in lines[:k]:
+                    print("    " + ln.decode(errors="replace").rstrip())
+            else:
+                print(f"  last input line: {lines[k - 1].decode(errors='replace').rstrip()}")
             print(describe(ref, eng))
             if failures >= args.max_failures:
                 print(f"stopping after {failures} mismatching seeds")
@@ -159,6 +165,21 @@ def self_test(args):
             print("em-gen: the same seed must give the same stream, another seed another")
         else:
             print("em-gen: deterministic per seed")
+        # The model's own invariants (refmodel.c, --check) on random streams.
+        args.messages = 20000
+        for seed in (1, 2, 3):
+            with tempfile.TemporaryDirectory() as workdir:
+                path = os.path.join(workdir, "stream.replay")
+                with open(path, "wb") as f:
+                    f.write(generate(args, seed))
+                p = subprocess.run([args.ref, "--check", path], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, timeout=args.timeout)
+            if p.returncode != 0:
+                bad += 1
+                print(f"em-refmodel --check, seed {seed}: exit status {p.returncode}")
+                print(p.stderr.decode(errors="replace")[-2000:])
+            else:
+                print(f"em-refmodel --check, seed {seed}: invariants hold")
     print(f"{len(names)} cases, {bad} failure(s)")
     return 1 if bad or not names else 0
 

@@ -608,8 +608,8 @@ static void gen_faulty(void)
             line("TOOLONGGATEWAYID17 PING");
         break;
     }
-    case 20: /* valid oddities: \r, runs of spaces, leading zeros */
-        line("%s  PING\r", gw);
+    case 20: /* valid oddities: \r before \n, runs of spaces between tokens (§1) */
+        line("%s LOGIN   gw=%s\r", gw, gw);
         break;
     case 21: /* COLLAR (or, without a collar, a far price) */
         line("%s NEW cl=f%ld sym=%s side=%s qty=%lld px=%s tif=IOC", gw, c, s->name,

@@ -1298,6 +1298,42 @@ static void handle_message(const char *gw, char *text)
         on_tick(&m);
 }
 
+/* `--check`: verifies invariants 2 and 3 after every message, so the model
+ * can be exercised on generated streams without an engine. */
+static bool check_invariants;
+
+static void verify_invariants(unsigned long lineno)
+{
+    const char *broken = NULL;
+    for (size_t i = 0; i < nlive && !broken; i++) {
+        const struct order *o = live[i];
+        const struct symbol *s = &symbols[o->sym];
+        if (o->qty != o->cum + o->leaves || o->leaves <= 0)
+            broken = "qty = cum + leaves, leaves > 0";
+        else if (o->state == ST_INFLIGHT)
+            broken = "no order in flight between messages";
+        else if (o->peak && o->state == ST_RESTING &&
+                 (o->display < 1 || o->display > min64(o->peak, o->leaves)))
+            broken = "1 <= display <= min(peak, leaves)";
+        else if (i > 0 && live[i - 1]->oid >= o->oid)
+            broken = "live orders in oid order";
+        else if (s->phase == PH_CONTINUOUS && o->state == ST_RESTING && o->type == T_MKT)
+            broken = "no resting market order in CONTINUOUS";
+        else if (s->phase == PH_CONTINUOUS && s->has_last && o->state == ST_PENDING_STOP &&
+                 (o->side == BUY ? s->last >= o->stop : s->last <= o->stop))
+            broken = "no pending stop holds in CONTINUOUS";
+    }
+    for (int i = 0; i < nsymbols && !broken; i++) {
+        struct order *b = best_resting(i, BUY), *a = best_resting(i, SELL);
+        if (symbols[i].phase == PH_CONTINUOUS && a && b && b->px >= a->px)
+            broken = "book not crossed in CONTINUOUS";
+    }
+    if (broken) {
+        fprintf(stderr, "em-refmodel: invariant broken after line %lu: %s\n", lineno, broken);
+        exit(3);
+    }
+}
+
 /* §8, C.6, C.7: `<gw> <message>`; a bad gateway id or no message → stderr. */
 static void handle_line(char *line, size_t len, unsigned long lineno)
 {
@@ -1325,13 +1361,20 @@ static void handle_line(char *line, size_t len, unsigned long lineno)
     }
     handle_message(line, text);
     compact_live();
+    if (check_invariants)
+        verify_invariants(lineno);
 }
 
 int main(int argc, char **argv)
 {
     FILE *in = stdin;
+    if (argc > 1 && strcmp(argv[1], "--check") == 0) {
+        check_invariants = true;
+        argc--;
+        argv++;
+    }
     if (argc > 2 || (argc == 2 && argv[1][0] == '-' && argv[1][1])) {
-        fprintf(stderr, "usage: em-refmodel [replay-file]\n");
+        fprintf(stderr, "usage: em-refmodel [--check] [replay-file]\n");
         return 2;
     }
     if (argc == 2 && strcmp(argv[1], "-") != 0) {
