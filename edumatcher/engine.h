@@ -1,0 +1,95 @@
+/*
+ * EduMatcher matching engine: every symbol's book, stops, phases, timers,
+ * and the rules of spec/ALF.md §3–7 as settled by docs/alf.md.
+ *
+ * Single-threaded and deterministic: em_engine_submit() takes one message
+ * and runs it to completion, emitting its events, in the spec's order,
+ * through the sink given at creation; the same messages in the same order
+ * give the same events byte for byte. Time comes only from the injected
+ * clock (TICK messages, or em_engine_set_time() in a server); order ids,
+ * trade ids and arrival sequences are counters of the engine.
+ *
+ * No allocation per message once warmed up: orders and levels come from
+ * pools that grow by doubling only when a new high-water mark is reached;
+ * events are built in a struct owned by the engine and handed to the sink
+ * by pointer (valid only during the call).
+ *
+ * Compile with EM_CHECK_INVARIANTS=1 to check after every message (abort
+ * with a message on the first violation): the book's invariants
+ * (book.h), a CONTINUOUS book never crossed, stop lists in trigger order,
+ * the (gw, cl) index and the gateways' order lists agreeing with the
+ * pools, qty = cum + leaves for every open order.
+ */
+#ifndef EM_ENGINE_H
+#define EM_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "edumatcher/msg.h"
+
+struct em_engine;
+
+/* Receives each event for gateway `gw` (an id from em_engine_gateway).
+ * `ev` is owned by the engine and valid only during the call; the sink
+ * must not call back into the engine. */
+typedef void (*em_sink_fn)(void *ctx, uint16_t gw, const struct em_msg *ev);
+
+struct em_engine_config {
+    em_sink_fn sink;
+    void *sink_ctx;
+    uint32_t orders_hint; /* pool sizes to start with (0: defaults) */
+    uint32_t levels_hint;
+    uint64_t start_ms; /* the injected clock's initial value */
+};
+
+/* The operator's gateway id (docs/alf.md C.4). */
+#define EM_OPS_GW "OPS"
+
+/* Create an engine. Returns NULL when out of memory. The caller owns it
+ * and frees it with em_engine_free. */
+struct em_engine *em_engine_new(const struct em_engine_config *cfg);
+void em_engine_free(struct em_engine *e);
+
+/* Intern gateway id name[0..n) (must be a valid gw, or "OPS"). Returns its
+ * id (>= 1), CORE_EINVAL for a malformed name, CORE_ENOMEM, or
+ * CORE_ETOOBIG when 65535 gateways exist. The same name always gets the
+ * same id. */
+int em_engine_gateway(struct em_engine *e, const char *name, size_t n);
+
+/* Name of gateway id gw (NUL-terminated, owned by the engine). */
+const char *em_engine_gateway_name(const struct em_engine *e, uint16_t gw);
+
+/* Whether gateway gw may send messages of this kind: 0, or EM_REJ_AUTH
+ * (operator messages only from OPS, client messages only from others;
+ * docs/alf.md C.4). A front end checks this after SYNTAX and before the
+ * other parse faults. */
+int em_engine_authorize(const struct em_engine *e, uint16_t gw, unsigned kind);
+
+/* Process one message from gateway gw. m must have passed em_alf_parse or
+ * em_frame_decode (context-free checks); everything else is checked here
+ * and answered with a REJECT event when it fails. The engine does not keep
+ * m. Returns 0; CORE_ENOMEM when a pool could not grow (a NEW is then
+ * dropped before its ACK, with no effect); CORE_EINVAL for a bad gw id. */
+int em_engine_submit(struct em_engine *e, uint16_t gw, const struct em_msg *m);
+
+/* Emit `REJECT [cl=] reason=code` to gw, echoing m->cl when m has it
+ * (m may be NULL). For faults found before the engine (parse, framing). */
+void em_engine_reject(struct em_engine *e, uint16_t gw, const struct em_msg *m, int code);
+
+/* Set the injected clock to now_ms (never backwards; an earlier value is
+ * ignored) and fire every timer due (ALF §7 TICK does this relatively). */
+void em_engine_set_time(struct em_engine *e, uint64_t now_ms);
+
+/* Counters, for benchmarks and the monitor. */
+struct em_engine_stats {
+    uint64_t messages, events, trades, open_orders;
+};
+void em_engine_stats(const struct em_engine *e, struct em_engine_stats *out);
+
+/* Check every invariant now (also done after each message when compiled
+ * with EM_CHECK_INVARIANTS). Returns 0 or a positive code; *what gets a
+ * static description of the first violation. */
+int em_engine_check(const struct em_engine *e, const char **what);
+
+#endif
