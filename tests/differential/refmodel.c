@@ -162,6 +162,18 @@ static bool valid_sym(const char *v)
     return all_of(v, 1, 12, ".", false);
 }
 
+/* H.1: a token is 1–64 printable ASCII characters other than space. */
+static bool valid_token(const char *v)
+{
+    size_t n = strlen(v);
+    if (n < 1 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] <= ' ' || v[i] > '~')
+            return false;
+    return true;
+}
+
 /* A.1: one or more digits, no sign, at most 18 digits. */
 static bool parse_int(const char *v, int64_t *out)
 {
@@ -215,7 +227,7 @@ static bool parse_price(const char *v, struct decimal *out)
 }
 
 /* A.2 second class: no more decimals than the symbol's, a multiple of its
- * tick. Converts to ticks. */
+ * tick, at most 18 digits (H.3). Converts to ticks. */
 static bool price_to_ticks(const struct symbol *s, struct decimal d, int64_t *ticks)
 {
     if (d.ndec > s->decimals)
@@ -223,7 +235,8 @@ static bool price_to_ticks(const struct symbol *s, struct decimal d, int64_t *ti
     __int128 units = d.mant;
     for (int i = d.ndec; i < s->decimals; i++)
         units *= 10;
-    if (units > INT64_MAX / 10000 || units % s->tick_units != 0)
+    /* H.3: more than 18 digits at the symbol's decimals is BAD_VALUE. */
+    if (units >= (__int128)1000000000000000000LL || units % s->tick_units != 0)
         return false;
     *ticks = (int64_t)(units / s->tick_units);
     return true;
@@ -347,14 +360,17 @@ static bool syntax_ok(const struct msg *m, const struct msgdef *d)
     return true;
 }
 
-/* A.8, A.9: a REJECT carries cl= when the message has a well-formed cl. */
+/* A.8, A.9, H.4: a REJECT carries the first well-formed cl= of the
+ * message, whatever the message and the fault. */
 static void reject(const char *gw, const struct msg *m, const char *code)
 {
-    const char *cl = get(m, "cl");
-    if (cl && valid_cl(cl))
-        emit(gw, "REJECT cl=%s reason=%s", cl, code);
-    else
-        emit(gw, "REJECT reason=%s", code);
+    for (int i = 0; i < m->n; i++) {
+        if (m->f[i].key && strcmp(m->f[i].key, "cl") == 0 && valid_cl(m->f[i].val)) {
+            emit(gw, "REJECT cl=%s reason=%s", m->f[i].val, code);
+            return;
+        }
+    }
+    emit(gw, "REJECT reason=%s", code);
 }
 
 /* ------------------------------------------------------ lookups (linear) */
@@ -570,9 +586,16 @@ static void match(struct order *a)
         struct order *r = best_resting(a->sym, opp);
         if (!r || !crosses(a, r))
             break;
-        /* E: self-trade prevention, continuous matching only. No trade is
-         * printed, so the breaker check (which is about trades) does not
-         * come first. */
+        /* F.7: a trade outside the breaker band is not printed; H.10: this
+         * is checked before self-trade prevention, whoever's order is at
+         * the head of the level. */
+        if (breaker_outside(s, r->px)) {
+            s->phase = PH_AUCTION;
+            s->resume_pending = true;
+            s->resume_at = now_ms + s->cb_ms;
+            break;
+        }
+        /* E: self-trade prevention, continuous matching only. */
         if (a->stp != STP_NONE && strcmp(a->gw, r->gw) == 0) {
             if (a->stp == STP_CN) {
                 cancel_order(a, "STP");
@@ -600,18 +623,11 @@ static void match(struct order *a)
                 if (o->leaves == 0)
                     o->state = ST_DONE;
                 else if (o->peak && o->display > o->leaves)
-                    o->display = o->leaves;
+                    o->display = o->leaves; /* H.9: hidden part first */
             }
             if (a->leaves == 0)
                 return;
             continue;
-        }
-        /* F.7: a trade outside the breaker band is not printed. */
-        if (breaker_outside(s, r->px)) {
-            s->phase = PH_AUCTION;
-            s->resume_pending = true;
-            s->resume_at = now_ms + s->cb_ms;
-            break;
         }
         /* §5.1: the trade prints at the resting order's price; §5.2: the
          * passive side's FILL first, then the aggressor's. */
@@ -652,7 +668,7 @@ static bool fok_fillable(const struct order *a)
         for (size_t i = 0; i < n; i++)
             if (copy[i].leaves > 0 && (!r || ranks_before(&copy[i], r)))
                 r = &copy[i];
-        if (!r || !crosses(a, r))
+        if (!r || !crosses(a, r) || breaker_outside(s, r->px)) /* H.10: band first */
             break;
         if (a->stp != STP_NONE && strcmp(a->gw, r->gw) == 0) {
             if (a->stp != STP_CO)
@@ -660,8 +676,6 @@ static bool fok_fillable(const struct order *a)
             r->leaves = 0; /* CO: skipped, canceled during the execution */
             continue;
         }
-        if (breaker_outside(s, r->px))
-            break;
         int64_t q = min64(need, displayed(r));
         need -= q;
         r->leaves -= q;
@@ -885,6 +899,9 @@ static void open_continuous(int sym)
     s->resume_pending = false;
     uncross(sym);
     s->phase = PH_CONTINUOUS;
+    /* H.11: the stop loop after an uncross takes the breaker reference
+     * from the last trade after that uncross. */
+    s->has_cb_ref = has_reference(s, &s->cb_ref);
     run_stops(sym);
 }
 
@@ -1107,8 +1124,10 @@ static void on_login(const char *gw, const struct msg *m)
     const char *g = get(m, "gw"), *token = get(m, "token");
     if (!g)
         return reject(gw, m, "MISSING_FIELD");
-    if (!valid_gw(g) || (token && !*token))
+    if (!valid_gw(g) || (token && !valid_token(token)))
         return reject(gw, m, "BAD_VALUE");
+    if (strcmp(g, gw) != 0)
+        return reject(gw, m, "AUTH"); /* H.2: only the session's own id */
     emit(gw, "LOGGEDIN gw=%s", gw); /* C.1 */
 }
 
@@ -1186,10 +1205,8 @@ static void on_halt_resume(const struct msg *m, bool halt)
         return reject("OPS", m, "UNKNOWN_SYMBOL");
     struct symbol *s = &symbols[sx];
     if (halt) {
-        /* F.4; HALT while halted is not described: treated like RESUME
-         * when not halted. */
         if (s->phase == PH_HALTED)
-            return reject("OPS", m, "PHASE");
+            return; /* H.7: HALT while HALTED does nothing */
         s->halted_from = s->phase;
         s->phase = PH_HALTED;
         s->resume_pending = false;
