@@ -103,6 +103,44 @@ struct gwstate {
 
 static struct gwstate gwst[NGWS];
 
+/* A profile, chosen by the seed, shifts the mix so that different seeds
+ * stress different rules: few gateways make self-trades frequent, more
+ * stops make longer cascades, more phase changes more auctions. */
+static struct {
+    int gateways;     /* how many of gws[] trade */
+    int stop_pct;     /* share of NEW that are stops */
+    int iceberg_pm;   /* per mille of eligible limit orders with a peak */
+    int stp_pm;       /* per mille of NEW with stp= */
+    int extra_phases; /* per mille of extra phase changes */
+} prof;
+
+static void choose_profile(unsigned long long seed)
+{
+    switch (seed % 4) {
+    case 0:
+        prof.gateways = 5, prof.stop_pct = 17, prof.iceberg_pm = 180, prof.stp_pm = 250;
+        prof.extra_phases = 0;
+        break;
+    case 1:
+        prof.gateways = 2, prof.stop_pct = 12, prof.iceberg_pm = 300, prof.stp_pm = 600;
+        prof.extra_phases = 0;
+        break;
+    case 2:
+        prof.gateways = 4, prof.stop_pct = 30, prof.iceberg_pm = 150, prof.stp_pm = 200;
+        prof.extra_phases = 25;
+        break;
+    default:
+        prof.gateways = 3, prof.stop_pct = 35, prof.iceberg_pm = 400, prof.stp_pm = 350;
+        prof.extra_phases = 5;
+        break;
+    }
+}
+
+static int pick_gw(void)
+{
+    return (int)rnd(0, prof.gateways - 1);
+}
+
 static bool without_stops, without_icebergs, without_stp, without_breaker, without_malformed,
     without_phases, without_replace;
 
@@ -225,12 +263,16 @@ static void forget(int g, int at)
 
 static void gen_new(void)
 {
-    int g = (int)rnd(0, NGWS - 1), si = (int)rnd(0, NSYMS - 1);
+    int g = pick_gw(), si = (int)rnd(0, NSYMS - 1);
     struct gsym *s = &syms[si];
     bool buy = chance(500);
     char cl[33], f[512], buf[48];
     int type_roll = (int)rnd(0, 99);
-    int type = type_roll < 74 ? 0 : type_roll < 82 ? 1 : type_roll < 91 ? 2 : 3;
+    int stops = prof.stop_pct;
+    int type = type_roll < 92 - stops        ? 0
+               : type_roll < 100 - stops     ? 1
+               : type_roll < 100 - stops / 2 ? 2
+                                             : 3;
     if (without_stops && type >= 2)
         type = 0;
     static const char *const tn[] = {"LMT", "MKT", "STP", "STL"};
@@ -262,9 +304,9 @@ static void gen_new(void)
     }
     if (tif != 0 || chance(300))
         n += snprintf(f + n, sizeof f - n, " tif=%s", tifn[tif]);
-    if (!without_icebergs && type == 0 && tif < 2 && qty / s->lot >= 2 && chance(180))
+    if (!without_icebergs && type == 0 && tif < 2 && qty / s->lot >= 2 && chance(prof.iceberg_pm))
         n += snprintf(f + n, sizeof f - n, " peak=%lld", (long long)lots(s, 1, qty / s->lot - 1));
-    if (!without_stp && chance(250)) {
+    if (!without_stp && chance(prof.stp_pm)) {
         static const char *const stpn[] = {"CN", "CO", "CB", "DC"};
         n += snprintf(f + n, sizeof f - n, " stp=%s", stpn[rnd(0, 3)]);
     }
@@ -284,7 +326,7 @@ static int pick_recent(const struct gwstate *w)
 
 static void gen_cancel(void)
 {
-    int g = (int)rnd(0, NGWS - 1);
+    int g = pick_gw();
     struct gwstate *w = &gwst[g];
     if (w->n == 0 || chance(80)) {
         line("%s CANCEL cl=nope%lld", gws[g], (long long)rnd(0, 999));
@@ -297,7 +339,7 @@ static void gen_cancel(void)
 
 static void gen_replace(void)
 {
-    int g = (int)rnd(0, NGWS - 1);
+    int g = pick_gw();
     struct gwstate *w = &gwst[g];
     if (w->n == 0)
         return gen_cancel();
@@ -398,13 +440,13 @@ static void define_symbols(void)
 
 static void gen_faulty(void)
 {
-    int g = (int)rnd(0, NGWS - 1);
+    int g = pick_gw();
     const char *gw = gws[g];
     struct gsym *s = &syms[rnd(0, NSYMS - 1)];
     char buf[48];
     const char *p = price(s, s->mid, buf, sizeof buf);
     long c = (long)rnd(0, 99999);
-    switch (rnd(0, 44)) {
+    switch (rnd(0, 56)) {
     case 0: /* SYNTAX: unknown or lower-case type */
         line("%s %s cl=f%ld", gw, chance(500) ? "FOO" : "new", c);
         break;
@@ -616,10 +658,173 @@ static void gen_faulty(void)
              chance(500) ? "B" : "S", (long long)s->lot,
              price(s, chance(500) ? s->mid * 3 / 2 : s->mid / 2 + 1, buf, sizeof buf));
         break;
+    case 22: /* H.7: HALT while halted does nothing */
+        for (int i = 0; i < NSYMS; i++)
+            if (syms[i].halted) {
+                line("OPS HALT sym=%s", syms[i].name);
+                return;
+            }
+        line("OPS HALT sym=%s", s->name);
+        s->halted = true;
+        s->since_change = 0;
+        break;
+    case 23: /* H.8: a redefinition with fields left out takes the defaults */
+        line("OPS SYMBOL sym=%s tick=%s%s%s", s->name, s->tick, s->lot != 1 ? " lot=" : "",
+             s->lot != 1 ? (s->lot == 10  ? "10"
+                            : s->lot == 5 ? "5"
+                                          : "100")
+                         : "");
+        break;
+    case 24: /* H.2: LOGIN naming another gateway */
+        line("%s LOGIN gw=%s", gw, gws[(g + 1) % NGWS]);
+        break;
+    case 25: /* H.1: tokens */
+        line("%s LOGIN gw=%s token=%s", gw, gw,
+             chance(500) ? "Ab!#~x"
+                         : "T123456789012345678901234567890123456789012345678901234567890123");
+        break;
+    case 26: /* H.4: the first well-formed cl is echoed */
+        line("%s CANCEL cl=a!b cl=f%ld", gw, c);
+        break;
+    case 27: /* A.2, H.3: prices at the edge of 18 digits */
+    {
+        int v = (int)rnd(0, 3);
+        if (v == 0) /* 18 digits at 3 decimals: valid, no collar on DDD */
+            line("%s NEW cl=f%ld sym=DDD side=B qty=1 px=999999999999999 tif=IOC", gw, c);
+        else if (v == 1) /* 19 digits at 3 decimals: BAD_VALUE, second class */
+            line("%s NEW cl=f%ld sym=DDD side=S qty=1 px=9999999999999999", gw, c);
+        else if (v == 2) /* the same on an unknown symbol: UNKNOWN_SYMBOL first */
+            line("%s NEW cl=f%ld sym=ZZZ side=S qty=1 px=9999999999999999", gw, c);
+        else /* the largest quantity */
+            line("%s NEW cl=f%ld sym=AAA side=%s qty=1000000000 type=MKT", gw, c,
+                 chance(500) ? "B" : "S");
+        break;
+    }
+    case 28: /* H.6: the message part at exactly 1024 and 1025 bytes */
+    {
+        char pad[1100];
+        size_t n = (size_t)(chance(500) ? 1024 : 1025) - 4;
+        memset(pad, ' ', n);
+        pad[n] = 0;
+        line("%s PING%s", gw, pad);
+        break;
+    }
+    case 29: /* H.6: a message part of spaces only is skipped */
+        line("%s    ", gw);
+        break;
+    case 30: /* TICK of nothing, and a breaker that resumes at once */
+        if (chance(500))
+            line("OPS TICK ms=0");
+        else
+            line("OPS SYMBOL sym=%s tick=%s lot=%lld cb_band=1 cb_ms=0", s->name, s->tick,
+                 (long long)s->lot);
+        break;
     default: /* more of the common kinds */
         line("%s NEW cl=f%ld sym=%s side=B qty=%lld px=%s%s", gw, c, s->name, (long long)s->lot, p,
              chance(500) ? " tif=FOK peak=1" : " type=STP stop=1");
         break;
+    }
+}
+
+/* ------------------------------------------------------ short scripts */
+
+/* A NEW of a remembered DAY/GTC order: side, price in ticks (0: market),
+ * quantity in lots, peak in lots (0: none), extra tokens. */
+static void script_order(int g, int si, bool buy, int64_t px, int64_t q, int64_t peak,
+                         const char *extra)
+{
+    struct gsym *s = &syms[si];
+    char cl[33], buf[48], pxs[64] = "";
+    new_cl(g, cl, sizeof cl);
+    if (px > 0)
+        snprintf(pxs, sizeof pxs, " px=%s", price(s, px, buf, sizeof buf));
+    else
+        snprintf(pxs, sizeof pxs, " type=MKT");
+    char pk[32] = "";
+    if (peak > 0 && peak < q)
+        snprintf(pk, sizeof pk, " peak=%lld", (long long)(peak * s->lot));
+    line("%s NEW cl=%s sym=%s side=%s qty=%lld%s%s%s", gws[g], cl, s->name, buy ? "B" : "S",
+         (long long)(q * s->lot), pxs, pk, extra);
+    if (px > 0)
+        remember(g, cl, si, false);
+}
+
+/* Short sequences that random lines reach too rarely: an auction with
+ * market orders and icebergs (F.5), a ladder of stops set off by one order
+ * (D.6), a FOK meeting its own gateway's orders (D.7), icebergs at one
+ * level swept by a large order (§5.4). */
+static void gen_script(void)
+{
+    int si = (int)rnd(0, NSYMS - 1);
+    struct gsym *s = &syms[si];
+    if (s->halted || s->phase == 0)
+        return gen_new();
+    int64_t m = s->mid, w = s->spread;
+    switch (rnd(0, 3)) {
+    case 0:
+        if (s->phase == 2 && !without_phases)
+            line("OPS PHASE sym=%s phase=PREOPEN", s->name);
+        for (int i = 0, n = (int)rnd(2, 6); i < n; i++) {
+            bool buy = chance(500);
+            int64_t px = chance(300) ? 0 : m + (buy ? 1 : -1) * rnd(-w, w);
+            script_order(pick_gw(), si, buy, px, rnd(1, 8),
+                         without_icebergs || px == 0 ? 0 : rnd(0, 3),
+                         chance(300) ? " tif=GTC" : "");
+        }
+        if (!without_phases) {
+            line("OPS PHASE sym=%s phase=CONTINUOUS", s->name);
+            s->phase = 2;
+        }
+        break;
+    case 1:
+        if (without_stops)
+            return gen_new();
+        for (int i = 0, n = (int)rnd(2, 6); i < n; i++) {
+            bool buy = chance(500);
+            char cl[33], b1[48], b2[48];
+            int g = pick_gw();
+            int64_t stop = m + (buy ? 1 : -1) * rnd(0, w);
+            new_cl(g, cl, sizeof cl);
+            if (chance(500))
+                line("%s NEW cl=%s sym=%s side=%s qty=%lld type=STP stop=%s%s", gws[g], cl, s->name,
+                     buy ? "B" : "S", (long long)lots(s, 1, 5), price(s, stop, b1, sizeof b1),
+                     chance(200) ? " tif=FOK" : "");
+            else
+                line("%s NEW cl=%s sym=%s side=%s qty=%lld type=STL stop=%s px=%s%s", gws[g], cl,
+                     s->name, buy ? "B" : "S", (long long)lots(s, 1, 5),
+                     price(s, stop, b1, sizeof b1),
+                     price(s, stop + (buy ? 1 : -1) * rnd(0, w), b2, sizeof b2),
+                     chance(200) ? " tif=IOC" : "");
+            remember(g, cl, si, true);
+        }
+        script_order(pick_gw(), si, chance(500), 0, rnd(3, 15), 0, "");
+        break;
+    case 2: {
+        int g = pick_gw(), other = (g + 1) % prof.gateways;
+        bool buy = chance(500);
+        int64_t px = m + (buy ? 1 : -1) * rnd(0, w);
+        script_order(g, si, !buy, px, rnd(1, 4), 0, "");
+        script_order(other, si, !buy, px, rnd(1, 4), 0, "");
+        script_order(g, si, !buy, px, rnd(1, 4), 0, "");
+        static const char *const fok[] = {" tif=FOK stp=CO", " tif=FOK stp=DC", " tif=FOK stp=CN",
+                                          " tif=FOK",        " stp=DC",         " stp=CB"};
+        char cl[33], b1[48];
+        new_cl(g, cl, sizeof cl);
+        line("%s NEW cl=%s sym=%s side=%s qty=%lld px=%s%s", gws[g], cl, s->name, buy ? "B" : "S",
+             (long long)lots(s, 1, 10), price(s, px, b1, sizeof b1),
+             without_stp ? "" : fok[rnd(0, 5)]);
+        remember(g, cl, si, false);
+        break;
+    }
+    default: {
+        bool buy = chance(500);
+        int64_t px = m + (buy ? 1 : -1) * rnd(0, w);
+        for (int i = 0, n = (int)rnd(2, 4); i < n; i++)
+            script_order(pick_gw(), si, !buy, px, rnd(2, 9), without_icebergs ? 0 : rnd(0, 3), "");
+        script_order(pick_gw(), si, buy, chance(500) ? 0 : px + (buy ? w : -w), rnd(5, 40), 0,
+                     chance(300) ? " tif=IOC" : "");
+        break;
+    }
     }
 }
 
@@ -646,6 +851,10 @@ static void gen_one(void)
             return;
         }
     }
+    if (prof.extra_phases && !without_phases && chance(prof.extra_phases))
+        return gen_phase_op();
+    if (r < 25)
+        return gen_script();
     if (r < 560)
         return gen_new();
     if (r < 660)
@@ -657,7 +866,7 @@ static void gen_one(void)
         return;
     }
     if (r < 838) {
-        int g = (int)rnd(0, NGWS - 1);
+        int g = pick_gw();
         if (chance(600)) {
             int si = (int)rnd(0, NSYMS - 1);
             line("%s MASSCANCEL sym=%s", gws[g], syms[si].name);
@@ -671,13 +880,13 @@ static void gen_one(void)
         return;
     }
     if (r < 844) {
-        int g = (int)rnd(0, NGWS - 1);
+        int g = pick_gw();
         line("%s %s", gws[g], chance(600) ? "DISCONNECT" : "LOGOUT");
         gwst[g].n = 0;
         return;
     }
     if (r < 850) {
-        int g = (int)rnd(0, NGWS - 1);
+        int g = pick_gw();
         if (chance(500))
             line("%s LOGIN gw=%s%s", gws[g], gws[g], chance(300) ? " token=s3cr3t" : "");
         else
@@ -690,7 +899,7 @@ static void gen_one(void)
         return;
     }
     if (r < 858) {
-        int g = (int)rnd(0, NGWS - 1);
+        int g = pick_gw();
         gwst[g].disabled = !gwst[g].disabled;
         line("OPS GATEWAY gw=%s enabled=%d", gws[g], gwst[g].disabled ? 0 : 1);
         return;
@@ -753,6 +962,7 @@ int main(int argc, char **argv)
         }
     }
     rng_state = seed;
+    choose_profile(seed);
     static char outbuf[1 << 16];
     setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
     remaining = messages;

@@ -1128,7 +1128,7 @@ static void on_login(const char *gw, const struct msg *m)
         return reject(gw, m, "BAD_VALUE");
     if (strcmp(g, gw) != 0)
         return reject(gw, m, "AUTH"); /* H.2: only the session's own id */
-    emit(gw, "LOGGEDIN gw=%s", gw); /* C.1 */
+    emit(gw, "LOGGEDIN gw=%s", gw);   /* C.1 */
 }
 
 /* ---------------------------------------------------- operator messages */
