@@ -6,8 +6,8 @@ edumatcher-replay and em-refmodel replay it, and their outputs must be the
 same byte for byte. On a mismatch the driver prints the seed and the first
 differing output line, then shrinks the input to its shortest failing
 prefix (binary search on the number of input lines, re-running both on
-each prefix), saves that prefix under --out, and goes on with the next
-seed. Exit status: 0 all equal, 1 a mismatch, 77 (ctest's skip code) when
+each prefix), saves that prefix under --out, then also tries removing lines
+from it (saved as *.reduced.replay), and goes on with the next seed. Exit status: 0 all equal, 1 a mismatch, 77 (ctest's skip code) when
 edumatcher-replay is not built yet.
 
 Self-test mode (--cases DIR): replays every DIR/*.replay with em-refmodel
@@ -69,6 +69,25 @@ def shrink(args, lines, workdir):
         else:
             lo = mid
     return hi
+
+
+def reduce_lines(args, lines, workdir):
+    """Removes chunks of lines, halving the chunk size, while the two still
+    disagree (a light delta debugging). The result still fails but may show
+    a different symptom than the prefix; both are saved."""
+    chunk = len(lines) // 2
+    runs = 0
+    while chunk >= 1 and runs < args.reduce_runs:
+        i = 0
+        while i < len(lines) and runs < args.reduce_runs:
+            candidate = lines[:i] + lines[i + chunk:]
+            runs += 1
+            if candidate and outcomes_differ(args, candidate, len(candidate), workdir)[0]:
+                lines = candidate
+            else:
+                i += chunk
+        chunk //= 2
+    return lines
 
 
 def describe(ref, eng):
@@ -134,6 +153,15 @@ def differential(args):
             else:
                 print(f"  last input line: {lines[k - 1].decode(errors='replace').rstrip()}")
             print(describe(ref, eng))
+            if args.reduce_runs > 0:
+                small = reduce_lines(args, lines[:k], workdir)
+                reduced = saved[:-len(".replay")] + ".reduced.replay"
+                with open(reduced, "wb") as f:
+                    f.writelines(small)
+                print(f"  reduced by removing lines: {len(small)} lines, saved to {reduced}")
+                if len(small) <= 60:
+                    for ln in small:
+                        print("    " + ln.decode(errors="replace").rstrip())
             if failures >= args.max_failures:
                 print(f"stopping after {failures} mismatching seeds")
                 break
@@ -197,6 +225,8 @@ def main():
     ap.add_argument("--out", default="differential-out", help="where failing prefixes go")
     ap.add_argument("--max-failures", type=int, default=5,
                     help="stop after this many mismatching seeds")
+    ap.add_argument("--reduce-runs", type=int, default=3000,
+                    help="at most this many runs to remove lines from a failing prefix (0: off)")
     ap.add_argument("--timeout", type=float, default=120, help="seconds per run")
     ap.add_argument("--cases", help="self-test em-refmodel on DIR/*.replay instead")
     args = ap.parse_args()
