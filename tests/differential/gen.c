@@ -438,6 +438,57 @@ static void define_symbols(void)
 
 /* ------------------------------------------------------- faulty lines */
 
+/* A NEW with two or three faults of different classes, so that the order
+ * in which faults are reported (§4, B) is exercised, not just each fault. */
+static void gen_multi_fault(int g)
+{
+    struct gsym *s = &syms[rnd(0, NSYMS - 1)];
+    char cl[33], qty[32], px[64], buf[48], sym[16], extra[64] = "", peak[48] = "";
+    const char *side = chance(500) ? " side=B" : " side=S", *type = "";
+    new_cl(g, cl, sizeof cl);
+    snprintf(sym, sizeof sym, "%s", s->name);
+    snprintf(qty, sizeof qty, "%lld", (long long)lots(s, 1, 9));
+    snprintf(px, sizeof px, " px=%s", price(s, s->mid, buf, sizeof buf));
+    for (int i = 0, n = (int)rnd(2, 3); i < n; i++) {
+        switch (rnd(0, 9)) {
+        case 0:
+            snprintf(extra, sizeof extra, " foo=1"); /* SYNTAX */
+            break;
+        case 1:
+            side = ""; /* MISSING_FIELD */
+            break;
+        case 2:
+            snprintf(qty, sizeof qty, "abc"); /* BAD_VALUE, first class */
+            break;
+        case 3:
+            snprintf(sym, sizeof sym, "ZZZ"); /* UNKNOWN_SYMBOL */
+            break;
+        case 4: /* BAD_VALUE, second class: one decimal too many */
+            snprintf(px, sizeof px, " px=%s%s", price(s, s->mid, buf, sizeof buf),
+                     s->decimals ? "1" : ".5");
+            break;
+        case 5: /* BAD_VALUE, second class (lot), or first class (zero) */
+            snprintf(qty, sizeof qty, "%lld", s->lot > 1 ? (long long)s->lot + 1 : 0LL);
+            break;
+        case 6: /* DUPLICATE_ID when that order is still live */
+            if (gwst[g].n > 0)
+                snprintf(cl, sizeof cl, "%s", gwst[g].ring[gwst[g].n - 1].cl);
+            break;
+        case 7: /* COLLAR, where the symbol has one */
+            snprintf(px, sizeof px, " px=%s", price(s, s->mid * 2, buf, sizeof buf));
+            break;
+        case 8: /* a malformed type: no MISSING_FIELD for the price (A.10) */
+            type = " type=LIMIT";
+            px[0] = 0;
+            break;
+        default: /* peak >= qty: BAD_VALUE of the first class (H.5) */
+            snprintf(peak, sizeof peak, " peak=%s", qty);
+            break;
+        }
+    }
+    line("%s NEW cl=%s sym=%s%s qty=%s%s%s%s%s", gws[g], cl, sym, side, qty, type, px, peak, extra);
+}
+
 static void gen_faulty(void)
 {
     int g = pick_gw();
@@ -446,7 +497,7 @@ static void gen_faulty(void)
     char buf[48];
     const char *p = price(s, s->mid, buf, sizeof buf);
     long c = (long)rnd(0, 99999);
-    switch (rnd(0, 56)) {
+    switch (rnd(0, 62)) {
     case 0: /* SYNTAX: unknown or lower-case type */
         line("%s %s cl=f%ld", gw, chance(500) ? "FOO" : "new", c);
         break;
@@ -718,6 +769,12 @@ static void gen_faulty(void)
         else
             line("OPS SYMBOL sym=%s tick=%s lot=%lld cb_band=1 cb_ms=0", s->name, s->tick,
                  (long long)s->lot);
+        break;
+    case 31:
+    case 32:
+    case 33:
+    case 34:
+        gen_multi_fault(g);
         break;
     default: /* more of the common kinds */
         line("%s NEW cl=f%ld sym=%s side=B qty=%lld px=%s%s", gw, c, s->name, (long long)s->lot, p,
