@@ -9,7 +9,7 @@
  * fast: every live order sits in one array in oid order, and every
  * question ("best sell of this symbol", "order with this cl") is a linear
  * scan. The section that a rule comes from is cited next to the code
- * (§n = spec/ALF.md, A.n … G = docs/alf.md).
+ * (§n = spec/ALF.md; A.n … H.n = docs/alf.md).
  *
  * Invariants:
  *  1. `live` holds every order that is not finished, in oid order; finished
@@ -21,17 +21,25 @@
  *     pending stop's condition holds (the stop loop ran to completion),
  *     unless a circuit breaker moved the symbol to AUCTION.
  *
- * Order life cycle:
+ * Order life cycle (the `state` field):
  *
- *   NEW ──ACK──► PENDING_STOP ──TRIGGERED──► INFLIGHT (aggressor)
- *     │                                        │   ▲
- *     └──ACK──► INFLIGHT ── match() ──► RESTING │   │ REPLACE (new priority,
- *                   │                     │     │   │ in CONTINUOUS)
- *                   ▼                     ▼     ▼   │
- *                 DONE ◄── fill / cancel / expire ──┘
+ *   NEW ─ACK─┬─► PENDING_STOP ──TRIGGERED──┐               (§5.5, D.6)
+ *            │                             ▼
+ *            └────────────────────────► INFLIGHT ── match() ──► RESTING
+ *                                          ▲                      │
+ *                                          └── REPLACE with new ──┘ (D.3)
+ *                                              priority, CONTINUOUS
+ *   (in PREOPEN and AUCTION a NEW goes straight to RESTING, no match())
+ *   any open state ──► DONE: filled, canceled, expired, STP, FOK, …
  *
- * Phases (§6, F): CLOSED, PREOPEN, CONTINUOUS, AUCTION, HALTED. Entering
- * CONTINUOUS from anything else runs uncross() then run_stops().
+ * Phases of a symbol (§6, F.1–F.8):
+ *
+ *   SYMBOL ──► CONTINUOUS ──breaker (match)──► AUCTION
+ *   AUCTION ──TICK past the deadline (on_tick)──► uncross ──► CONTINUOUS
+ *   PHASE (set_phase): any ──► PREOPEN | CLOSED (expire DAY, markets)
+ *                          | CONTINUOUS (uncross, then the stop loop)
+ *   HALT: any but HALTED ──► HALTED (remembers the phase it left)
+ *   RESUME (on_halt_resume): ──► CLOSED, or uncross ──► CONTINUOUS
  */
 #include <stdarg.h>
 #include <stdbool.h>
