@@ -330,25 +330,25 @@ static char *put_uint(char *p, uint64_t v)
 
 size_t em_alf_format_price(struct em_price pr, char *buf)
 {
-    char digits[24];
-    char *e = put_uint(digits, (uint64_t)pr.mant);
-    size_t nd = (size_t)(e - digits);
-    char *p = buf;
+    /* the digits, zero-padded to at least dec + 1 (5 with 2 decimals: 005) */
+    char digits[48];
+    size_t zeros = 0;
+    char tmp[24];
+    size_t nd = (size_t)(put_uint(tmp, (uint64_t)pr.mant) - tmp);
+    if (nd < (size_t)pr.dec + 1)
+        zeros = pr.dec + 1 - nd;
+    memset(digits, '0', zeros);
+    memcpy(digits + zeros, tmp, nd);
+    size_t total = zeros + nd;
     if (pr.dec == 0) {
-        memcpy(p, digits, nd);
-        return nd;
+        memcpy(buf, digits, total);
+        return total;
     }
-    /* pad with leading zeros so that at least one digit is before the point */
-    size_t need = (size_t)pr.dec + 1;
-    for (size_t z = nd; z < need; z++)
-        *p++ = '0';
-    size_t lead = nd > pr.dec ? nd - pr.dec : 0;
-    memcpy(p, digits, lead);
-    p += lead;
-    *p++ = '.';
-    memcpy(p, digits + lead, nd - lead);
-    p += nd - lead;
-    return (size_t)(p - buf);
+    size_t lead = total - pr.dec;
+    memcpy(buf, digits, lead);
+    buf[lead] = '.';
+    memcpy(buf + lead + 1, digits + lead, pr.dec);
+    return total + 1;
 }
 
 static char *put_str(char *p, const char *s)

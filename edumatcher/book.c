@@ -15,14 +15,15 @@ _Static_assert(sizeof(struct em_order) <= 124, "a resting order must stay within
 
 /* ---- pools ---- */
 
-static int grow_orders(struct em_pool *p)
+/* Grow the order pool to ncap records (> the current capacity). */
+static int grow_orders_to(struct em_pool *p, uint32_t ncap)
 {
-    uint32_t ncap = p->norders_cap ? p->norders_cap * 2 : 1024;
     struct em_order *n = realloc(p->orders, (size_t)ncap * sizeof *n);
     if (!n)
         return CORE_ENOMEM;
-    /* index 0 is "none"; new records go onto the free list */
-    for (uint32_t i = ncap - 1; i >= (p->norders_cap ? p->norders_cap : 1); i--) {
+    /* index 0 is "none"; new records go onto the free list, lowest first */
+    uint32_t first = p->norders_cap ? p->norders_cap : 1;
+    for (uint32_t i = ncap - 1; i >= first; i--) {
         memset(&n[i], 0, sizeof n[i]);
         n[i].next = p->order_free;
         p->order_free = i;
@@ -34,9 +35,14 @@ static int grow_orders(struct em_pool *p)
     return 0;
 }
 
+static int grow_orders(struct em_pool *p)
+{
+    return grow_orders_to(p, p->norders_cap * 2);
+}
+
 static int grow_levels(struct em_pool *p)
 {
-    uint32_t ncap = p->nlevels_cap ? p->nlevels_cap * 2 : 256;
+    uint32_t ncap = p->nlevels_cap ? p->nlevels_cap * 2 : 64;
     struct em_level *n = realloc(p->levels, (size_t)ncap * sizeof *n);
     if (!n)
         return CORE_ENOMEM;
@@ -55,17 +61,12 @@ static int grow_levels(struct em_pool *p)
 int em_pool_init(struct em_pool *p, uint32_t orders, uint32_t levels)
 {
     memset(p, 0, sizeof *p);
-    /* grow once to a power of two at least as large as asked */
-    uint32_t oc = 1024, lc = 256;
-    while (oc < orders)
-        oc *= 2;
-    while (lc < levels)
-        lc *= 2;
+    /* exactly the size asked (a server sizes its pools at start), at least
+     * a few records; they double later only if they must */
     p->norders_cap = 0;
-    while (p->norders_cap < oc)
-        if (grow_orders(p))
-            return CORE_ENOMEM;
-    while (p->nlevels_cap < lc)
+    if (grow_orders_to(p, (orders > 16 ? orders : 16) + 1) || grow_levels(p)) /* + record 0 */
+        return CORE_ENOMEM;
+    while (p->nlevels_cap < levels)
         if (grow_levels(p))
             return CORE_ENOMEM;
     return 0;
@@ -187,12 +188,67 @@ static int in_window(const struct em_book *b, int64_t px)
     return px >= b->base && px - b->base < (int64_t)EM_BOOK_WIN;
 }
 
+void em_book_free(struct em_book *b)
+{
+    for (int s = 0; s < 2; s++) {
+        free(b->side[s].out);
+        b->side[s].out = NULL;
+        b->side[s].nout = b->side[s].outcap = 0;
+    }
+}
+
+/* Index of the first outlier whose price is >= px. */
+static uint32_t out_lb(const struct em_book_side *sd, const struct em_pool *p, int64_t px)
+{
+    uint32_t lo = 0, hi = sd->nout;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (p->levels[sd->out[mid]].px < px)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void slot_put(struct em_book *b, struct em_pool *p, int s, uint32_t l)
+{
+    unsigned i = (unsigned)(p->levels[l].px - b->base);
+    p->levels[l].in_window = 1;
+    b->side[s].slot[i] = l;
+    bit_set(&b->side[s], i);
+}
+
+/* The window holds no level: centre it on px and move in the outliers it
+ * now covers (rare: only when the market has moved away from it). */
+static void recentre(struct em_book *b, struct em_pool *p, int64_t px)
+{
+    b->base = px - (int64_t)(EM_BOOK_WIN / 2);
+    for (int s = 0; s < 2; s++) {
+        struct em_book_side *sd = &b->side[s];
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < sd->nout; i++) {
+            uint32_t l = sd->out[i];
+            if (in_window(b, p->levels[l].px))
+                slot_put(b, p, s, l);
+            else
+                sd->out[k++] = l;
+        }
+        sd->nout = k;
+    }
+}
+
+static uint32_t window_levels(const struct em_book *b)
+{
+    return b->side[0].nlevels - b->side[0].nout + b->side[1].nlevels - b->side[1].nout;
+}
+
 /* Find or create the level of price px on side s; 0 when out of memory. */
 static uint32_t level_for(struct em_book *b, struct em_pool *p, int s, int64_t px)
 {
     struct em_book_side *sd = &b->side[s];
-    if (b->side[0].nlevels == 0 && b->side[1].nlevels == 0)
-        b->base = px - (int64_t)(EM_BOOK_WIN / 2); /* re-centre an empty book */
+    if (!in_window(b, px) && window_levels(b) == 0)
+        recentre(b, p, px);
     if (in_window(b, px)) {
         unsigned i = (unsigned)(px - b->base);
         if (sd->slot[i])
@@ -200,32 +256,27 @@ static uint32_t level_for(struct em_book *b, struct em_pool *p, int s, int64_t p
         uint32_t l = level_get(p, px);
         if (!l)
             return 0;
-        p->levels[l].in_window = 1;
-        sd->slot[i] = l;
-        bit_set(sd, i);
+        slot_put(b, p, s, l);
         sd->nlevels++;
         return l;
     }
-    /* outlier: sorted list, ascending */
-    uint32_t at = sd->out_head;
-    while (at && p->levels[at].px < px)
-        at = p->levels[at].next;
-    if (at && p->levels[at].px == px)
-        return at;
+    uint32_t at = out_lb(sd, p, px);
+    if (at < sd->nout && p->levels[sd->out[at]].px == px)
+        return sd->out[at];
+    if (sd->nout == sd->outcap) {
+        uint32_t cap = sd->outcap ? sd->outcap * 2 : 16;
+        uint32_t *n = realloc(sd->out, cap * sizeof *n);
+        if (!n)
+            return 0;
+        sd->out = n;
+        sd->outcap = cap;
+    }
     uint32_t l = level_get(p, px);
     if (!l)
         return 0;
-    struct em_level *v = &p->levels[l];
-    v->next = at;
-    v->prev = at ? p->levels[at].prev : sd->out_tail;
-    if (v->prev)
-        p->levels[v->prev].next = l;
-    else
-        sd->out_head = l;
-    if (at)
-        p->levels[at].prev = l;
-    else
-        sd->out_tail = l;
+    memmove(sd->out + at + 1, sd->out + at, (sd->nout - at) * sizeof *sd->out);
+    sd->out[at] = l;
+    sd->nout++;
     sd->nlevels++;
     return l;
 }
@@ -241,14 +292,9 @@ static void level_drop(struct em_book *b, struct em_pool *p, int s, uint32_t l)
         sd->slot[i] = 0;
         bit_clear(sd, i);
     } else {
-        if (v->prev)
-            p->levels[v->prev].next = v->next;
-        else
-            sd->out_head = v->next;
-        if (v->next)
-            p->levels[v->next].prev = v->prev;
-        else
-            sd->out_tail = v->prev;
+        uint32_t at = out_lb(sd, p, v->px);
+        memmove(sd->out + at, sd->out + at + 1, (sd->nout - at - 1) * sizeof *sd->out);
+        sd->nout--;
     }
     sd->nlevels--;
     level_put(p, l);
@@ -326,7 +372,7 @@ uint32_t em_book_best(const struct em_book *b, const struct em_pool *p, int side
         return 0;
     if (side == EM_BUY) {
         int i = find_le(sd, EM_BOOK_WIN - 1);
-        uint32_t w = i >= 0 ? sd->slot[i] : 0, o = sd->out_tail;
+        uint32_t w = i >= 0 ? sd->slot[i] : 0, o = sd->nout ? sd->out[sd->nout - 1] : 0;
         if (!w)
             return o;
         if (!o)
@@ -334,7 +380,7 @@ uint32_t em_book_best(const struct em_book *b, const struct em_pool *p, int side
         return p->levels[o].px > p->levels[w].px ? o : w;
     }
     int i = find_ge(sd, 0);
-    uint32_t w = i >= 0 ? sd->slot[i] : 0, o = sd->out_head;
+    uint32_t w = i >= 0 ? sd->slot[i] : 0, o = sd->nout ? sd->out[0] : 0;
     if (!w)
         return o;
     if (!o)
@@ -356,13 +402,8 @@ uint32_t em_book_next(const struct em_book *b, const struct em_pool *p, int side
         else if (px > b->base)
             i = find_le(sd, (int)(px - b->base) - 1);
         w = i >= 0 ? sd->slot[i] : 0;
-        if (!v->in_window) {
-            o = v->prev;
-        } else {
-            o = sd->out_tail;
-            while (o && p->levels[o].px >= px)
-                o = p->levels[o].prev;
-        }
+        uint32_t at = out_lb(sd, p, px); /* the highest outlier below px */
+        o = at ? sd->out[at - 1] : 0;
         if (!w)
             return o;
         if (!o)
@@ -375,13 +416,8 @@ uint32_t em_book_next(const struct em_book *b, const struct em_pool *p, int side
     else if (px - b->base < (int64_t)EM_BOOK_WIN - 1)
         i = find_ge(sd, (int)(px - b->base) + 1);
     w = i >= 0 ? sd->slot[i] : 0;
-    if (!v->in_window) {
-        o = v->next;
-    } else {
-        o = sd->out_head;
-        while (o && p->levels[o].px <= px)
-            o = p->levels[o].next;
-    }
+    uint32_t at = out_lb(sd, p, px + 1); /* the lowest outlier above px */
+    o = at < sd->nout ? sd->out[at] : 0;
     if (!w)
         return o;
     if (!o)
@@ -422,18 +458,18 @@ int em_book_check(const struct em_book *b, const struct em_pool *p)
 {
     for (int s = 0; s < 2; s++) {
         const struct em_book_side *sd = &b->side[s];
-        uint32_t n = 0;
+        uint32_t n = 0, nonzero = 0, bits = 0;
+        /* slot[i] != 0 exactly where bit i is set: count both (a tight,
+         * vectorisable loop), then visit the set bits only */
+        for (unsigned i = 0; i < EM_BOOK_WIN; i++)
+            nonzero += sd->slot[i] != 0;
         for (unsigned w = 0; w < EM_BOOK_WIN / 64; w++) {
             if (!!sd->bits[w] != !!(sd->summary & (1ull << w)))
                 return 3;
-            for (unsigned j = 0; j < 64; j++) {
-                unsigned i = w * 64 + j;
-                int set = !!(sd->bits[w] & (1ull << j));
-                if (set != !!sd->slot[i])
-                    return 3;
-                if (!set)
-                    continue;
-                if (p->levels[sd->slot[i]].px != b->base + (int64_t)i)
+            bits += (uint32_t)__builtin_popcountll(sd->bits[w]);
+            for (uint64_t m = sd->bits[w]; m; m &= m - 1) {
+                unsigned i = w * 64 + (unsigned)__builtin_ctzll(m);
+                if (!sd->slot[i] || p->levels[sd->slot[i]].px != b->base + (int64_t)i)
                     return 3;
                 int r = check_level(p, sd->slot[i], 0);
                 if (r)
@@ -441,22 +477,20 @@ int em_book_check(const struct em_book *b, const struct em_pool *p)
                 n++;
             }
         }
-        int64_t last = 0;
-        uint32_t prev = 0;
-        for (uint32_t l = sd->out_head; l; l = p->levels[l].next) {
-            const struct em_level *v = &p->levels[l];
-            if (in_window(b, v->px) || v->in_window || v->prev != prev)
+        if (nonzero != bits)
+            return 3;
+        for (uint32_t k = 0; k < sd->nout; k++) {
+            const struct em_level *v = &p->levels[sd->out[k]];
+            if (in_window(b, v->px) || v->in_window)
                 return 4;
-            if (prev && v->px <= last)
+            if (k && v->px <= p->levels[sd->out[k - 1]].px)
                 return 4;
-            int r = check_level(p, l, 0);
+            int r = check_level(p, sd->out[k], 0);
             if (r)
                 return r;
-            last = v->px;
-            prev = l;
             n++;
         }
-        if (sd->out_tail != prev || n != sd->nlevels)
+        if (n != sd->nlevels)
             return 4;
         int r = check_level(p, sd->mkt, 1);
         if (r)

@@ -12,13 +12,15 @@
  *     price to its level, and a two-level 64-bit occupancy bitmap (64
  *     words under one summary word) gives the best level and the next
  *     level in O(1) with __builtin_ctzll / __builtin_clzll;
- *   - prices outside the window (ALF does not bound prices) go to a list
- *     of "outlier" levels sorted by price, walked linearly: correct for
- *     any price, fast when outliers are rare;
+ *   - prices outside the window (ALF does not bound prices) go to an
+ *     array of "outlier" levels sorted by price: binary search to find,
+ *     memmove to insert or remove (O(log k) + a short copy);
  *   - resting market orders (only in PREOPEN/AUCTION, docs/alf.md D.4)
  *     have their own FIFO per side, `mkt`, ahead of every price.
- * The window is re-centred on the next order's price whenever the book is
- * empty, so a symbol that trades far from where it started still uses it.
+ * The window is re-centred on a new order's price whenever it holds no
+ * level (on either side) and that price falls outside it; the outliers
+ * that the new window covers move into it. So a symbol that trades far
+ * from where it started soon uses the window again.
  *
  * Invariants (checked by em_book_check):
  *   1. each level's orders are in strictly increasing arrival sequence
@@ -27,7 +29,7 @@
  *   3. a window slot is non-zero iff its bitmap bit is set, and summary
  *      bit w is set iff word w is non-zero; no empty level exists;
  *   4. outlier levels lie outside the window, sorted by strictly
- *      increasing price;
+ *      increasing price, and nlevels = window levels + outliers;
  *   5. for every order, qty = cum + leaves and 0 < shown <= leaves.
  */
 #ifndef EM_BOOK_H
@@ -66,7 +68,7 @@ struct em_level {
     uint64_t vol;   /* sum of leaves */
     uint32_t count; /* orders */
     uint32_t head, tail;
-    uint32_t prev, next; /* outlier list; pool free list */
+    uint32_t next; /* pool free list */
     uint8_t in_window;
 };
 
@@ -82,9 +84,10 @@ struct em_book_side {
     uint32_t slot[EM_BOOK_WIN];
     uint64_t bits[EM_BOOK_WIN / 64];
     uint64_t summary;
-    uint32_t out_head, out_tail; /* outlier levels, ascending price */
-    uint32_t mkt;                /* level holding resting market orders */
-    uint32_t nlevels;            /* price levels (window + outliers) */
+    uint32_t *out; /* outlier levels, ascending price (owned) */
+    uint32_t nout, outcap;
+    uint32_t mkt;     /* level holding resting market orders */
+    uint32_t nlevels; /* price levels (window + outliers) */
 };
 
 struct em_book {
@@ -113,8 +116,10 @@ static inline struct em_level *em_lvl(const struct em_pool *p, uint32_t l)
 }
 
 /* Initialise an empty book (two market-order levels come from the pool).
- * Returns 0 or CORE_ENOMEM. */
+ * Returns 0 or CORE_ENOMEM. em_book_free releases what the book owns (not
+ * the pool's records). */
 int em_book_init(struct em_book *b, struct em_pool *p);
+void em_book_free(struct em_book *b);
 
 /* Append order o (state, side, px, leaves set; market when type is MKT) at
  * the back of its level, creating the level if needed. O(1) for prices in

@@ -1,42 +1,49 @@
 /*
  * EduMatcher matching engine (spec/ALF.md §3–7, docs/alf.md B–G).
  *
- * Life cycle of an order (the function behind each transition):
+ * Life cycle of an order (the function behind each transition; events in
+ * brackets):
  *
- *                 on_new(): ACK
- *   NEW ─────────────┬──────────────────────────────┐
- *                    │ LMT/MKT                      │ STP/STL
- *                    v                              v
- *               ┌─────────┐  trigger()        ┌───────────┐
- *               │ ACTIVE  │<──────────────────│ STOP      │  (off book,
- *               │(aggress)│  TRIGGERED        │ pending   │   stop list)
- *               └─────────┘                   └───────────┘
- *      aggress():   │ remainder of a                │ cancel_order():
- *      FILLs        │ DAY/GTC limit                 │ USER, MASS, DISCONNECT,
- *                   v (rest())                      │ EXPIRED
- *               ┌─────────┐  on_replace() to a      │
- *               │ RESTING │──new price/qty up──> ACTIVE (if it crosses)
- *               │ (book)  │  fill_resting(): FILLs  │
- *               └─────────┘  iceberg requeue        │
- *                   │                               │
- *                   v                               v
- *               finish(): filled, or CANCELED (USER, IOC, FOK, MKT, STP,
- *               MASS, DISCONNECT, EXPIRED, REPLACE) -> record back to pool
+ *          on_new() [ACK]
+ *   NEW ───────┬─────────────────────────────────┐
+ *              │ LMT, MKT                        │ STP, STL
+ *              v                                 v
+ *        ┌──────────┐   stop_loop() [TRIGGERED] ┌──────────┐
+ *        │ ACTIVE   │<──────────────────────────│ STOP     │ stop_insert():
+ *        │ matching │                           │ pending  │ off the book
+ *        └──────────┘                           └──────────┘
+ *   aggress() [FILL…]│ rest(): the remainder of       │
+ *   in CONTINUOUS    │ a DAY/GTC limit order, or      │
+ *                    │ any order in PREOPEN/AUCTION   │
+ *                    v                                │
+ *        ┌──────────┐  on_replace() [REPLACED]:       │
+ *        │ RESTING  │  new price or more qty and it   │
+ *        │ in book  │  crosses ─────────────> ACTIVE  │
+ *        └──────────┘  fill_resting() [FILL], then    │
+ *              │       settle_resting(): an iceberg   │
+ *              │       shows a new peak at the back   │
+ *              v                                      v
+ *   finish() (record back to the pool): filled by fill_resting() or
+ *   aggress(); or cancel_order() [CANCELED: USER, MASS, DISCONNECT,
+ *   EXPIRED, REPLACE, STP, MKT]; or aggress()'s end [CANCELED: IOC, FOK,
+ *   MKT, STP].
  *
- * Trading phases of a symbol (F.3–F.8):
+ * Trading phases of a symbol (docs/alf.md F.3–F.8):
  *
- *            PHASE=PREOPEN             PHASE=CONTINUOUS: uncross()
- *   CLOSED ─────────────────> PREOPEN ─────────────────────────┐
- *     ^  <── PHASE=CLOSED: expire_day() (from any phase)        v
- *     │                                                   CONTINUOUS
- *     │      breaker_trip() in aggress()                   │    ^
- *     │    ┌───────────────────────────────────────────────┘    │
- *     │    v                                                    │
- *     │  AUCTION ── on_tick()/fire_timers(): uncross() ─────────┘
+ *              set_phase(PREOPEN)        set_phase(CONTINUOUS):
+ *   CLOSED ───────────────────> PREOPEN ───────────────────────┐
+ *     ^                                   enter_continuous():   │
+ *     │ set_phase(CLOSED) from            uncross(), stop_loop()v
+ *     │ any phase: expire_day()                           CONTINUOUS
+ *     │                                                     │   ^
+ *     │              trip_breaker() in aggress()            │   │
+ *     │   AUCTION <─────────────────────────────────────────┘   │
+ *     │      └── fire_timers() (TICK, em_engine_set_time) ──────┘
+ *     │          at the resume deadline: enter_continuous()
  *     │
- *   HALT (any phase): on_halt() -> HALTED, remembers the phase;
- *   RESUME: on_resume() -> CLOSED if it was, else uncross() -> CONTINUOUS.
- *   Entering CONTINUOUS from any phase runs uncross() then stop_loop().
+ *   on_halt(): any phase -> HALTED, remembering it and dropping a pending
+ *   resume. on_resume(): back to CLOSED if it was, else
+ *   enter_continuous(). set_phase() leaves HALTED too.
  *
  * Invariants (em_engine_check, after each message with
  * EM_CHECK_INVARIANTS):
@@ -60,8 +67,6 @@
 #ifndef EM_CHECK_INVARIANTS
 #define EM_CHECK_INVARIANTS 0
 #endif
-
-#define NO_PHASE 0
 
 struct gateway {
     char name[EM_GW_MAX + 1];
@@ -259,7 +264,7 @@ static void sym_map_put(struct em_engine *e, uint16_t id)
 
 /* A price written (mant, dec) in ticks of sym: 0 and *out, or BAD_VALUE
  * (docs/alf.md A.2: too many decimals, off the tick, or more than 18
- * digits once written with the symbol's decimals, A.12). */
+ * digits once written with the symbol's decimals, H.3). */
 static int to_ticks(const struct symbol *s, struct em_price p, int64_t *out)
 {
     if (p.dec > s->dec)
@@ -330,13 +335,18 @@ static void idx_del(struct em_engine *e, uint32_t o)
 static int fit_to_pools(struct em_engine *e)
 {
     uint32_t want = e->pool.norders_cap;
-    if (e->bucket_mask + 1 < want) {
-        uint32_t *nb = calloc(want, sizeof *nb);
+    /* one bucket per two records at most: chains stay short, and a
+     * resting order costs 2-4 bytes of index (docs/perf.md) */
+    uint32_t nb_want = 16;
+    while (nb_want < want / 2)
+        nb_want *= 2;
+    if (!e->buckets || e->bucket_mask + 1 < nb_want) {
+        uint32_t *nb = calloc(nb_want, sizeof *nb);
         if (!nb)
             return CORE_ENOMEM;
         free(e->buckets);
         e->buckets = nb;
-        e->bucket_mask = want - 1;
+        e->bucket_mask = nb_want - 1;
         for (uint32_t o = 1; o < e->pool.norders_cap; o++)
             if (ORD(e, o)->state != EM_OS_FREE)
                 idx_put(e, o);
@@ -894,7 +904,7 @@ static int enter_continuous(struct em_engine *e, struct symbol *s)
     s->has_resume = 0;
     uncross(e, s);
     s->phase = EM_PHASE_CONTINUOUS;
-    set_cb_ref(s); /* docs/alf.md F.7 as extended by G.2 */
+    set_cb_ref(s); /* docs/alf.md H.11 */
     return stop_loop(e, s);
 }
 
@@ -1211,6 +1221,30 @@ static int on_symbol(struct em_engine *e, const struct em_msg *m)
     return 0;
 }
 
+/* F.4: HALT in any phase but HALTED remembers the phase and drops a
+ * pending breaker resume; while HALTED it does nothing (H.7). */
+static int on_halt(struct symbol *s)
+{
+    if (s->phase != EM_PHASE_HALTED) {
+        s->halted_from = s->phase;
+        s->has_resume = 0;
+        s->phase = EM_PHASE_HALTED;
+    }
+    return 0;
+}
+
+/* F.4: back to CLOSED, or through an uncross to CONTINUOUS. */
+static int on_resume(struct em_engine *e, struct symbol *s)
+{
+    if (s->phase != EM_PHASE_HALTED)
+        return EM_REJ_PHASE;
+    if (s->halted_from == EM_PHASE_CLOSED) {
+        s->phase = EM_PHASE_CLOSED;
+        return 0;
+    }
+    return enter_continuous(e, s);
+}
+
 static int on_oper(struct em_engine *e, const struct em_msg *m)
 {
     if (m->kind == EM_MSG_SYMBOL)
@@ -1234,20 +1268,9 @@ static int on_oper(struct em_engine *e, const struct em_msg *m)
     case EM_MSG_PHASE:
         return set_phase(e, s, m->phase);
     case EM_MSG_HALT:
-        if (s->phase != EM_PHASE_HALTED) { /* F.4; HALT when halted: G.3 */
-            s->halted_from = s->phase;
-            s->has_resume = 0;
-            s->phase = EM_PHASE_HALTED;
-        }
-        return 0;
+        return on_halt(s);
     case EM_MSG_RESUME:
-        if (s->phase != EM_PHASE_HALTED)
-            return EM_REJ_PHASE;
-        if (s->halted_from == EM_PHASE_CLOSED) {
-            s->phase = EM_PHASE_CLOSED;
-            return 0;
-        }
-        return enter_continuous(e, s);
+        return on_resume(e, s);
     }
     return 0;
 }
@@ -1289,7 +1312,7 @@ int em_engine_submit(struct em_engine *e, uint16_t gw, const struct em_msg *m)
             cancel_gateway(e, gw, 0, EM_WHY_DISCONNECT); /* C.2, C.3 */
             break;
         case EM_MSG_LOGIN:
-            /* G.4: a session logs in as itself only */
+            /* docs/alf.md H.2: a session logs in as itself only */
             if (strcmp(m->gw, e->gws[gw].name) != 0) {
                 rc = EM_REJ_AUTH;
                 break;
@@ -1329,6 +1352,38 @@ void em_engine_set_time(struct em_engine *e, uint64_t now_ms)
         check_or_die(e);
 }
 
+int em_engine_depth(const struct em_engine *e, const char *sym, int side,
+                    struct em_depth_level *out, int max)
+{
+    const struct symbol *s = sym_find(e, sym);
+    if (!s)
+        return CORE_ENOTFOUND;
+    if (side != EM_SIDE_BUY && side != EM_SIDE_SELL)
+        return CORE_EINVAL;
+    int si = side == EM_SIDE_SELL ? EM_SELL : EM_BUY, n = 0;
+    for (uint32_t l = em_book_best(&s->book, &e->pool, si); l && n < max;
+         l = em_book_next(&s->book, &e->pool, si, l)) {
+        const struct em_level *v = em_lvl(&e->pool, l);
+        uint64_t shown = 0;
+        for (uint32_t o = v->head; o; o = e->pool.orders[o].next)
+            shown += e->pool.orders[o].shown;
+        out[n++] = (struct em_depth_level){to_price(s, v->px), shown, v->count};
+    }
+    return n;
+}
+
+int em_engine_symbol_state(const struct em_engine *e, const char *sym, uint8_t *phase,
+                           struct em_price *last, int *has_last)
+{
+    const struct symbol *s = sym_find(e, sym);
+    if (!s)
+        return CORE_ENOTFOUND;
+    *phase = s->phase;
+    *has_last = s->has_last;
+    *last = s->has_last ? to_price(s, s->last) : (struct em_price){0, s->dec};
+    return 0;
+}
+
 void em_engine_stats(const struct em_engine *e, struct em_engine_stats *out)
 {
     *out = e->stats;
@@ -1349,7 +1404,9 @@ struct em_engine *em_engine_new(const struct em_engine_config *cfg)
     e->syms_cap = 16;
     e->syms = calloc(e->syms_cap, sizeof *e->syms);
     if (!e->gws || !e->syms || map_grow(&e->gw_map, 1) < 0 || map_grow(&e->sym_map, 1) < 0 ||
-        em_pool_init(&e->pool, cfg->orders_hint, cfg->levels_hint) || fit_to_pools(e)) {
+        em_pool_init(&e->pool, cfg->orders_hint ? cfg->orders_hint : 1024,
+                     cfg->levels_hint ? cfg->levels_hint : 256) ||
+        fit_to_pools(e)) {
         em_engine_free(e);
         return NULL;
     }
@@ -1366,8 +1423,10 @@ void em_engine_free(struct em_engine *e)
 {
     if (!e)
         return;
-    for (uint32_t i = 1; i <= e->nsyms; i++)
+    for (uint32_t i = 1; i <= e->nsyms; i++) {
+        em_book_free(&e->syms[i]->book);
         free(e->syms[i]);
+    }
     free(e->syms);
     free(e->gws);
     free(e->gw_map.slots);

@@ -38,7 +38,7 @@ typedef void (*em_sink_fn)(void *ctx, uint16_t gw, const struct em_msg *ev);
 struct em_engine_config {
     em_sink_fn sink;
     void *sink_ctx;
-    uint32_t orders_hint; /* pool sizes to start with (0: defaults) */
+    uint32_t orders_hint; /* pool sizes to start with (0: 1024 orders, 256 levels) */
     uint32_t levels_hint;
     uint64_t start_ms; /* the injected clock's initial value */
 };
@@ -69,8 +69,11 @@ int em_engine_authorize(const struct em_engine *e, uint16_t gw, unsigned kind);
 /* Process one message from gateway gw. m must have passed em_alf_parse or
  * em_frame_decode (context-free checks); everything else is checked here
  * and answered with a REJECT event when it fails. The engine does not keep
- * m. Returns 0; CORE_ENOMEM when a pool could not grow (a NEW is then
- * dropped before its ACK, with no effect); CORE_EINVAL for a bad gw id. */
+ * m. Returns 0; CORE_EINVAL for a bad gw id; CORE_ENOMEM when a pool could
+ * not grow: a NEW that cannot get a record is dropped before its ACK with
+ * no effect, but a failure later in a message (a new price level) leaves
+ * that message half done, so a server treats CORE_ENOMEM as fatal (size
+ * the pools with orders_hint / levels_hint). */
 int em_engine_submit(struct em_engine *e, uint16_t gw, const struct em_msg *m);
 
 /* Emit `REJECT [cl=] reason=code` to gw, echoing m->cl when m has it
@@ -80,6 +83,27 @@ void em_engine_reject(struct em_engine *e, uint16_t gw, const struct em_msg *m, 
 /* Set the injected clock to now_ms (never backwards; an earlier value is
  * ignored) and fire every timer due (ALF §7 TICK does this relatively). */
 void em_engine_set_time(struct em_engine *e, uint64_t now_ms);
+
+/* One price level of a market-data snapshot. */
+struct em_depth_level {
+    struct em_price px; /* printed with the symbol's decimals */
+    uint64_t shown;     /* displayed quantity (icebergs: their current peak) */
+    uint32_t orders;
+};
+
+/* Market-data snapshot of symbol sym (NUL-terminated): up to max levels of
+ * side (EM_SIDE_BUY or EM_SIDE_SELL), best first, into out (owned by the
+ * caller). Resting market orders (auction phases) are not levels and are
+ * left out. Returns the number of levels, or CORE_ENOTFOUND for an unknown
+ * symbol, CORE_EINVAL for a bad side. Costs O(orders in those levels):
+ * call it between messages, throttled (docs/edumatcher.md). */
+int em_engine_depth(const struct em_engine *e, const char *sym, int side,
+                    struct em_depth_level *out, int max);
+
+/* Phase (enum em_phase) and last trade price of symbol sym. *has_last is 0
+ * when it has not traded. Returns 0 or CORE_ENOTFOUND. */
+int em_engine_symbol_state(const struct em_engine *e, const char *sym, uint8_t *phase,
+                           struct em_price *last, int *has_last);
 
 /* Counters, for benchmarks and the monitor. */
 struct em_engine_stats {

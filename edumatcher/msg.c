@@ -120,7 +120,7 @@ int em_valid_sym(const char *s, size_t n)
     return 1;
 }
 
-/* docs/alf.md A.11: a token is 1–64 printable ASCII characters but space. */
+/* docs/alf.md H.1: a token is 1–64 printable ASCII characters but space. */
 int em_valid_token(const char *s, size_t n)
 {
     if (n < 1 || n > EM_TOKEN_MAX)
