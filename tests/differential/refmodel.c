@@ -939,11 +939,12 @@ static void cancel_where(const char *gw, int sym, bool day_and_market_only, cons
 static void set_phase(int sym, int to)
 {
     struct symbol *s = &symbols[sym];
-    /* A pending breaker resume belongs to the AUCTION being left. */
+    /* H.14: any phase change drops a pending breaker resume. */
     s->resume_pending = false;
     if (to == PH_CONTINUOUS) {
         open_continuous(sym);
     } else if (to == PH_CLOSED) {
+        /* H.13: no uncross on the way to CLOSED (or PREOPEN). */
         s->phase = PH_CLOSED;
         cancel_where(NULL, sym, true, "EXPIRED"); /* §5.7 */
     } else {
