@@ -151,3 +151,37 @@ def test_redis_cli_interactive_help(server):
     assert '"bar"' in text
     assert "Set the string value of a key" in text
     assert server.alive()
+
+
+def test_help_and_bad_options():
+    from conftest import find_binary
+    binary = find_binary("gridsync-server")
+    out = subprocess.run([binary, "--help"], capture_output=True, timeout=30)
+    assert out.returncode == 0
+    text = out.stdout.decode()
+    for option in ("--port", "--maxmemory", "--maxmemory-policy", "--requirepass",
+                   "--client-query-buffer-limit", "--client-output-buffer-limit", "--timeout",
+                   "--hz", "--maxclients", "--loglevel", "--bind"):
+        assert option in text
+    out = subprocess.run([binary, "--no-such-option", "1"], capture_output=True, timeout=30)
+    assert out.returncode != 0
+    assert b"no-such-option" in out.stderr
+    out = subprocess.run([binary, "--maxmemory-policy", "random"], capture_output=True,
+                         timeout=30)
+    assert out.returncode != 0
+
+
+def test_config_file(make_server, tmp_path):
+    conf = tmp_path / "node.conf"
+    conf.write_text("# a GridSync node\n"
+                    "maxmemory 5mb\n"
+                    "maxmemory-policy allkeys-lru\n"
+                    "requirepass \"s3cret\"\n"
+                    "hz 20\n")
+    server = make_server(str(conf), "--hz", "30")  # flags win over the file
+    c = server.client(decode_responses=True, password="s3cret")
+    assert c.config_get("maxmemory") == {"maxmemory": str(5 * 1024 * 1024)}
+    assert c.config_get("maxmemory-policy") == {"maxmemory-policy": "allkeys-lru"}
+    assert c.config_get("hz") == {"hz": "30"}
+    assert c.info("server")["config_file"] == str(conf)
+    c.close()
