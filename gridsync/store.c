@@ -57,8 +57,9 @@
  * to move, otherwise a sparse table would make one step unbounded. */
 #define REHASH_EMPTY_VISITS 10
 #define HEAP_MIN_CAP        16
-/* An overwrite reuses the entry's block in place unless the new value
- * leaves more than this many bytes of it unused. */
+/* An overwrite with a value no longer than the current one reuses the
+ * entry's block in place unless that leaves more than this many bytes
+ * unused. */
 #define INPLACE_SLACK 64
 #define RANDOM_TRIES  100
 
@@ -193,7 +194,8 @@ static uint64_t next_power(uint64_t n)
 static size_t rehash(struct gs_store *s, size_t n)
 {
     struct table *t0 = &s->ht[0], *t1 = &s->ht[1];
-    size_t empty_visits = n * REHASH_EMPTY_VISITS, done = 0;
+    size_t empty_visits = n > SIZE_MAX / REHASH_EMPTY_VISITS ? SIZE_MAX : n * REHASH_EMPTY_VISITS;
+    size_t done = 0;
     if (!rehashing(s))
         return 0;
     while (n-- > 0 && t0->used > 0) {
@@ -465,10 +467,13 @@ static int entry_reshape(struct gs_store *s, struct gs_entry **pe, struct gs_ent
     struct gs_entry *e = *pe;
     bool add_field = want_field && !e->has_expire_field;
     size_t need = gs_entry_alloc_size(e->has_expire_field || want_field, e->klen, vlen);
-    size_t usable = malloc_usable_size(e);
+    size_t have = gs_entry_alloc_size(e->has_expire_field, e->klen, e->vlen);
     size_t keep = vlen < e->vlen ? vlen : e->vlen;
 
-    if (add_field || need > usable || usable - need > INPLACE_SLACK) {
+    /* Only ever write within the bytes requested (not the allocator's
+     * slack past them); growing goes through realloc, which extends in
+     * place when glibc can. */
+    if (add_field || need > have || have - need > INPLACE_SLACK) {
         size_t old_cost = alloc_cost(e);
         struct gs_entry *ne = realloc(e, need);
         if (!ne)
@@ -817,7 +822,7 @@ uint64_t gs_store_scan(struct gs_store *s, uint64_t cursor, size_t count, int64_
         count = 1;
     /* As Redis's SCAN: stop after `count` entries or 10 * count buckets,
      * whichever first, so a sparse table cannot make one call long. */
-    size_t emitted = 0, steps = 0, max_steps = count * 10;
+    size_t emitted = 0, steps = 0, max_steps = count > SIZE_MAX / 10 ? SIZE_MAX : count * 10;
     do {
         cursor = scan_step(s, cursor, now_ms, fn, arg, &emitted);
     } while (cursor != 0 && emitted < count && ++steps < max_steps);
