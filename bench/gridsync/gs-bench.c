@@ -478,7 +478,7 @@ struct conn {
 };
 
 struct counters {
-    uint64_t sent;
+    uint64_t sent; /* every request written, load and warm-up included */
     uint64_t completed;
     uint64_t gets, get_hits, get_misses, sets;
     uint64_t error_replies;
@@ -1082,11 +1082,11 @@ static int report_json(const struct bench *b, const char *path)
     fprintf(f,
             "  \"results\": {\"seconds\": %.6f, \"requests\": %llu, \"throughput\": %.1f, "
             "\"gets\": %llu, \"get_hits\": %llu, \"get_misses\": %llu, \"sets\": %llu, "
-            "\"loaded\": %llu,\n",
+            "\"loaded\": %llu, \"sent_total\": %llu,\n",
             secs, (unsigned long long)b->c.completed, secs > 0 ? (double)b->c.completed / secs : 0,
             (unsigned long long)b->c.gets, (unsigned long long)b->c.get_hits,
             (unsigned long long)b->c.get_misses, (unsigned long long)b->c.sets,
-            (unsigned long long)b->load_done);
+            (unsigned long long)b->load_done, (unsigned long long)b->c.sent);
     fprintf(
         f,
         "    \"errors\": {\"total\": %llu, \"error_replies\": %llu, \"unexpected\": %llu, "
