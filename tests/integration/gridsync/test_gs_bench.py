@@ -165,6 +165,26 @@ def test_open_loop_sends_what_the_schedule_says(redis_port, tmp_path):
     assert r["errors"]["total"] == 0
 
 
+def test_no_allocation_per_request(redis_port, tmp_path):
+    # gs-bench's promise (invariant 1 of gs-bench.c): everything is
+    # allocated at start-up, so ten times the requests make no more
+    # allocations. valgrind counts them.
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind not installed")
+    counts = []
+    for n in (300, 3000):
+        proc = subprocess.run(["valgrind", "--tool=memcheck", "--error-exitcode=3", gs_bench(),
+                               "--port", str(redis_port), "--requests", str(n), "--warmup", "0",
+                               "--connections", "4", "--pipeline", "4", "--keys", "200",
+                               "--load", "--json", str(tmp_path / "r.json")],
+                              capture_output=True, text=True, timeout=TIMEOUT * 3)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        usage = [line for line in proc.stderr.splitlines() if "total heap usage" in line]
+        assert usage, proc.stderr[-2000:]
+        counts.append(usage[0].split("total heap usage:")[1].split("allocs")[0].strip())
+    assert counts[0] == counts[1]
+
+
 def test_error_replies_are_counted(fake_server, tmp_path):
     srv = fake_server(lambda data: b"-ERR nope\r\n" * max(1, data.count(b"*")))
     proc, res = run(["--port", str(srv.port), "--requests", "400", "--warmup", "0",
