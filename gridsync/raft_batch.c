@@ -168,8 +168,12 @@ int gs_batch_parse(const void *buf, size_t len, struct gs_batch_header *h,
             q += n;
         }
     }
-    if (q != end)
+    /* Up to 7 bytes of zero padding (see raft_batch.h). */
+    if (end - q > 7)
         return CORE_EPROTO;
+    for (; q < end; q++)
+        if (*q != 0)
+            return CORE_EPROTO;
     rd->p = p + GS_BATCH_HEADER;
     rd->end = end;
     rd->left = h->ncmds;

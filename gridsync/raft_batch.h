@@ -9,6 +9,12 @@
  *   u32 magic "GSB1"   u64 origin raft id   u64 origin incarnation
  *   u64 origin seq     i64 now_ms           u32 ncmds
  *   ncmds x ( u32 argc, argc x ( u32 len, len bytes ) )
+ *   0..7 zero bytes of padding
+ *
+ * The proposer pads an entry to a multiple of 8 bytes: libraft 0.15's uv
+ * segment loader places the entries of a batch read back from disk at
+ * 8-byte boundaries, so an unpadded entry comes back shifted after a
+ * restart (seen here; the fixture's in-memory log does not show it).
  *
  * The origin triple lets the proposing node recognise its own entry when
  * it is applied, even after it lost leadership (see raft_glue.h, "limbo").

@@ -435,14 +435,17 @@ unsigned gs_fsm_flush(struct gs_fsm *f)
     size_t len = f->open.len;
     gs_batch_stamp(&f->open, &h);
 
-    /* libraft takes ownership of a raft_malloc'd buffer. */
-    struct raft_buffer rb = {raft_malloc(len), len};
+    /* libraft takes ownership of a raft_malloc'd buffer. Its length is
+     * padded to a multiple of 8 (raft_batch.h says why). */
+    size_t padded = (len + 7) & ~(size_t)7;
+    struct raft_buffer rb = {raft_malloc(padded), padded};
     if (!rb.base) {
         f->open.len = 0;
         deliver(&f->open_ws, CORE_ENOMEM, NULL);
         return 0;
     }
     memcpy(rb.base, f->open.data, len);
+    memset((char *)rb.base + len, 0, padded - len);
     f->open.len = 0;
 
     /* The open waiters become the slot's; the slot's empty list is reused

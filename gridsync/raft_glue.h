@@ -156,7 +156,9 @@ struct gs_group_config {
 
 struct gs_group;
 
-/* Create and start a group on loop: makes the directory, bootstraps the
+/* Create and start a group on loop. The process must ignore SIGPIPE (as
+ * servers do): libraft writes to peers that may have just gone away. Makes
+ * the directory, bootstraps the
  * configuration if the directory holds no Raft state yet (a restart keeps
  * its log and term, and catches up), binds the transport. Returns 0,
  * CORE_EINVAL, CORE_EIO (directory or raft error; logged) or CORE_ENOMEM.
