@@ -81,14 +81,19 @@ struct gs_entry *gs_store_lookup(struct gs_store *s, const void *key, size_t kle
 /* Insert or overwrite key with a copy of val. expire_ms is an absolute Unix
  * time in ms, or -1 for none. Overwriting keeps the entry's place in the
  * eviction policy as a hit would. Does not evict (see gs_store_make_room).
- * Returns 0 or CORE_ENOMEM; on success *out (if not NULL) is the entry. */
+ * Returns 0, CORE_ENOMEM, or CORE_ETOOBIG (key over 512 MB - 1 or value
+ * over 2 GB - 1), with nothing changed on failure; on success *out (if not
+ * NULL) is the entry. Entries found earlier may have moved: look them up
+ * again. */
 int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *val, size_t vlen,
                  int64_t expire_ms, struct gs_entry **out);
 
 /* Resize an entry's value to newlen bytes, keeping the first
- * min(old, new) bytes; new bytes are zero. The entry may move: *e is
- * updated. Returns a pointer to the (writable) value, or NULL on
- * CORE_ENOMEM with *e unchanged. Used by APPEND, SETRANGE, INCR. */
+ * min(old, new) bytes; new bytes are zero, and value[newlen] is a NUL (not
+ * counted in the length), so INCR may parse it as a C string. The entry
+ * may move: *e is updated. Returns a pointer to the (writable) value, or
+ * NULL (out of memory, or newlen over 2 GB - 1) with *e unchanged. Used by
+ * APPEND, SETRANGE, INCR. Does not evict. */
 char *gs_store_resize_value(struct gs_store *s, struct gs_entry **e, size_t newlen);
 
 /* Delete key. Returns 1 if it existed (and was live), else 0. */
@@ -97,10 +102,15 @@ int gs_store_delete(struct gs_store *s, const void *key, size_t klen, int64_t no
 /* Delete an entry found by lookup. */
 void gs_store_delete_entry(struct gs_store *s, struct gs_entry *e);
 
-/* Set or clear (-1) an entry's absolute expiry time in Unix ms. */
-void gs_store_set_expire(struct gs_store *s, struct gs_entry *e, int64_t expire_ms);
+/* Set or clear (-1) an entry's absolute expiry time in Unix ms. An entry
+ * that never had a TTL grows by a small expire field when it gets one, so
+ * it may move: *e is updated (like gs_store_resize_value). Returns 0, or
+ * CORE_ENOMEM with nothing changed (the entry or the expiry index could
+ * not grow). Clearing never fails. */
+int gs_store_set_expire(struct gs_store *s, struct gs_entry **e, int64_t expire_ms);
 
-/* Entry accessors. Pointers stay valid until the store is modified. */
+/* Entry accessors. Pointers stay valid until the store is modified. The
+ * value is followed by a NUL byte that its length does not count. */
 const char *gs_entry_key(const struct gs_entry *e, size_t *len);
 char *gs_entry_value(struct gs_entry *e, size_t *len);
 int64_t gs_entry_expire_ms(const struct gs_entry *e); /* -1 when none */
@@ -138,8 +148,19 @@ void gs_store_stats(const struct gs_store *s, struct gs_store_stats *out);
 /* Reset hits, misses, expired_keys and evicted_keys (CONFIG RESETSTAT). */
 void gs_store_reset_stats(struct gs_store *s);
 
-/* Bytes one entry with these key and value lengths costs in used_memory
- * (what the allocator really hands out, not just the payload). */
+/* Verify every invariant above and the internal ones of store.c (chains,
+ * rehash state, expiry heap order, policy lists and counts, used_memory
+ * recomputed from scratch). O(keys): for tests and debugging, never on a
+ * request path. Returns 0 or CORE_ESTATE. */
+int gs_store_check(const struct gs_store *s);
+
+/* Bytes one entry with these key and value lengths (and no TTL) costs in
+ * used_memory: what glibc's malloc really hands out for it, the usable
+ * size plus the 8-byte chunk header. The store itself counts each block
+ * with malloc_usable_size + 8 from the block's own pointer, so this model
+ * matches it exactly for blocks below glibc's mmap threshold (128 KB by
+ * default); above it, or under another allocator (ASan's), the store's
+ * count is the true one and this is an estimate. */
 size_t gs_store_entry_cost(size_t klen, size_t vlen);
 
 #endif

@@ -4,8 +4,6 @@
  * batching, elections after a leader loss, catch-up of a restarted
  * follower, snapshot install, and the "limbo" rule (a write whose leader
  * stepped down is answered by what really happened to its entry).
- *
- * Linked with a stub store (store_stub.c) until the real store is merged.
  */
 #include <setjmp.h>
 #include <stdarg.h>

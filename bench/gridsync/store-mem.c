@@ -1,0 +1,84 @@
+/*
+ * store-mem: how much resident memory the store needs for a data set, to
+ * set beside Redis holding the same data (bench/gridsync/store-mem-vs-redis
+ * runs both).
+ *
+ *   store-mem [KEYS [VALUE_BYTES]]         load, print one line of figures
+ *   store-mem --resp [KEYS [VALUE_BYTES]]  print the same data set as RESP
+ *                                          SET commands (for redis-cli --pipe)
+ *
+ * Keys are "key:%09u" (13 bytes), values VALUE_BYTES of 'x'; defaults
+ * 1,000,000 and 128. Output (one line, key=value): keys, used_memory,
+ * rss_bytes (whole process, read from /proc/self/statm), rss_delta (RSS
+ * added by the load), and the same per key.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "gridsync/store.h"
+
+static long rss_bytes(void)
+{
+    long pages_total = 0, pages_resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return -1;
+    if (fscanf(f, "%ld %ld", &pages_total, &pages_resident) != 2)
+        pages_resident = -1;
+    fclose(f);
+    return pages_resident * sysconf(_SC_PAGESIZE);
+}
+
+int main(int argc, char **argv)
+{
+    int resp = argc > 1 && strcmp(argv[1], "--resp") == 0;
+    int a = resp ? 2 : 1;
+    unsigned long keys = argc > a ? strtoul(argv[a], NULL, 10) : 1000000;
+    size_t vlen = argc > a + 1 ? strtoul(argv[a + 1], NULL, 10) : 128;
+    char *val = malloc(vlen + 1);
+    if (!val)
+        return 1;
+    memset(val, 'x', vlen);
+    val[vlen] = '\0';
+    char key[32];
+
+    if (resp) {
+        for (unsigned long i = 0; i < keys; i++) {
+            int kl = snprintf(key, sizeof(key), "key:%09lu", i);
+            printf("*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%zu\r\n%s\r\n", kl, key, vlen, val);
+        }
+        free(val);
+        return 0;
+    }
+
+    long rss0 = rss_bytes();
+    struct gs_store *s;
+    struct gs_store_config cfg = {.maxmemory = 0, .policy = GS_EVICT_SLRU, .hash_seed = 0x5eed};
+    if (gs_store_new(&s, &cfg) != 0)
+        return 1;
+    for (unsigned long i = 0; i < keys; i++) {
+        int kl = snprintf(key, sizeof(key), "key:%09lu", i);
+        int rc = gs_store_set(s, key, (size_t)kl, val, vlen, -1, NULL);
+        if (rc != 0) {
+            fprintf(stderr, "store-mem: set: %s\n", core_strerror(rc));
+            return 1;
+        }
+    }
+    /* Let an unfinished rehash complete, as a server's timer would. */
+    for (int i = 0; i < 100000; i++)
+        gs_store_expire_cycle(s, 0, 1000);
+    long rss1 = rss_bytes();
+    struct gs_store_stats st;
+    gs_store_stats(s, &st);
+    printf("keys=%lu used_memory=%llu rss_bytes=%ld rss_delta=%ld used_per_key=%.1f "
+           "rss_delta_per_key=%.1f\n",
+           (unsigned long)st.keys, (unsigned long long)st.used_memory, rss1, rss1 - rss0,
+           (double)st.used_memory / (double)(keys ? keys : 1),
+           (double)(rss1 - rss0) / (double)(keys ? keys : 1));
+    gs_store_free(s);
+    free(val);
+    return 0;
+}
