@@ -1,0 +1,579 @@
+/*
+ * libuv TCP server scaffold (see uv_server.h for the connection life cycle
+ * and the limits).
+ *
+ * Invariants:
+ *  1. A connection is in the server's list iff it is OPEN or DRAINING;
+ *     on_close has been called exactly once for every connection that left
+ *     the list after on_open accepted it.
+ *  2. At most one uv_write is in flight per connection (`writing`); its
+ *     bytes live in `wbuf`, which nothing touches until write_cb. New
+ *     replies go to `out` meanwhile, so reply order is preserved.
+ *  3. Unconsumed input is in[in_start .. in.len); the protocol sees it as
+ *     one contiguous block starting at offset 0, so its parser may keep
+ *     offsets across reads while the scaffold compacts the buffer.
+ */
+#include "core/uv_server.h"
+
+#include "core/error.h"
+#include "core/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Input is read into at least this much free space (libuv suggests 64 KB;
+ * smaller keeps many idle connections cheap, and the buffer grows for
+ * clients that pipeline). */
+#define IN_INITIAL  (16 * 1024)
+#define IN_MIN_FREE (4 * 1024)
+/* Buffers that grew beyond this are given back once empty, as Redis's
+ * clientsCronResizeQueryBuffer does, so one big request does not pin
+ * memory for the connection's lifetime. */
+#define SHRINK_ABOVE (256 * 1024)
+
+enum conn_state { CONN_OPEN, CONN_DRAINING, CONN_CLOSING };
+
+struct core_conn {
+    uv_tcp_t tcp; /* first: handle pointers cast back to the conn */
+    struct core_server *srv;
+    struct core_conn *prev, *next;
+    uint64_t id;
+    void *data;
+    enum conn_state state;
+    bool in_callback;   /* inside on_data */
+    bool close_pending; /* core_conn_close called inside on_data */
+    bool writing;       /* a uv_write is in flight (invariant 2) */
+    bool accepted;      /* on_open accepted it: on_close is owed */
+    struct core_buf in;
+    size_t in_start;
+    struct core_buf out;
+    struct core_buf wbuf;
+    size_t woff;
+    uv_write_t wreq;
+    uint64_t created_ms, last_active_ms;
+    char peer[64], local[64];
+};
+
+struct core_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uv_timer_t cron;
+    bool listening, stopped;
+    int open_handles; /* listener + cron: freed after both closed */
+    const struct core_server_ops *ops;
+    void *app;
+    struct core_server_limits limits;
+    char *reject_msg;
+    size_t reject_len;
+    struct core_conn *head, *tail;
+    uint64_t next_id;
+    struct core_server_stats stats;
+};
+
+static void format_addr(const struct sockaddr_storage *ss, char *out, size_t outlen)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        uv_ip4_name(a, ip, sizeof(ip));
+        port = ntohs(a->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        uv_ip6_name(a, ip, sizeof(ip));
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(out, outlen, "%s:%d", ip, port);
+}
+
+static void list_remove(struct core_server *s, struct core_conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        s->tail = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void conn_free_cb(uv_handle_t *h)
+{
+    struct core_conn *c = (struct core_conn *)h;
+    core_buf_free(&c->in);
+    core_buf_free(&c->out);
+    core_buf_free(&c->wbuf);
+    free(c);
+}
+
+/* OPEN/DRAINING -> CLOSING. */
+static void conn_do_close(struct core_conn *c)
+{
+    if (c->state == CONN_CLOSING)
+        return;
+    struct core_server *s = c->srv;
+    c->state = CONN_CLOSING;
+    if (c->accepted) {
+        list_remove(s, c);
+        s->stats.connected--;
+        if (s->ops->on_close)
+            s->ops->on_close(c);
+    }
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    /* An in-flight write is cancelled by uv_close; its callback runs first
+     * and sees CONN_CLOSING. */
+    uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
+}
+
+void core_conn_close(struct core_conn *c)
+{
+    if (c->in_callback) {
+        c->close_pending = true;
+        if (c->state == CONN_OPEN)
+            c->state = CONN_DRAINING; /* stops the protocol's loop */
+        return;
+    }
+    conn_do_close(c);
+}
+
+static size_t pending_output(const struct core_conn *c)
+{
+    return (c->writing ? c->wbuf.len - c->woff : 0) + c->out.len;
+}
+
+static void write_cb(uv_write_t *req, int status);
+
+/* Start writing `out`. Returns 0 or CORE_ECLOSED if the connection must
+ * go (the caller closes it). */
+static int conn_start_write(struct core_conn *c)
+{
+    struct core_server *s = c->srv;
+    if (c->writing || c->out.len == 0)
+        return 0;
+    uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
+    int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (n == UV_EAGAIN || n == UV_ENOSYS)
+        n = 0;
+    if (n < 0)
+        return CORE_ECLOSED;
+    s->stats.total_net_output_bytes += (uint64_t)n;
+    if ((size_t)n == c->out.len) {
+        c->out.len = 0;
+        if (c->out.cap > SHRINK_ABOVE)
+            core_buf_free(&c->out);
+        return 0;
+    }
+    /* The socket is full: hand the rest to libuv, and collect new replies
+     * in the other buffer meanwhile (invariant 2). */
+    struct core_buf t = c->wbuf;
+    c->wbuf = c->out;
+    c->out = t;
+    c->out.len = 0;
+    c->woff = (size_t)n;
+    uv_buf_t rest = uv_buf_init(c->wbuf.data + n, (unsigned)(c->wbuf.len - (size_t)n));
+    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &rest, 1, write_cb))
+        return CORE_ECLOSED;
+    c->writing = true;
+    return 0;
+}
+
+static bool over_output_limit(const struct core_conn *c)
+{
+    int64_t lim = c->srv->limits.output_buf_limit;
+    return lim > 0 && pending_output(c) > (size_t)lim;
+}
+
+int core_conn_flush(struct core_conn *c)
+{
+    if (c->state == CONN_CLOSING || c->close_pending)
+        return CORE_ECLOSED;
+    if (c->out.oom || conn_start_write(c)) {
+        core_conn_close(c);
+        return CORE_ECLOSED;
+    }
+    if (over_output_limit(c)) {
+        c->srv->stats.closed_by_output_limit++;
+        CORE_DEBUG("closing client id=%llu addr=%s: output buffer limit reached",
+                   (unsigned long long)c->id, c->peer);
+        core_conn_close(c);
+        return CORE_ECLOSED;
+    }
+    if (c->state == CONN_DRAINING && !c->writing && c->out.len == 0 && !c->in_callback)
+        conn_do_close(c);
+    return 0;
+}
+
+static void write_cb(uv_write_t *req, int status)
+{
+    struct core_conn *c = (struct core_conn *)req->handle;
+    c->writing = false;
+    if (c->state == CONN_CLOSING)
+        return;
+    if (status < 0) {
+        conn_do_close(c);
+        return;
+    }
+    c->srv->stats.total_net_output_bytes += c->wbuf.len - c->woff;
+    c->wbuf.len = 0;
+    c->woff = 0;
+    if (c->wbuf.cap > SHRINK_ABOVE)
+        core_buf_free(&c->wbuf);
+    core_conn_flush(c);
+}
+
+void core_conn_close_after_reply(struct core_conn *c)
+{
+    if (c->state != CONN_OPEN)
+        return;
+    c->state = CONN_DRAINING;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    if (!c->in_callback)
+        core_conn_flush(c);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct core_conn *c = (struct core_conn *)h;
+    struct core_buf *in = &c->in;
+    (void)suggested;
+    if (in->cap - in->len < IN_MIN_FREE && c->in_start > 0) {
+        /* Compact: move the unconsumed tail to the front (invariant 3). */
+        memmove(in->data, in->data + c->in_start, in->len - c->in_start);
+        in->len -= c->in_start;
+        c->in_start = 0;
+    }
+    if (in->cap - in->len < IN_MIN_FREE) {
+        size_t need = in->cap ? in->cap : IN_INITIAL; /* doubles the buffer */
+        if (!core_buf_reserve(in, need)) {
+            in->oom = false; /* a read of 0 bytes: libuv reports UV_ENOBUFS */
+            *buf = uv_buf_init(NULL, 0);
+            return;
+        }
+    }
+    *buf = uv_buf_init(in->data + in->len, (unsigned)(in->cap - in->len));
+}
+
+static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    struct core_conn *c = (struct core_conn *)stream;
+    struct core_server *s = c->srv;
+    (void)buf;
+    if (nread <= 0) {
+        if (nread < 0) /* EOF, reset or ENOBUFS */
+            conn_do_close(c);
+        return;
+    }
+    if (c->state != CONN_OPEN)
+        return;
+    s->stats.total_net_input_bytes += (uint64_t)nread;
+    c->in.len += (size_t)nread;
+    c->last_active_ms = uv_now(s->loop);
+
+    c->in_callback = true;
+    size_t avail = c->in.len - c->in_start;
+    size_t used = s->ops->on_data(c, c->in.data + c->in_start, avail);
+    c->in_callback = false;
+    if (used > avail)
+        used = avail;
+    c->in_start += used;
+    if (c->in_start == c->in.len) {
+        c->in_start = c->in.len = 0;
+        if (c->in.cap > SHRINK_ABOVE)
+            core_buf_free(&c->in);
+    }
+    if (c->close_pending) {
+        conn_do_close(c);
+        return;
+    }
+    size_t left = c->in.len - c->in_start;
+    if (c->state == CONN_OPEN && left > (size_t)s->limits.query_buf_limit) {
+        s->stats.closed_by_query_limit++;
+        CORE_WARN("Closing client id=%llu addr=%s that reached max query buffer length (%zu)",
+                  (unsigned long long)c->id, c->peer, left);
+        conn_do_close(c);
+        return;
+    }
+    core_conn_flush(c);
+}
+
+static void reject_close_cb(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    struct core_server *s = listener->data;
+    if (status < 0 || s->stopped)
+        return;
+    struct core_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return;
+    if (uv_tcp_init(s->loop, &c->tcp)) {
+        free(c);
+        return;
+    }
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp)) {
+        uv_close((uv_handle_t *)&c->tcp, reject_close_cb);
+        return;
+    }
+    s->stats.total_connections++;
+    if ((int64_t)s->stats.connected >= s->limits.maxclients) {
+        /* As Redis's acceptCommonHandler: tell the client, then close. */
+        s->stats.rejected_connections++;
+        if (s->reject_len) {
+            uv_buf_t b = uv_buf_init(s->reject_msg, (unsigned)s->reject_len);
+            uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        }
+        uv_close((uv_handle_t *)&c->tcp, reject_close_cb);
+        return;
+    }
+    c->srv = s;
+    c->id = s->next_id++;
+    c->created_ms = c->last_active_ms = uv_now(s->loop);
+    uv_tcp_nodelay(&c->tcp, 1);
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
+        format_addr(&ss, c->peer, sizeof(c->peer));
+    len = sizeof(ss);
+    if (uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
+        format_addr(&ss, c->local, sizeof(c->local));
+    if (s->ops->on_open && s->ops->on_open(c, s->app)) {
+        c->state = CONN_CLOSING;
+        uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
+        return;
+    }
+    c->accepted = true;
+    c->prev = s->tail;
+    if (s->tail)
+        s->tail->next = c;
+    else
+        s->head = c;
+    s->tail = c;
+    s->stats.connected++;
+    if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb))
+        conn_do_close(c);
+}
+
+static void cron_cb(uv_timer_t *t)
+{
+    struct core_server *s = t->data;
+    int64_t timeout = s->limits.idle_timeout_s;
+    if (timeout <= 0)
+        return;
+    uint64_t now = uv_now(s->loop);
+    struct core_conn *c = s->head;
+    while (c) {
+        struct core_conn *next = c->next;
+        if (c->state == CONN_OPEN && now - c->last_active_ms > (uint64_t)timeout * 1000) {
+            s->stats.closed_by_timeout++;
+            conn_do_close(c);
+        }
+        c = next;
+    }
+}
+
+int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core_server_ops *ops,
+                    void *app, const struct core_server_limits *limits, const char *reject_msg)
+{
+    struct core_server *s = calloc(1, sizeof(*s));
+    if (!s)
+        return CORE_ENOMEM;
+    s->loop = loop;
+    s->ops = ops;
+    s->app = app;
+    s->limits = *limits;
+    s->next_id = 1;
+    if (reject_msg) {
+        s->reject_msg = strdup(reject_msg);
+        if (!s->reject_msg) {
+            free(s);
+            return CORE_ENOMEM;
+        }
+        s->reject_len = strlen(reject_msg);
+    }
+    uv_tcp_init(loop, &s->listener);
+    s->listener.data = s;
+    uv_timer_init(loop, &s->cron);
+    s->cron.data = s;
+    uv_timer_start(&s->cron, cron_cb, 1000, 1000);
+    uv_unref((uv_handle_t *)&s->cron); /* the cron alone does not keep the loop alive */
+    s->open_handles = 2;
+    *out = s;
+    return 0;
+}
+
+static int from_uv(int rc)
+{
+    switch (rc) {
+    case UV_EADDRINUSE:
+        return CORE_EBUSY;
+    case UV_EINVAL:
+        return CORE_EINVAL;
+    case UV_ENOMEM:
+        return CORE_ENOMEM;
+    default:
+        return rc < 0 && -rc < 4096 ? core_from_errno(-rc) : CORE_EIO;
+    }
+}
+
+int core_server_listen(struct core_server *s, const char *host, int port)
+{
+    struct sockaddr_storage ss;
+    int rc;
+    if (strchr(host, ':'))
+        rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss);
+    else
+        rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&ss);
+    if (rc)
+        return CORE_EINVAL;
+    rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);
+    if (rc)
+        return from_uv(rc);
+    s->listening = true;
+    return 0;
+}
+
+void core_server_set_limits(struct core_server *s, const struct core_server_limits *limits)
+{
+    s->limits = *limits;
+}
+
+static void handle_closed_cb(uv_handle_t *h)
+{
+    (void)h;
+}
+
+void core_server_stop(struct core_server *s)
+{
+    if (s->stopped)
+        return;
+    s->stopped = true;
+    uv_close((uv_handle_t *)&s->listener, handle_closed_cb);
+    uv_close((uv_handle_t *)&s->cron, handle_closed_cb);
+    while (s->head) {
+        struct core_conn *c = s->head;
+        if (c->in_callback) {
+            /* The connection whose request stopped us: it closes when its
+             * on_data returns; take it off the list now. */
+            list_remove(s, c);
+            s->stats.connected--;
+            if (s->ops->on_close)
+                s->ops->on_close(c);
+            c->accepted = false;
+            c->close_pending = true;
+            continue;
+        }
+        conn_do_close(c);
+    }
+}
+
+void core_server_free(struct core_server *s)
+{
+    if (!s)
+        return;
+    free(s->reject_msg);
+    free(s);
+}
+
+void core_server_get_stats(const struct core_server *s, struct core_server_stats *out)
+{
+    *out = s->stats;
+}
+
+void core_server_foreach(struct core_server *s, void (*fn)(struct core_conn *c, void *arg),
+                         void *arg)
+{
+    struct core_conn *c = s->head;
+    while (c) {
+        struct core_conn *next = c->next;
+        fn(c, arg);
+        c = next;
+    }
+}
+
+struct core_conn *core_server_find(struct core_server *s, uint64_t id)
+{
+    for (struct core_conn *c = s->head; c; c = c->next)
+        if (c->id == id)
+            return c;
+    return NULL;
+}
+
+struct core_buf *core_conn_out(struct core_conn *c)
+{
+    return &c->out;
+}
+
+bool core_conn_closing(const struct core_conn *c)
+{
+    return c->state != CONN_OPEN || c->close_pending;
+}
+
+void core_conn_set_data(struct core_conn *c, void *data)
+{
+    c->data = data;
+}
+
+void *core_conn_data(const struct core_conn *c)
+{
+    return c->data;
+}
+
+uint64_t core_conn_id(const struct core_conn *c)
+{
+    return c->id;
+}
+
+struct core_server *core_conn_server(const struct core_conn *c)
+{
+    return c->srv;
+}
+
+const char *core_conn_peer(const struct core_conn *c)
+{
+    return c->peer;
+}
+
+const char *core_conn_local(const struct core_conn *c)
+{
+    return c->local;
+}
+
+int core_conn_fd(const struct core_conn *c)
+{
+    uv_os_fd_t fd = -1;
+    uv_fileno((const uv_handle_t *)&c->tcp, &fd);
+    return fd;
+}
+
+uint64_t core_conn_created_ms(const struct core_conn *c)
+{
+    return c->created_ms;
+}
+
+uint64_t core_conn_last_active_ms(const struct core_conn *c)
+{
+    return c->last_active_ms;
+}
+
+size_t core_conn_input_pending(const struct core_conn *c)
+{
+    return c->in.len - c->in_start;
+}
+
+size_t core_conn_input_capacity(const struct core_conn *c)
+{
+    return c->in.cap;
+}
+
+size_t core_conn_output_pending(const struct core_conn *c)
+{
+    return pending_output(c);
+}

@@ -1,0 +1,443 @@
+/*
+ * The node: ties the TCP scaffold, the RESP parser, the command table and
+ * the store together (see node.h).
+ *
+ * Request path, per read of a connection (on_data):
+ *   parse as many complete requests as the input holds -> gs_execute each
+ *   (lookup, arity, auth, maxmemory, handler) -> replies accumulate in the
+ *   connection's output buffer -> the scaffold writes them all at once.
+ * Nothing on this path allocates once the connection's buffers have grown
+ * to their working size, and the clock is not read (gs_node_now_ms uses
+ * the loop's time, updated once per iteration).
+ *
+ * Between requests, a timer (hz times per second) runs bounded active
+ * expiry and resynchronises the wall clock.
+ */
+#include "gridsync/node.h"
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/log.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* Flush mid-batch once this much output is pending, so a long pipeline
+ * of large replies streams instead of piling up. */
+#define FLUSH_EARLY (64 * 1024)
+/* Active expiry: work per store call, and the time budget per tick. */
+#define EXPIRE_WORK      200
+#define EXPIRE_BUDGET_NS (2 * 1000 * 1000)
+
+static const char *const policy_names[] = {"noeviction", "slru", "allkeys-lru", NULL};
+static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
+
+void gs_config_defaults(struct gs_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->port = 6379;
+    strcpy(cfg->bind, "127.0.0.1");
+    cfg->maxmemory = 0;
+    cfg->maxmemory_policy = GS_EVICT_SLRU;
+    cfg->maxclients = 10000;
+    cfg->query_buf_limit = 1024LL * 1024 * 1024; /* Redis's default, 1gb */
+    cfg->output_buf_limit = 256LL * 1024 * 1024;
+    cfg->proto_max_bulk_len = GS_RESP_MAX_BULK_DEFLT;
+    cfg->timeout = 0;
+    cfg->hz = 10;
+    cfg->loglevel = CORE_LOG_NOTICE;
+    cfg->appendonly = false;
+}
+
+void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
+{
+    static const struct core_option table[GS_NODE_NOPTS] = {
+        {"port", CORE_OPT_INT, NULL, 0, 65535, NULL, CORE_OPT_IMMUTABLE, "TCP port (0 = any free)"},
+        {"bind", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE, "address to listen on"},
+        {"maxmemory", CORE_OPT_MEMORY, NULL, 0, INT64_MAX, NULL, 0,
+         "memory limit for data (0 = none), e.g. 100mb"},
+        {"maxmemory-policy", CORE_OPT_ENUM, NULL, 0, 0, policy_names, 0, "what to do at maxmemory"},
+        {"maxclients", CORE_OPT_INT, NULL, 1, 1000000, NULL, 0, "most simultaneous clients"},
+        {"requirepass", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_SECRET,
+         "password clients must AUTH with (empty = none)"},
+        {"client-query-buffer-limit", CORE_OPT_MEMORY, NULL, 1024 * 1024, INT64_MAX, NULL, 0,
+         "most unprocessed input per client"},
+        {"client-output-buffer-limit", CORE_OPT_MEMORY, NULL, 0, INT64_MAX, NULL, 0,
+         "most unsent output per client before it is dropped (0 = none)"},
+        {"proto-max-bulk-len", CORE_OPT_MEMORY, NULL, 1024 * 1024, INT64_MAX, NULL, 0,
+         "largest bulk string in a request"},
+        {"timeout", CORE_OPT_INT, NULL, 0, INT32_MAX, NULL, 0,
+         "close clients idle for this many seconds (0 = never)"},
+        {"hz", CORE_OPT_INT, NULL, 1, 500, NULL, 0, "active expiry cycles per second"},
+        {"loglevel", CORE_OPT_ENUM, NULL, 0, 0, loglevel_names, 0, "log verbosity"},
+        {"save", CORE_OPT_STRING, NULL, 0, 0, NULL, 0,
+         "accepted for compatibility; no persistence"},
+        {"appendonly", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
+         "accepted for compatibility; no persistence"},
+        {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
+    };
+    void *ptrs[] = {&cfg->port,
+                    cfg->bind,
+                    &cfg->maxmemory,
+                    &cfg->maxmemory_policy,
+                    &cfg->maxclients,
+                    cfg->requirepass,
+                    &cfg->query_buf_limit,
+                    &cfg->output_buf_limit,
+                    &cfg->proto_max_bulk_len,
+                    &cfg->timeout,
+                    &cfg->hz,
+                    &cfg->loglevel,
+                    cfg->save,
+                    &cfg->appendonly};
+    _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
+    memcpy(opts, table, sizeof(table));
+    for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
+        opts[i].ptr = ptrs[i];
+}
+
+/* ------------------------------------------------------------ helpers */
+
+bool gs_arg_is(const struct gs_arg *a, const char *lit)
+{
+    size_t n = strlen(lit);
+    return a->len == n && strncasecmp(a->p, lit, n) == 0;
+}
+
+bool gs_arg_int(struct gs_client *c, const struct gs_arg *a, int64_t *out, const char *msg)
+{
+    if (gs_string2ll(a->p, a->len, out))
+        return true;
+    gs_error(c, msg ? msg : "ERR value is not an integer or out of range");
+    return false;
+}
+
+void gs_error(struct gs_client *c, const char *msg)
+{
+    c->node->stats.error_replies++;
+    gs_reply_error(&c->w, msg, strlen(msg));
+}
+
+void gs_errorf(struct gs_client *c, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    gs_error(c, msg);
+}
+
+void gs_error_syntax(struct gs_client *c)
+{
+    gs_error(c, "ERR syntax error");
+}
+
+void gs_error_arity(struct gs_client *c, const char *name)
+{
+    gs_errorf(c, "ERR wrong number of arguments for '%s' command", name);
+}
+
+void gs_error_oom(struct gs_client *c)
+{
+    gs_error(c, "OOM command not allowed when used memory > 'maxmemory'.");
+}
+
+/* ------------------------------------------------------- command index */
+
+static uint32_t name_hash(const char *name, size_t len)
+{
+    char low[32];
+    for (size_t i = 0; i < len; i++)
+        low[i] = (char)tolower((unsigned char)name[i]);
+    return core_fnv1a32(low, len);
+}
+
+void gs_command_index_build(struct gs_node *n)
+{
+    memset(n->cmd_index, 0, sizeof(n->cmd_index));
+    for (const struct gs_command *cmd = gs_commands; cmd->name; cmd++) {
+        uint32_t h = name_hash(cmd->name, strlen(cmd->name)) & 255;
+        while (n->cmd_index[h])
+            h = (h + 1) & 255;
+        n->cmd_index[h] = cmd;
+    }
+}
+
+const struct gs_command *gs_command_lookup(const struct gs_node *n, const char *name, size_t len)
+{
+    if (len == 0 || len >= 32)
+        return NULL;
+    uint32_t h = name_hash(name, len) & 255;
+    while (n->cmd_index[h]) {
+        const struct gs_command *cmd = n->cmd_index[h];
+        if (strlen(cmd->name) == len && strncasecmp(cmd->name, name, len) == 0)
+            return cmd;
+        h = (h + 1) & 255;
+    }
+    return NULL;
+}
+
+/* Redis's processCommand: "unknown command '%.128s', with args beginning
+ * with: " followed by up to 128 characters of quoted arguments. */
+static void reply_unknown(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    char args[512];
+    size_t used = 0;
+    args[0] = 0;
+    for (size_t i = 1; i < argc && used < 128; i++) {
+        int room = 128 - (int)used;
+        size_t alen = strnlen(argv[i].p, argv[i].len); /* Redis prints with %s */
+        int n = snprintf(args + used, sizeof(args) - used, "'%.*s' ",
+                         (int)(alen < (size_t)room ? alen : (size_t)room), argv[i].p);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+        if (used >= sizeof(args))
+            used = sizeof(args) - 1;
+    }
+    size_t nlen = strnlen(argv[0].p, argv[0].len);
+    gs_errorf(c, "ERR unknown command '%.*s', with args beginning with: %s",
+              (int)(nlen < 128 ? nlen : 128), argv[0].p, args);
+}
+
+void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_node *n = c->node;
+    const struct gs_command *cmd = gs_command_lookup(n, argv[0].p, argv[0].len);
+    if (!cmd) {
+        reply_unknown(c, argc, argv);
+        return;
+    }
+    if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
+        (cmd->arity < 0 && argc < (size_t)-cmd->arity)) {
+        gs_error_arity(c, cmd->name);
+        return;
+    }
+    if (!c->authenticated && !(cmd->flags & GS_CMD_NOAUTH)) {
+        if (n->cfg.requirepass[0]) {
+            gs_error(c, "NOAUTH Authentication required.");
+            return;
+        }
+        c->authenticated = true; /* the password was removed meanwhile */
+    }
+    /* Redis's processCommand: evict before a command that may add memory,
+     * and refuse it when nothing more can go. */
+    if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
+        gs_store_make_room(n->store) == CORE_ENOMEM) {
+        gs_error_oom(c);
+        return;
+    }
+    c->last_cmd = cmd->name;
+    n->stats.commands++;
+    cmd->fn(c, argc, argv);
+}
+
+/* ------------------------------------------------------- connections */
+
+static int on_open(struct core_conn *conn, void *app)
+{
+    struct gs_node *n = app;
+    struct gs_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return CORE_ENOMEM;
+    c->node = n;
+    c->conn = conn;
+    c->w.buf = core_conn_out(conn);
+    c->w.proto = 2;
+    c->authenticated = n->cfg.requirepass[0] == 0;
+    c->last_cmd = "NULL";
+    gs_resp_parser_init(&c->parser, n->cfg.proto_max_bulk_len);
+    core_conn_set_data(conn, c);
+    return 0;
+}
+
+static void on_close(struct core_conn *conn)
+{
+    struct gs_client *c = core_conn_data(conn);
+    if (!c)
+        return;
+    gs_resp_parser_free(&c->parser);
+    free(c->name);
+    free(c->lib_name);
+    free(c->lib_ver);
+    free(c);
+    core_conn_set_data(conn, NULL);
+}
+
+static size_t on_data(struct core_conn *conn, char *data, size_t len)
+{
+    struct gs_client *c = core_conn_data(conn);
+    struct gs_node *n = c->node;
+    size_t off = 0;
+    while (off < len && !core_conn_closing(conn)) {
+        size_t used, argc;
+        struct gs_arg *argv;
+        const char *err;
+        c->parser.authenticated = c->authenticated || !n->cfg.requirepass[0];
+        c->parser.max_bulk = n->cfg.proto_max_bulk_len;
+        int rc = gs_resp_parse(&c->parser, data + off, len - off, &used, &argc, &argv, &err);
+        if (rc == GS_RESP_NEED_MORE)
+            break;
+        if (rc < 0) {
+            /* Redis's setProtocolError: reply, then close after the reply. */
+            if (rc == CORE_EPROTO) {
+                gs_errorf(c, "ERR %s", err);
+                CORE_DEBUG("Protocol error (%s) from client id=%llu addr=%s", err,
+                           (unsigned long long)core_conn_id(conn), core_conn_peer(conn));
+                core_conn_close_after_reply(conn);
+            } else {
+                core_conn_close(conn);
+            }
+            return len;
+        }
+        off += used;
+        if (argc == 0)
+            continue;
+        gs_execute(c, argc, argv);
+        if (c->w.buf->len > FLUSH_EARLY && core_conn_flush(conn))
+            break;
+    }
+    return off;
+}
+
+static const struct core_server_ops server_ops = {
+    .on_open = on_open,
+    .on_data = on_data,
+    .on_close = on_close,
+};
+
+/* ---------------------------------------------------------------- cron */
+
+static void resync_clock(struct gs_node *n)
+{
+    uv_update_time(n->loop);
+    n->wall_base_ms = core_wall_ms();
+    n->loop_base_ms = uv_now(n->loop);
+}
+
+static void cron_cb(uv_timer_t *t)
+{
+    struct gs_node *n = t->data;
+    resync_clock(n);
+    int64_t now = gs_node_now_ms(n);
+    uint64_t t0 = core_now_ns();
+    /* Bounded active expiry (Redis's activeExpireCycle idea): keep going
+     * while a good share of what was examined had expired, but never past
+     * the time budget, so clients never wait long behind it. */
+    for (;;) {
+        size_t removed = gs_store_expire_cycle(n->store, now, EXPIRE_WORK);
+        if (removed < EXPIRE_WORK / 4)
+            break;
+        if (core_now_ns() - t0 > EXPIRE_BUDGET_NS)
+            break;
+    }
+}
+
+static void limits_from_config(const struct gs_config *cfg, struct core_server_limits *l)
+{
+    l->maxclients = cfg->maxclients;
+    l->query_buf_limit = cfg->query_buf_limit;
+    l->output_buf_limit = cfg->output_buf_limit;
+    l->idle_timeout_s = cfg->timeout;
+}
+
+void gs_node_apply_config(struct gs_node *n)
+{
+    struct core_server_limits l;
+    limits_from_config(&n->cfg, &l);
+    core_server_set_limits(n->srv, &l);
+    gs_store_configure(n->store, (uint64_t)n->cfg.maxmemory,
+                       (enum gs_evict_policy)n->cfg.maxmemory_policy);
+    core_log_init('M', (enum core_log_level)n->cfg.loglevel);
+    uint64_t period = (uint64_t)(1000 / n->cfg.hz);
+    uv_timer_set_repeat(&n->cron, period ? period : 1);
+}
+
+static void on_signal(uv_signal_t *sig, int signum)
+{
+    struct gs_node *n = sig->data;
+    CORE_WARN("Received %s, scheduling shutdown...", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    gs_node_stop(n);
+}
+
+int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg)
+{
+    struct gs_node *n = calloc(1, sizeof(*n));
+    if (!n)
+        return CORE_ENOMEM;
+    n->loop = loop;
+    n->cfg = *cfg;
+    gs_config_bind(&n->cfg, n->opts);
+    gs_command_index_build(n);
+    struct gs_store_config scfg = {
+        .maxmemory = (uint64_t)cfg->maxmemory,
+        .policy = (enum gs_evict_policy)cfg->maxmemory_policy,
+        .hash_seed = core_hash64(&n, sizeof(n), (uint64_t)core_now_ns() ^ (uint64_t)getpid()),
+    };
+    int rc = gs_store_new(&n->store, &scfg);
+    if (rc) {
+        free(n);
+        return rc;
+    }
+    struct core_server_limits l;
+    limits_from_config(cfg, &l);
+    rc = core_server_new(&n->srv, loop, &server_ops, n, &l,
+                         "-ERR max number of clients reached\r\n");
+    if (rc) {
+        gs_store_free(n->store);
+        free(n);
+        return rc;
+    }
+    rc = core_server_listen(n->srv, cfg->bind, (int)cfg->port);
+    if (rc) {
+        CORE_WARN("Could not create server TCP listening socket %s:%lld: %s", cfg->bind,
+                  (long long)cfg->port, core_strerror(rc));
+        core_server_stop(n->srv);
+        uv_run(loop, UV_RUN_NOWAIT); /* let the handles close */
+        core_server_free(n->srv);
+        gs_store_free(n->store);
+        free(n);
+        return rc;
+    }
+    uv_timer_init(loop, &n->cron);
+    n->cron.data = n;
+    resync_clock(n);
+    n->start_wall_ms = n->wall_base_ms;
+    uint64_t period = (uint64_t)(1000 / cfg->hz);
+    uv_timer_start(&n->cron, cron_cb, period, period ? period : 1);
+    uv_signal_init(loop, &n->sigint);
+    uv_signal_init(loop, &n->sigterm);
+    n->sigint.data = n->sigterm.data = n;
+    uv_signal_start(&n->sigint, on_signal, SIGINT);
+    uv_signal_start(&n->sigterm, on_signal, SIGTERM);
+    *out = n;
+    return 0;
+}
+
+void gs_node_stop(struct gs_node *n)
+{
+    if (n->stopping)
+        return;
+    n->stopping = true;
+    core_server_stop(n->srv);
+    uv_close((uv_handle_t *)&n->cron, NULL);
+    uv_close((uv_handle_t *)&n->sigint, NULL);
+    uv_close((uv_handle_t *)&n->sigterm, NULL);
+}
+
+void gs_node_free(struct gs_node *n)
+{
+    if (!n)
+        return;
+    core_server_free(n->srv);
+    gs_store_free(n->store);
+    core_buf_free(&n->scratch);
+    free(n);
+}
