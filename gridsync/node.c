@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "gridsync/cluster.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -53,6 +54,8 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->hz = 10;
     cfg->loglevel = CORE_LOG_NOTICE;
     cfg->appendonly = false;
+    strcpy(cfg->dir, "./gridsync-data");
+    cfg->cluster_replicas = 3;
 }
 
 void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
@@ -80,6 +83,14 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "accepted for compatibility; no persistence"},
         {"appendonly", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
          "accepted for compatibility; no persistence"},
+        {"cluster-enabled", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "run as a cluster node (needs cluster-peers)"},
+        {"cluster-peers", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "every node's host:port, comma-separated, the same list on every node"},
+        {"dir", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "directory for the cluster's Raft logs and snapshots"},
+        {"cluster-replicas", CORE_OPT_INT, NULL, 1, 7, NULL, CORE_OPT_IMMUTABLE,
+         "copies of each slot (Raft group size)"},
         {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
     };
     void *ptrs[] = {&cfg->port,
@@ -95,7 +106,11 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
                     &cfg->hz,
                     &cfg->loglevel,
                     cfg->save,
-                    &cfg->appendonly};
+                    &cfg->appendonly,
+                    &cfg->cluster_enabled,
+                    cfg->cluster_peers,
+                    cfg->dir,
+                    &cfg->cluster_replicas};
     _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
     memcpy(opts, table, sizeof(table));
     for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
@@ -227,6 +242,9 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
         }
         c->authenticated = true; /* the password was removed meanwhile */
     }
+    /* Cluster mode routes commands with keys by slot (gridsync/cluster.h). */
+    if (n->cluster && gs_cluster_route(n->cluster, c, cmd, argc, argv))
+        return;
     /* Redis's processCommand: evict before a command that may add memory,
      * and refuse it when nothing more can go. */
     if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
@@ -263,6 +281,7 @@ static void on_close(struct core_conn *conn)
     struct gs_client *c = core_conn_data(conn);
     if (!c)
         return;
+    gs_cluster_client_closed(c);
     gs_resp_parser_free(&c->parser);
     free(c->name);
     free(c->lib_name);
@@ -276,7 +295,8 @@ static size_t on_data(struct core_conn *conn, char *data, size_t len)
     struct gs_client *c = core_conn_data(conn);
     struct gs_node *n = c->node;
     size_t off = 0;
-    while (off < len && !core_conn_closing(conn)) {
+    /* c->wait: a replicated write is pending; the rest waits (cluster.h). */
+    while (off < len && !core_conn_closing(conn) && !c->wait) {
         size_t used, argc;
         struct gs_arg *argv;
         const char *err;
@@ -410,6 +430,15 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     n->cron.data = n;
     resync_clock(n);
     n->start_wall_ms = n->wall_base_ms;
+    if (cfg->cluster_enabled && (rc = gs_cluster_new(&n->cluster, n)) != 0) {
+        core_server_stop(n->srv);
+        uv_close((uv_handle_t *)&n->cron, NULL);
+        uv_run(loop, UV_RUN_DEFAULT); /* let the handles close */
+        core_server_free(n->srv);
+        gs_store_free(n->store);
+        free(n);
+        return rc;
+    }
     uint64_t period = (uint64_t)(1000 / cfg->hz);
     uv_timer_start(&n->cron, cron_cb, period, period ? period : 1);
     uv_signal_init(loop, &n->sigint);
@@ -427,6 +456,8 @@ void gs_node_stop(struct gs_node *n)
         return;
     n->stopping = true;
     core_server_stop(n->srv);
+    if (n->cluster)
+        gs_cluster_stop(n->cluster);
     uv_close((uv_handle_t *)&n->cron, NULL);
     uv_close((uv_handle_t *)&n->sigint, NULL);
     uv_close((uv_handle_t *)&n->sigterm, NULL);
@@ -437,6 +468,7 @@ void gs_node_free(struct gs_node *n)
     if (!n)
         return;
     core_server_free(n->srv);
+    gs_cluster_free(n->cluster);
     gs_store_free(n->store);
     core_buf_free(&n->scratch);
     free(n);

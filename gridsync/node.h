@@ -25,7 +25,7 @@
 /* Options; CONFIG GET/SET and the command line use the same table. */
 struct gs_command;
 
-#define GS_NODE_NOPTS 15 /* options + terminator */
+#define GS_NODE_NOPTS 19 /* options + terminator */
 
 struct gs_config {
     int64_t port;
@@ -42,6 +42,11 @@ struct gs_config {
     int loglevel; /* enum core_log_level */
     char save[CORE_OPT_STRLEN];
     bool appendonly;
+    /* Cluster mode (gridsync/cluster.h). */
+    bool cluster_enabled;
+    char cluster_peers[CORE_OPT_STRLEN]; /* host:port,host:port,... (all nodes) */
+    char dir[CORE_OPT_STRLEN];           /* Raft logs and snapshots */
+    int64_t cluster_replicas;            /* replication factor */
 };
 
 struct gs_node_stats {
@@ -67,6 +72,7 @@ struct gs_node {
     struct core_buf scratch;                 /* reusable: KEYS, RENAME, INFO text */
     const struct gs_command *cmd_index[256]; /* open addressing by name hash */
     char config_file[CORE_OPT_STRLEN];
+    struct gs_cluster *cluster; /* NULL unless cluster-enabled */
 };
 
 struct gs_client {
@@ -78,6 +84,10 @@ struct gs_client {
     char *name; /* CLIENT SETNAME; NULL when unset */
     char *lib_name, *lib_ver;
     const char *last_cmd;
+    /* Cluster mode: READONLY, and the replicated write this client waits
+     * for; its next requests are not parsed until it completes. */
+    bool readonly;
+    struct gs_cluster_wait *wait;
 };
 
 /* Create a node from a filled configuration (see gs_node_options for the
@@ -156,6 +166,7 @@ gs_cmd_fn gs_cmd_expire, gs_cmd_pexpire, gs_cmd_expireat, gs_cmd_pexpireat, gs_c
     gs_cmd_persist;
 gs_cmd_fn gs_cmd_del, gs_cmd_exists, gs_cmd_type, gs_cmd_rename, gs_cmd_renamenx, gs_cmd_copy,
     gs_cmd_keys, gs_cmd_scan, gs_cmd_randomkey, gs_cmd_dbsize, gs_cmd_flushdb, gs_cmd_select;
+gs_cmd_fn gs_cmd_cluster, gs_cmd_readonly, gs_cmd_readwrite, gs_cmd_asking;
 gs_cmd_fn gs_cmd_ping, gs_cmd_echo, gs_cmd_info, gs_cmd_config, gs_cmd_command, gs_cmd_auth,
     gs_cmd_hello, gs_cmd_quit, gs_cmd_shutdown, gs_cmd_client;
 

@@ -47,6 +47,16 @@ static uint64_t ring_hash(const char *s, size_t len)
     return h;
 }
 
+/* Slots sit on the ring in order, evenly spaced (slot s at the middle of
+ * the s-th of 16384 equal arcs), not hashed: each point then owns a run
+ * of consecutive slots, so CLUSTER SLOTS lists at most one range per
+ * point instead of one per slot or two, while the points (hashed) still
+ * decide the owners at random. */
+static uint64_t slot_position(unsigned s)
+{
+    return ((uint64_t)s << 50) | (1ull << 49);
+}
+
 /* Comparators for qsort_r (arg is the ring): ties between equal hashes are
  * broken by name, so that the ring does not depend on the order names were
  * given in (invariant 1). */
@@ -93,8 +103,7 @@ static int build(struct gs_ring *r)
      * wrapping around. Slots are sorted by position so one merge-like pass
      * would do, but a binary search per slot is simple and runs once. */
     for (unsigned s = 0; s < GS_SLOTS; s++) {
-        int len = snprintf(buf, sizeof(buf), "slot:%u", s);
-        uint64_t pos = ring_hash(buf, (size_t)len);
+        uint64_t pos = slot_position(s);
         size_t lo = 0, hi = npoints;
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;

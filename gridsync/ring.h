@@ -3,8 +3,10 @@
  *
  * A consistent-hash ring (Karger et al.; Dynamo's preference lists) over
  * the cluster's nodes. Each node owns `vnodes` points on a 64-bit ring at
- * FNV-1a("<name>#<i>"); slot s sits at FNV-1a("slot:<s>"), and its owner
- * (primary) is the node of the first point clockwise from it. Adding a node
+ * FNV-1a("<name>#<i>"); slot s sits at s/16384 of the way round (slots in
+ * order, so that a point's arc is a run of consecutive slots and CLUSTER
+ * SLOTS stays short), and its owner (primary) is the node of the first
+ * point clockwise from it. Adding a node
  * therefore only moves slots *to* the new node (about 1/(N+1) of them), and
  * removing one only moves *its* slots away.
  *

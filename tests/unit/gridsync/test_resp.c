@@ -213,7 +213,12 @@ static void test_many_args(void **state)
     char *buf = malloc(cap);
     size_t len = (size_t)sprintf(buf, "*%zu\r\n", nargs);
     for (size_t i = 0; i < nargs; i++)
-        len += (size_t)sprintf(buf + len, "$%zu\r\n%zu\r\n", i < 10 ? (size_t)1 : i < 100 ? 2 : i < 1000 ? 3 : 4, i);
+        len += (size_t)sprintf(buf + len, "$%zu\r\n%zu\r\n",
+                               i < 10     ? (size_t)1
+                               : i < 100  ? 2
+                               : i < 1000 ? 3
+                                          : 4,
+                               i);
     struct gs_resp_parser p = new_parser();
     struct parsed r = parse(&p, buf, len);
     assert_int_equal(r.rc, GS_RESP_REQUEST);
@@ -323,18 +328,12 @@ static void test_writer_grows(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_multibulk_whole),
-        cmocka_unit_test(test_multibulk_every_split),
-        cmocka_unit_test(test_inline_every_split),
-        cmocka_unit_test(test_pipeline),
-        cmocka_unit_test(test_empty_requests),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_too_big_lines),
-        cmocka_unit_test(test_large_declared_bulk_waits),
-        cmocka_unit_test(test_many_args),
-        cmocka_unit_test(test_string2ll),
-        cmocka_unit_test(test_writer_resp2),
-        cmocka_unit_test(test_writer_resp3),
+        cmocka_unit_test(test_multibulk_whole),    cmocka_unit_test(test_multibulk_every_split),
+        cmocka_unit_test(test_inline_every_split), cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_empty_requests),     cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_too_big_lines),      cmocka_unit_test(test_large_declared_bulk_waits),
+        cmocka_unit_test(test_many_args),          cmocka_unit_test(test_string2ll),
+        cmocka_unit_test(test_writer_resp2),       cmocka_unit_test(test_writer_resp3),
         cmocka_unit_test(test_writer_grows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
