@@ -3,9 +3,11 @@
  * and the limits).
  *
  * Invariants:
- *  1. A connection is in the server's list iff it is OPEN or DRAINING;
- *     on_close has been called exactly once for every connection that left
- *     the list after on_open accepted it.
+ *  1. A connection is in the server's list iff it is OPEN or DRAINING
+ *     (`listed`), except the one whose on_data is running when the server
+ *     stops, which leaves the list at once. on_close is called exactly
+ *     once for every connection on_open accepted, when it goes CLOSING,
+ *     and never while its on_data runs.
  *  2. At most one uv_write is in flight per connection (`writing`); its
  *     bytes live in `wbuf`, which nothing touches until write_cb. New
  *     replies go to `out` meanwhile, so reply order is preserved.
@@ -45,6 +47,7 @@ struct core_conn {
     bool close_pending; /* core_conn_close called inside on_data */
     bool writing;       /* a uv_write is in flight (invariant 2) */
     bool accepted;      /* on_open accepted it: on_close is owed */
+    bool listed;        /* in the server's list (invariant 1) */
     struct core_buf in;
     size_t in_start;
     struct core_buf out;
@@ -116,12 +119,13 @@ static void conn_do_close(struct core_conn *c)
         return;
     struct core_server *s = c->srv;
     c->state = CONN_CLOSING;
-    if (c->accepted) {
+    if (c->listed) {
         list_remove(s, c);
+        c->listed = false;
         s->stats.connected--;
-        if (s->ops->on_close)
-            s->ops->on_close(c);
     }
+    if (c->accepted && s->ops->on_close)
+        s->ops->on_close(c);
     uv_read_stop((uv_stream_t *)&c->tcp);
     /* An in-flight write is cancelled by uv_close; its callback runs first
      * and sees CONN_CLOSING. */
@@ -366,6 +370,7 @@ static void on_connection(uv_stream_t *listener, int status)
         return;
     }
     c->accepted = true;
+    c->listed = true;
     c->prev = s->tail;
     if (s->tail)
         s->tail->next = c;
@@ -478,13 +483,12 @@ void core_server_stop(struct core_server *s)
     while (s->head) {
         struct core_conn *c = s->head;
         if (c->in_callback) {
-            /* The connection whose request stopped us: it closes when its
-             * on_data returns; take it off the list now. */
+            /* The connection whose request stopped us: it is still in use
+             * by on_data, so it closes (and gets on_close) when on_data
+             * returns; take it off the list now. */
             list_remove(s, c);
+            c->listed = false;
             s->stats.connected--;
-            if (s->ops->on_close)
-                s->ops->on_close(c);
-            c->accepted = false;
             c->close_pending = true;
             continue;
         }

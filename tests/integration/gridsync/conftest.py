@@ -1,0 +1,152 @@
+"""Fixtures: start the real gridsync-server on a free loopback port and stop
+it afterwards, whatever the test's outcome."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+import redis
+
+
+def find_binary(name):
+    build = os.environ.get("BUILD_DIR")
+    if build:
+        path = os.path.join(build, "bin", name)
+        if os.access(path, os.X_OK):
+            return path
+    path = shutil.which(name)
+    if not path:
+        pytest.skip(f"{name} not built")
+    return path
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One gridsync-server process."""
+
+    def __init__(self, *args):
+        self.port = free_port()
+        self.args = [find_binary("gridsync-server"), "--port", str(self.port), *args]
+        # The log goes to a file: a pipe nobody reads could fill and block
+        # the server.
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gridsync-server exited early: {self.output()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("gridsync-server did not start listening")
+                time.sleep(0.02)
+
+    def client(self, **kw):
+        kw.setdefault("socket_timeout", 10)
+        return redis.Redis(host="127.0.0.1", port=self.port, **kw)
+
+    def sock(self):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        return s
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM):
+        """Stop the server; returns its exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def make_server(request):
+    """make_server(*args) starts a server with extra options; all are
+    stopped when the test ends."""
+    started = []
+
+    def make(*args):
+        s = Server(*args)
+        started.append(s)
+        return s
+
+    def stop_all():
+        # Every server must exit cleanly (status 0: under ASan that also
+        # means no leak and no memory error was found).
+        failed = []
+        for s in started:
+            rc = s.stop()
+            if rc != 0:
+                failed.append(f"exit status {rc}:\n{s.output()[-4000:]}")
+            s.log.close()
+        assert not failed, "\n".join(failed)
+
+    request.addfinalizer(stop_all)
+    return make
+
+
+@pytest.fixture
+def server(make_server):
+    return make_server()
+
+
+@pytest.fixture
+def r(server):
+    c = server.client(decode_responses=True)
+    yield c
+    c.close()
+
+
+def recv_until(sock, marker, limit=1 << 20):
+    """Read until marker has been received (or the peer closes)."""
+    data = b""
+    while marker not in data and len(data) < limit:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def recv_all_until_closed(sock, limit=1 << 24):
+    data = b""
+    while len(data) < limit:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+@pytest.fixture
+def raw(server):
+    """A client that returns replies as the server sent them (no redis-py
+    conversions), decoded to str."""
+    c = server.client(decode_responses=True)
+    c.response_callbacks = {}
+    yield c
+    c.close()

@@ -1,0 +1,101 @@
+"""Real Redis tools against the node (redis-cli, redis-benchmark), memory
+limits with eviction, and clean shutdown (SHUTDOWN, SIGTERM, SIGINT)."""
+import shutil
+import signal
+import subprocess
+
+import pytest
+import redis
+
+
+def tool(name):
+    path = shutil.which(name)
+    if not path:
+        pytest.skip(f"{name} not installed")
+    return path
+
+
+def cli(server, *args, timeout=30):
+    out = subprocess.run([tool("redis-cli"), "-p", str(server.port), *args],
+                         capture_output=True, timeout=timeout)
+    return out.returncode, out.stdout.decode(errors="replace")
+
+
+def test_redis_cli(server):
+    assert cli(server, "PING") == (0, "PONG\n")
+    assert cli(server, "SET", "k", "hello")[1] == "OK\n"
+    assert cli(server, "--no-raw", "GET", "k")[1] == '"hello"\n'
+    assert cli(server, "--no-raw", "GET", "nosuch")[1] == "(nil)\n"
+    assert cli(server, "--no-raw", "INCR", "n")[1] == "(integer) 1\n"
+    rc, out = cli(server, "COMMAND", "DOCS", "get")
+    assert rc == 0 and "Get the value of a key" in out
+    rc, out = cli(server, "NOSUCH", "x")
+    assert "unknown command 'NOSUCH'" in out
+    # RESP3 through redis-cli
+    rc, out = cli(server, "-3", "HELLO", "3")
+    assert rc == 0 and "proto" in out
+    # interactive mode reads COMMAND DOCS at start-up; fed from stdin here
+    out = subprocess.run([tool("redis-cli"), "-p", str(server.port)], input=b"PING\nGET k\n",
+                         capture_output=True, timeout=30)
+    assert out.returncode == 0
+    assert out.stdout.decode() == "PONG\nhello\n"
+
+
+@pytest.mark.parametrize("pipeline", ["1", "16"])
+def test_redis_benchmark(server, pipeline):
+    out = subprocess.run([tool("redis-benchmark"), "-p", str(server.port), "-q", "-n", "2000",
+                          "-t", "ping,set,get,incr,mset", "-P", pipeline],
+                         capture_output=True, timeout=300)
+    text = out.stdout.decode(errors="replace") + out.stderr.decode(errors="replace")
+    assert out.returncode == 0, text
+    assert "ERR" not in text
+    for name in ("PING_INLINE", "PING_MBULK", "SET", "GET", "INCR", "MSET"):
+        assert f"{name}" in text
+    assert server.alive()
+
+
+def test_maxmemory_evicts_and_counts(make_server):
+    server = make_server("--maxmemory", "2mb", "--maxmemory-policy", "slru")
+    c = server.client()
+    value = b"v" * 1000
+    for i in range(10000):  # about 10 MB of data into a 2 MB limit
+        c.set(f"key:{i}", value)
+    info = c.info()
+    assert info["evicted_keys"] > 0
+    assert info["used_memory"] <= 2 * 1024 * 1024 + 64 * 1024
+    assert c.dbsize() < 10000
+    assert c.get("key:9999") == value  # the newest is still there
+    c.close()
+
+
+def test_maxmemory_noeviction_refuses_writes(make_server):
+    server = make_server("--maxmemory", "1mb", "--maxmemory-policy", "noeviction")
+    c = server.client()
+    with pytest.raises(redis.ResponseError) as e:
+        for i in range(10000):
+            c.set(f"key:{i}", b"v" * 1000)
+    assert str(e.value) == "OOM command not allowed when used memory > 'maxmemory'."
+    # reads and deletes still work
+    assert c.get("key:0") == b"v" * 1000
+    assert c.delete("key:0") == 1
+    assert c.info("stats")["evicted_keys"] == 0
+    c.close()
+
+
+def test_shutdown_command(make_server):
+    server = make_server()
+    c = server.client()
+    c.set("k", "v")
+    c.shutdown(nosave=True)  # redis-py takes the closed connection as success
+    assert server.proc.wait(timeout=10) == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_exits_cleanly(make_server, sig):
+    server = make_server()
+    clients = [server.client() for _ in range(5)]
+    for i, c in enumerate(clients):
+        c.set(f"k{i}", "v")
+    assert server.stop(sig) == 0
+    for c in clients:
+        c.close()
