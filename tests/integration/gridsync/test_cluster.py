@@ -1,0 +1,391 @@
+"""GridSync cluster mode, multi-process on loopback: several gridsync-server
+processes with --cluster-enabled, driven by redis-py's RedisCluster and by
+plain clients that must see -MOVED.
+
+What is checked: writes and reads through RedisCluster; the MOVED answer
+for every one of the 16384 slots; kill -9 of a leader (a new leader serves
+the slot and no acknowledged write is lost); a restarted node catches up;
+a whole-cluster restart keeps the data; the CLUSTER commands' shapes.
+Waits are bounded polls (many seconds); nothing asserts a duration."""
+import os
+import random
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+from conftest import find_binary
+
+SLOTS = 16384
+RAFT_OFFSET, RAFT_STRIDE = 10000, 1000
+
+
+def crc16(data):
+    crc = 0
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+
+
+def key_slot(key):
+    k = key.encode()
+    s = k.find(b"{")
+    if s >= 0:
+        e = k.find(b"}", s + 1)
+        if e > s + 1:
+            k = k[s + 1:e]
+    return crc16(k) % SLOTS
+
+
+def port_free(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def pick_base(n, replicas):
+    """A base port whose client and Raft ports are all free."""
+    for _ in range(200):
+        base = random.randrange(20000, 40000 - n)
+        ports = [base + i + RAFT_OFFSET + RAFT_STRIDE * r
+                 for i in range(n) for r in range(replicas)] + [base + i for i in range(n)]
+        if all(port_free(p) for p in ports):
+            return base
+    pytest.skip("no free port range")
+
+
+class Node:
+    def __init__(self, cluster, i):
+        self.cluster, self.i = cluster, i
+        self.port = cluster.base + i
+        self.dir = os.path.join(cluster.dir, f"node-{self.port}")
+        self.proc = None
+        self.log = None
+
+    def start(self):
+        c = self.cluster
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [find_binary("gridsync-server"), "--port", str(self.port), "--cluster-enabled", "yes",
+             "--cluster-peers", c.peers, "--cluster-replicas", str(c.replicas),
+             "--dir", self.dir],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 20
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"node {self.port} exited early:\n{self.output()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"node {self.port} did not listen")
+                time.sleep(0.02)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def stop(self):
+        """SIGTERM; returns the exit status (None if it was not running)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                return "hung"
+        return self.proc.returncode
+
+    def output(self):
+        if not self.log:
+            return ""
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def client(self, **kw):
+        kw.setdefault("socket_timeout", 10)
+        return redis.Redis(host="127.0.0.1", port=self.port, **kw)
+
+
+class Cluster:
+    def __init__(self, n, replicas=3):
+        self.n, self.replicas = n, replicas
+        self.base = pick_base(n, replicas)
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.peers = ",".join(f"127.0.0.1:{self.base + i}" for i in range(n))
+        self.nodes = [Node(self, i) for i in range(n)]
+        self.killed = set()
+
+    def start(self):
+        for nd in self.nodes:
+            nd.start()
+        self.wait_ready()
+
+    def groups(self, node):
+        """{group name: role} from one node's CLUSTER INFO."""
+        info = node.client(decode_responses=True).execute_command("CLUSTER", "INFO")
+        out = {}
+        for line in info.splitlines():
+            if line.startswith("group_"):
+                name, rest = line[len("group_"):].rsplit(":", 1)
+                out[name] = dict(kv.split("=") for kv in rest.split(","))["role"]
+        return out
+
+    def leaders(self):
+        """{group name: port of the node that says it leads it}."""
+        found = {}
+        for nd in self.nodes:
+            if not nd.alive():
+                continue
+            try:
+                for g, role in self.groups(nd).items():
+                    if role == "leader":
+                        found[g] = nd.port
+            except (redis.ConnectionError, redis.TimeoutError):
+                pass
+        return found
+
+    def wait_ready(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.leaders()) == self.n:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"not every group has a leader: {self.leaders()}")
+
+    def rc(self):
+        alive = [nd for nd in self.nodes if nd.alive()]
+        return RedisCluster(host="127.0.0.1", port=alive[0].port, decode_responses=True,
+                            socket_timeout=10, cluster_error_retry_attempts=10)
+
+    def node_by_port(self, port):
+        return next(nd for nd in self.nodes if nd.port == port)
+
+    def call(self, *args, timeout=30):
+        """Run a keyed command the way a cluster client does: follow MOVED,
+        wait out TRYAGAIN/CLUSTERDOWN and dead nodes. Returns the reply."""
+        deadline = time.monotonic() + timeout
+        node = next(nd for nd in self.nodes if nd.alive())
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                return node.client(decode_responses=True).execute_command(*args)
+            except redis.ResponseError as e:
+                msg = str(e)
+                last = msg
+                if msg.startswith("MOVED"):
+                    port = int(msg.split()[2].rsplit(":", 1)[1])
+                    node = self.node_by_port(port)
+                    if not node.alive():
+                        node = random.choice([nd for nd in self.nodes if nd.alive()])
+                        time.sleep(0.02)
+                    continue
+                if msg.startswith(("TRYAGAIN", "CLUSTERDOWN")):
+                    time.sleep(0.02)
+                    continue
+                raise
+            except (redis.ConnectionError, redis.TimeoutError) as e:
+                last = repr(e)
+                node = random.choice([nd for nd in self.nodes if nd.alive()])
+                time.sleep(0.02)
+        raise AssertionError(f"{args} not served within {timeout}s (last: {last})")
+
+    def close(self):
+        failed = []
+        for nd in self.nodes:
+            rc = nd.stop()
+            if nd.i not in self.killed and rc not in (0, None):
+                failed.append(f"node {nd.port}: exit status {rc}\n{nd.output()[-3000:]}")
+            if nd.log:
+                nd.log.close()
+        self.tmp.cleanup()
+        assert not failed, "\n".join(failed)
+
+
+@pytest.fixture
+def make_cluster(request):
+    made = []
+
+    def make(n=3, replicas=3):
+        c = Cluster(n, replicas)
+        made.append(c)
+        c.start()
+        return c
+
+    def close_all():
+        for c in made:
+            c.close()
+
+    request.addfinalizer(close_all)
+    return make
+
+
+def keys_for_every_slot():
+    keys, missing, i = [None] * SLOTS, SLOTS, 0
+    while missing:
+        k = f"k{i}"
+        s = key_slot(k)
+        if keys[s] is None:
+            keys[s] = k
+            missing -= 1
+        i += 1
+    return keys
+
+
+def test_rediscluster_writes_and_reads(make_cluster):
+    c = make_cluster(3)
+    rc = c.rc()
+    for i in range(300):
+        assert rc.set(f"key:{i}", f"value:{i}")
+    for i in range(300):
+        assert rc.get(f"key:{i}") == f"value:{i}"
+    assert [rc.incr("counter") for _ in range(5)] == [1, 2, 3, 4, 5]
+    # Hash tags keep keys together: a multi-key command on one slot works.
+    assert rc.mset({"{user1}:a": "1", "{user1}:b": "2"})
+    assert rc.mget("{user1}:a", "{user1}:b") == ["1", "2"]
+    assert rc.delete("key:0") == 1
+    assert rc.get("key:0") is None
+    # Relative expiry is replicated as the leader computed it.
+    assert rc.set("ttl", "x", ex=100)
+    assert 0 < rc.ttl("ttl") <= 100
+    rc.close()
+
+
+def test_cluster_commands(make_cluster):
+    c = make_cluster(3)
+    r = c.nodes[0].client(decode_responses=True)
+    assert r.execute_command("CLUSTER", "KEYSLOT", "foo") == 12182
+    assert r.execute_command("CLUSTER", "KEYSLOT", "{user1000}.following") == 3443
+    myid = r.execute_command("CLUSTER", "MYID")
+    assert len(myid) == 40
+    slots = r.execute_command("CLUSTER", "SLOTS")
+    covered = 0
+    for entry in slots:
+        start, end, master = entry[0], entry[1], entry[2]
+        covered += end - start + 1
+        assert master[0] == "127.0.0.1" and c.base <= master[1] < c.base + 3
+        assert len(entry) == 2 + 3  # master + 2 replicas (RF 3)
+    assert covered == SLOTS
+    nodes = r.execute_command("CLUSTER", "NODES")
+    lines = [l for l in (nodes if isinstance(nodes, str) else nodes.decode()).splitlines() if l]
+    assert len(lines) == 3 and sum("myself" in l for l in lines) == 1
+    assert any(l.startswith(myid) for l in lines)
+    info = r.execute_command("CLUSTER", "INFO")
+    assert "cluster_state:ok" in info and "cluster_known_nodes:3" in info
+    assert r.execute_command("READONLY") in (True, "OK")
+    assert r.execute_command("READWRITE") in (True, "OK")
+    with pytest.raises(redis.ResponseError, match="CROSSSLOT"):
+        r.execute_command("MGET", "a", "b")
+
+
+def test_moved_for_every_slot(make_cluster):
+    """A plain client gets -MOVED <slot> <host>:<port> with the key's own
+    slot, and following it (at most one more hop) reaches the node that
+    serves the slot."""
+    c = make_cluster(3)
+    keys = keys_for_every_slot()
+    clients = {nd.port: nd.client() for nd in c.nodes}
+    served = [None] * SLOTS
+    for nd in c.nodes:
+        pipe = clients[nd.port].pipeline(transaction=False)
+        for k in keys:
+            pipe.get(k)
+        for slot, res in enumerate(pipe.execute(raise_on_error=False)):
+            if isinstance(res, redis.ResponseError):
+                msg = str(res)
+                assert msg.startswith("MOVED "), msg
+                _, s, addr = msg.split()
+                assert int(s) == slot
+                assert addr.rsplit(":", 1)[0] == "127.0.0.1"
+                assert int(addr.rsplit(":", 1)[1]) in clients
+            else:
+                assert res is None
+                assert served[slot] in (None, nd.port), f"slot {slot} served twice"
+                served[slot] = nd.port
+    # Every slot is served by exactly one node once leadership settled
+    # where it is preferred; others redirect there.
+    unserved = [s for s in range(SLOTS) if served[s] is None]
+    for s in unserved[:50]:
+        assert c.call("GET", keys[s]) is None
+    assert len(unserved) < SLOTS
+
+
+def test_kill_leader_no_acked_write_lost_and_restart_catches_up(make_cluster):
+    c = make_cluster(3)
+    acked = {}
+    for i in range(200):
+        k = f"acked:{i}"
+        assert c.call("SET", k, str(i)) in (True, "OK")
+        acked[k] = str(i)
+    # The leader of "acked:0"'s slot dies without warning.
+    slot = key_slot("acked:0")
+    owner = None
+    for nd in c.nodes:
+        try:
+            nd.client().get("acked:0")
+            owner = nd
+            break
+        except redis.ResponseError:
+            continue
+    assert owner is not None
+    owner.kill9()
+    c.killed.add(owner.i)
+    # A new leader serves the slot, and writes keep being acknowledged.
+    assert c.call("SET", "acked:0", "new", timeout=30) in (True, "OK")
+    acked["acked:0"] = "new"
+    for i in range(200, 260):
+        k = f"acked:{i}"
+        assert c.call("SET", k, str(i)) in (True, "OK")
+        acked[k] = str(i)
+    for k, v in acked.items():
+        assert c.call("GET", k) == v, k
+    assert key_slot("acked:0") == slot
+
+    # The killed node restarts from its directory and catches up: its
+    # replica of the slot (READONLY reads it locally) gets every write.
+    owner.start()
+    c.killed.discard(owner.i)
+    r = owner.client(decode_responses=True)
+    r.execute_command("READONLY")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if r.get("acked:259") == "259" and r.get("acked:0") == "new":
+            break
+        time.sleep(0.05)
+    assert r.get("acked:259") == "259"
+    assert r.get("acked:0") == "new"
+    c.wait_ready()
+
+
+def test_whole_cluster_restart_keeps_data(make_cluster):
+    c = make_cluster(3)
+    for i in range(50):
+        assert c.call("SET", f"durable:{i}", str(i)) in (True, "OK")
+    assert c.call("INCR", "durable:n") == 1
+    for nd in c.nodes:
+        assert nd.stop() == 0
+    for nd in c.nodes:
+        nd.start()
+    c.wait_ready()
+    for i in range(50):
+        assert c.call("GET", f"durable:{i}") == str(i)
+    assert c.call("INCR", "durable:n") == 2
