@@ -520,6 +520,12 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
     return true;
 }
 
+bool gs_cluster_may_expire(struct gs_cluster *cl)
+{
+    struct cgroup *own = &cl->groups[cl->self];
+    return own->raft && gs_group_is_leader(own->raft);
+}
+
 void gs_cluster_client_closed(struct gs_client *c)
 {
     if (c->wait) {

@@ -58,6 +58,12 @@ void gs_cluster_free(struct gs_cluster *cl);
 bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct gs_command *cmd,
                       size_t argc, struct gs_arg *argv);
 
+/* May the node's own store be expired actively (on the local clock)? Only
+ * while this node leads that shard: a follower deleting on its own clock
+ * could diverge from what the leader's entries (stamped with the leader's
+ * clock) expect. Followers expire lazily, at entry time. */
+bool gs_cluster_may_expire(struct gs_cluster *cl);
+
 /* The client is going away: a write it waits for will find nobody to
  * answer. */
 void gs_cluster_client_closed(struct gs_client *c);

@@ -348,6 +348,9 @@ static void cron_cb(uv_timer_t *t)
     resync_clock(n);
     int64_t now = gs_node_now_ms(n);
     uint64_t t0 = core_now_ns();
+    /* In cluster mode only a leader expires actively (cluster.h). */
+    if (n->cluster && !gs_cluster_may_expire(n->cluster))
+        return;
     /* Bounded active expiry (Redis's activeExpireCycle idea): keep going
      * while a good share of what was examined had expired, but never past
      * the time budget, so clients never wait long behind it. */
