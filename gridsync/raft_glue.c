@@ -19,6 +19,7 @@
 #include "gridsync/raft_glue.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -485,10 +486,27 @@ void gs_fsm_stats(const struct gs_fsm *f, struct gs_fsm_stats *out)
 #define DEFAULT_RETRY_MS      50
 #define REBALANCE_INTERVAL_MS 500
 
+/* libraft's TCP transport leaves Nagle's algorithm on, so a small
+ * AppendEntries (or its result) can sit in the kernel until the peer's
+ * delayed ACK: tens of milliseconds added to a commit. This transport
+ * wraps libraft's own and sets TCP_NODELAY on every connection it makes
+ * or accepts; everything else is passed through. */
+struct nodelay_transport {
+    struct raft_uv_transport outer; /* given to raft_uv_init */
+    struct raft_uv_transport inner; /* libraft's TCP transport */
+    raft_uv_accept_cb accept_cb;
+    raft_uv_transport_close_cb close_cb;
+};
+
+struct nodelay_connect {
+    struct raft_uv_connect inner;
+    struct raft_uv_connect *outer;
+};
+
 struct gs_group {
     struct raft raft;
     struct raft_io io;
-    struct raft_uv_transport transport;
+    struct nodelay_transport transport;
     struct gs_fsm *fsm;
     uv_prepare_t prepare;
     uv_timer_t rebalance;
@@ -499,6 +517,102 @@ struct gs_group {
     void (*close_cb)(void *);
     void *close_data;
 };
+
+static struct nodelay_transport *nodelay_of(struct raft_uv_transport *t)
+{
+    return (struct nodelay_transport *)((char *)t - offsetof(struct nodelay_transport, outer));
+}
+
+static struct nodelay_transport *nodelay_of_inner(struct raft_uv_transport *t)
+{
+    return (struct nodelay_transport *)((char *)t - offsetof(struct nodelay_transport, inner));
+}
+
+static void set_nodelay(struct uv_stream_s *stream)
+{
+    if (stream && stream->type == UV_TCP)
+        uv_tcp_nodelay((uv_tcp_t *)stream, 1);
+}
+
+static int nd_init(struct raft_uv_transport *t, raft_id id, const char *address)
+{
+    struct nodelay_transport *nt = nodelay_of(t);
+    int rv = nt->inner.init(&nt->inner, id, address);
+    memcpy(t->errmsg, nt->inner.errmsg, sizeof(t->errmsg));
+    return rv;
+}
+
+static void nd_accepted(struct raft_uv_transport *inner, raft_id id, const char *address,
+                        struct uv_stream_s *stream)
+{
+    struct nodelay_transport *nt = nodelay_of_inner(inner);
+    set_nodelay(stream);
+    nt->accept_cb(&nt->outer, id, address, stream);
+}
+
+static int nd_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
+{
+    struct nodelay_transport *nt = nodelay_of(t);
+    nt->accept_cb = cb;
+    int rv = nt->inner.listen(&nt->inner, nd_accepted);
+    memcpy(t->errmsg, nt->inner.errmsg, sizeof(t->errmsg));
+    return rv;
+}
+
+static void nd_connected(struct raft_uv_connect *req, struct uv_stream_s *stream, int status)
+{
+    struct nodelay_connect *c = req->data;
+    struct raft_uv_connect *outer = c->outer;
+    raft_free(c);
+    if (status == 0)
+        set_nodelay(stream);
+    outer->cb(outer, stream, status);
+}
+
+static int nd_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
+                      const char *address, raft_uv_connect_cb cb)
+{
+    struct nodelay_transport *nt = nodelay_of(t);
+    struct nodelay_connect *c = raft_malloc(sizeof(*c));
+    if (!c)
+        return RAFT_NOMEM;
+    c->inner.data = c;
+    c->outer = req;
+    req->cb = cb;
+    int rv = nt->inner.connect(&nt->inner, &c->inner, id, address, nd_connected);
+    if (rv != 0) {
+        memcpy(t->errmsg, nt->inner.errmsg, sizeof(t->errmsg));
+        raft_free(c);
+    }
+    return rv;
+}
+
+static void nd_closed(struct raft_uv_transport *inner)
+{
+    struct nodelay_transport *nt = nodelay_of_inner(inner);
+    if (nt->close_cb)
+        nt->close_cb(&nt->outer);
+}
+
+static void nd_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
+{
+    struct nodelay_transport *nt = nodelay_of(t);
+    nt->close_cb = cb;
+    nt->inner.close(&nt->inner, nd_closed);
+}
+
+static int nodelay_transport_init(struct nodelay_transport *nt, uv_loop_t *loop)
+{
+    int rv = raft_uv_tcp_init(&nt->inner, loop);
+    if (rv != 0)
+        return rv;
+    nt->outer.data = nt;
+    nt->outer.init = nd_init;
+    nt->outer.listen = nd_listen;
+    nt->outer.connect = nd_connect;
+    nt->outer.close = nd_close;
+    return 0;
+}
 
 static int mkdir_p(const char *dir)
 {
@@ -577,7 +691,7 @@ static void on_raft_closed(struct raft *r)
 {
     struct gs_group *g = r->data;
     raft_uv_close(&g->io);
-    raft_uv_tcp_close(&g->transport);
+    raft_uv_tcp_close(&g->transport.inner);
     g->handles_open = 2;
     uv_close((uv_handle_t *)&g->prepare, on_handle_closed);
     uv_close((uv_handle_t *)&g->rebalance, on_handle_closed);
@@ -607,11 +721,11 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
     g->preferred = cfg->preferred_leader;
     g->transfer.data = g;
 
-    int rv = raft_uv_tcp_init(&g->transport, loop);
+    int rv = nodelay_transport_init(&g->transport, loop);
     if (rv == 0) {
-        rv = raft_uv_init(&g->io, loop, cfg->dir, &g->transport);
+        rv = raft_uv_init(&g->io, loop, cfg->dir, &g->transport.outer);
         if (rv != 0)
-            raft_uv_tcp_close(&g->transport);
+            raft_uv_tcp_close(&g->transport.inner);
     }
     if (rv == 0) {
         raft_uv_set_connect_retry_delay(&g->io, cfg->connect_retry_ms ? cfg->connect_retry_ms
@@ -620,7 +734,7 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
         if (rv != 0) {
             CORE_WARN("raft: init %s: %s", self, raft_errmsg(&g->raft));
             raft_uv_close(&g->io);
-            raft_uv_tcp_close(&g->transport);
+            raft_uv_tcp_close(&g->transport.inner);
         }
     }
     if (rv != 0) {
