@@ -66,10 +66,11 @@ def pick_base(n, replicas):
 
 
 class Node:
-    def __init__(self, cluster, i):
+    def __init__(self, cluster, i, host, port, prefix=()):
         self.cluster, self.i = cluster, i
-        self.port = cluster.base + i
-        self.dir = os.path.join(cluster.dir, f"node-{self.port}")
+        self.host, self.port = host, port
+        self.prefix = list(prefix)  # e.g. ["ip", "netns", "exec", NS]
+        self.dir = os.path.join(cluster.dir, f"node-{i}-{self.port}")
         self.proc = None
         self.log = None
 
@@ -77,7 +78,9 @@ class Node:
         c = self.cluster
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [find_binary("gridsync-server"), "--port", str(self.port), "--cluster-enabled", "yes",
+            self.prefix +
+            [find_binary("gridsync-server"), "--bind", self.host, "--port", str(self.port),
+             "--cluster-enabled", "yes",
              "--cluster-peers", c.peers, "--cluster-replicas", str(c.replicas),
              "--dir", self.dir],
             stdout=self.log, stderr=subprocess.STDOUT)
@@ -86,7 +89,7 @@ class Node:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"node {self.port} exited early:\n{self.output()}")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                socket.create_connection((self.host, self.port), timeout=1).close()
                 return
             except OSError:
                 if time.monotonic() > deadline:
@@ -122,17 +125,24 @@ class Node:
 
     def client(self, **kw):
         kw.setdefault("socket_timeout", 10)
-        return redis.Redis(host="127.0.0.1", port=self.port, **kw)
+        return redis.Redis(host=self.host, port=self.port, **kw)
 
 
 class Cluster:
-    def __init__(self, n, replicas=3):
+    """n nodes on 127.0.0.1 and consecutive ports, or (addrs) on given
+    (host, port) pairs, each started under its prefix command."""
+
+    def __init__(self, n, replicas=3, addrs=None, prefixes=None):
         self.n, self.replicas = n, replicas
-        self.base = pick_base(n, replicas)
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
-        self.peers = ",".join(f"127.0.0.1:{self.base + i}" for i in range(n))
-        self.nodes = [Node(self, i) for i in range(n)]
+        if addrs is None:
+            base = pick_base(n, replicas)
+            addrs = [("127.0.0.1", base + i) for i in range(n)]
+        self.base = addrs[0][1]
+        self.peers = ",".join(f"{h}:{p}" for h, p in addrs)
+        self.nodes = [Node(self, i, h, p, prefixes[i] if prefixes else ())
+                      for i, (h, p) in enumerate(addrs)]
         self.killed = set()
 
     def start(self):
@@ -150,10 +160,10 @@ class Cluster:
                 out[name] = dict(kv.split("=") for kv in rest.split(","))["role"]
         return out
 
-    def leaders(self):
+    def leaders(self, nodes=None):
         """{group name: port of the node that says it leads it}."""
         found = {}
-        for nd in self.nodes:
+        for nd in nodes if nodes is not None else self.nodes:
             if not nd.alive():
                 continue
             try:
@@ -174,17 +184,20 @@ class Cluster:
 
     def rc(self):
         alive = [nd for nd in self.nodes if nd.alive()]
-        return RedisCluster(host="127.0.0.1", port=alive[0].port, decode_responses=True,
+        return RedisCluster(host=alive[0].host, port=alive[0].port, decode_responses=True,
                             socket_timeout=10, cluster_error_retry_attempts=10)
 
-    def node_by_port(self, port):
-        return next(nd for nd in self.nodes if nd.port == port)
+    def node_at(self, addr):
+        host, port = addr.rsplit(":", 1)
+        return next(nd for nd in self.nodes if nd.host == host and nd.port == int(port))
 
-    def call(self, *args, timeout=30):
+    def call(self, *args, timeout=30, nodes=None):
         """Run a keyed command the way a cluster client does: follow MOVED,
-        wait out TRYAGAIN/CLUSTERDOWN and dead nodes. Returns the reply."""
+        wait out TRYAGAIN/CLUSTERDOWN and dead nodes (only through `nodes`,
+        default all). Returns the reply."""
         deadline = time.monotonic() + timeout
-        node = next(nd for nd in self.nodes if nd.alive())
+        usable = nodes if nodes is not None else self.nodes
+        node = next(nd for nd in usable if nd.alive())
         last = None
         while time.monotonic() < deadline:
             try:
@@ -193,10 +206,9 @@ class Cluster:
                 msg = str(e)
                 last = msg
                 if msg.startswith("MOVED"):
-                    port = int(msg.split()[2].rsplit(":", 1)[1])
-                    node = self.node_by_port(port)
-                    if not node.alive():
-                        node = random.choice([nd for nd in self.nodes if nd.alive()])
+                    node = self.node_at(msg.split()[2])
+                    if not node.alive() or node not in usable:
+                        node = random.choice([nd for nd in usable if nd.alive()])
                         time.sleep(0.02)
                     continue
                 if msg.startswith(("TRYAGAIN", "CLUSTERDOWN")):
@@ -205,7 +217,7 @@ class Cluster:
                 raise
             except (redis.ConnectionError, redis.TimeoutError) as e:
                 last = repr(e)
-                node = random.choice([nd for nd in self.nodes if nd.alive()])
+                node = random.choice([nd for nd in usable if nd.alive()])
                 time.sleep(0.02)
         raise AssertionError(f"{args} not served within {timeout}s (last: {last})")
 
@@ -225,8 +237,8 @@ class Cluster:
 def make_cluster(request):
     made = []
 
-    def make(n=3, replicas=3):
-        c = Cluster(n, replicas)
+    def make(n=3, replicas=3, addrs=None, prefixes=None):
+        c = Cluster(n, replicas, addrs, prefixes)
         made.append(c)
         c.start()
         return c
