@@ -202,14 +202,18 @@ void gs_evict_init(struct gs_evict *p, enum gs_evict_policy policy)
 {
     memset(p, 0, sizeof(*p));
     p->ops = ops_of(policy);
-    p->policy = policy;
+    /* An unknown value falls back to the default, and says so. */
+    p->policy = p->ops == &slru_ops ? GS_EVICT_SLRU : policy;
     for (int i = 0; i < GS_SEG_COUNT; i++)
         list_init(&p->list[i]);
 }
 
 size_t gs_evict_count(const struct gs_evict *p)
 {
-    return p->count[0] + p->count[1];
+    size_t n = 0;
+    for (int i = 0; i < GS_SEG_COUNT; i++)
+        n += p->count[i];
+    return n;
 }
 
 const char *gs_evict_policy_name(enum gs_evict_policy policy)

@@ -50,11 +50,14 @@ struct gs_evict_link {
     struct gs_evict_link *next;
 };
 
-/* List indices. LRU and noeviction use list 0 only. */
+/* List indices. LRU and noeviction use list 0 only, SLRU lists 0 and 1;
+ * a third list is there for W-TinyLFU's admission window (an SLRU main
+ * behind a small LRU window), as bench/gridsync/evict_models.c uses it. */
 enum {
     GS_SEG_PROBATION = 0,
     GS_SEG_PROTECTED = 1,
-    GS_SEG_COUNT = 2,
+    GS_SEG_WINDOW = 2,
+    GS_SEG_COUNT = 3,
 };
 
 struct gs_evict_ops;
@@ -81,8 +84,10 @@ struct gs_evict_ops {
     /* e was reallocated: its link holds the old neighbours' addresses,
      * which must now point at e. */
     void (*on_move)(struct gs_evict *p, struct gs_entry *e);
-    /* The entry to evict next, left in place (the store removes it, which
-     * calls on_remove); NULL when the policy holds nothing. */
+    /* The entry to evict next, left on its list (the store removes it,
+     * which calls on_remove); NULL when the policy holds nothing. A
+     * CLOCK-like policy (S3-FIFO, SIEVE) may move entries among its own
+     * lists here while it looks for one. */
     struct gs_entry *(*victim)(struct gs_evict *p);
 };
 

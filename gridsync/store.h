@@ -16,8 +16,10 @@
  *     eviction-policy list.
  *  2. An entry with expire_ms >= 0 is in the expiry index; one with -1 is
  *     not.
- *  3. used_memory equals the sum of gs_store_entry_cost() over all entries
- *     plus the table's bucket array and the expiry index.
+ *  3. used_memory equals, over every block the store owns (entries, the
+ *     table's bucket arrays, the expiry index), what the allocator holds
+ *     for it: malloc_usable_size + its 8-byte chunk header (see
+ *     gs_store_entry_cost). It is 0 for an empty store.
  *  4. No lookup returns an entry whose expire_ms <= now_ms: such an entry
  *     is deleted on access (lazy expiry) and counted in expired_keys.
  */
@@ -84,7 +86,10 @@ struct gs_entry *gs_store_lookup(struct gs_store *s, const void *key, size_t kle
  * Returns 0, CORE_ENOMEM, or CORE_ETOOBIG (key over 512 MB - 1 or value
  * over 2 GB - 1), with nothing changed on failure; on success *out (if not
  * NULL) is the entry. Entries found earlier may have moved: look them up
- * again. */
+ * again. set takes no clock, so a key whose TTL has passed but which is
+ * still stored is overwritten like a live one; a caller that looks the key
+ * up first (as SET's NX/XX/GET need anyway) gets it removed and counted in
+ * expired_keys instead. val must not point into the store. */
 int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *val, size_t vlen,
                  int64_t expire_ms, struct gs_entry **out);
 
@@ -99,7 +104,7 @@ char *gs_store_resize_value(struct gs_store *s, struct gs_entry **e, size_t newl
 /* Delete key. Returns 1 if it existed (and was live), else 0. */
 int gs_store_delete(struct gs_store *s, const void *key, size_t klen, int64_t now_ms);
 
-/* Delete an entry found by lookup. */
+/* Delete an entry found by lookup (it is freed; e is invalid after). */
 void gs_store_delete_entry(struct gs_store *s, struct gs_entry *e);
 
 /* Set or clear (-1) an entry's absolute expiry time in Unix ms. An entry
@@ -122,25 +127,35 @@ int64_t gs_entry_expire_ms(const struct gs_entry *e); /* -1 when none */
 int gs_store_make_room(struct gs_store *s);
 
 /* Active expiry: remove expired entries, doing at most max_work units of
- * work (an entry examined or removed is one unit). Returns the number
- * removed. Called from a timer; bounded so that a million keys expiring at
- * once cost many short cycles, not one long pause. */
+ * work (an entry examined or removed is one unit; only due entries are
+ * examined, earliest first). Budget left over moves hash-table buckets of
+ * an unfinished rehash (one unit each), and a sparse table starts
+ * shrinking here (never on delete). Returns the number removed: fewer
+ * than max_work means no more entries are due. Called from a timer;
+ * bounded so that a million keys expiring at once cost many short cycles,
+ * not one long pause. */
 size_t gs_store_expire_cycle(struct gs_store *s, int64_t now_ms, size_t max_work);
 
 /* Incremental iteration in Redis's SCAN contract: start with cursor 0; the
  * returned cursor is 0 when the iteration is complete. Every key present
  * for the whole iteration is visited at least once, even across table
  * resizes; a key may be visited more than once. fn is called for each
- * live entry visited in about `count` buckets' worth; it must not modify
- * the store. Expired entries are skipped, not deleted. */
+ * live entry visited; a call stops once it has emitted `count` entries or
+ * visited 10 * count buckets (as Redis's SCAN). fn must not modify the
+ * store. Expired entries are skipped, not deleted. */
 typedef void (*gs_scan_fn)(void *arg, const struct gs_entry *e);
 uint64_t gs_store_scan(struct gs_store *s, uint64_t cursor, size_t count, int64_t now_ms,
                        gs_scan_fn fn, void *arg);
 
-/* A uniformly-ish random live entry, or NULL if the store is empty. */
+/* A uniformly-ish random live entry (a random bucket, then a random entry
+ * of its chain), or NULL if the store is empty. Expired entries it picks
+ * are deleted (lazy expiry) and it picks again, up to 100 times: it may
+ * also return NULL when nearly every key has expired and the expire cycle
+ * has not caught up yet. */
 struct gs_entry *gs_store_random(struct gs_store *s, int64_t now_ms);
 
-/* Remove every entry. */
+/* Remove every entry; the counters (hits, ...) are kept, as Redis's
+ * FLUSHALL keeps them. */
 void gs_store_clear(struct gs_store *s);
 
 void gs_store_stats(const struct gs_store *s, struct gs_store_stats *out);
@@ -155,12 +170,13 @@ void gs_store_reset_stats(struct gs_store *s);
 int gs_store_check(const struct gs_store *s);
 
 /* Bytes one entry with these key and value lengths (and no TTL) costs in
- * used_memory: what glibc's malloc really hands out for it, the usable
- * size plus the 8-byte chunk header. The store itself counts each block
- * with malloc_usable_size + 8 from the block's own pointer, so this model
- * matches it exactly for blocks below glibc's mmap threshold (128 KB by
- * default); above it, or under another allocator (ASan's), the store's
- * count is the true one and this is an estimate. */
+ * used_memory, predicted with glibc's rule for blocks below its mmap
+ * threshold (128 KB by default): max(32, round_up(request + 8, 16)), the
+ * usable size plus the 8-byte chunk header. The store itself counts each
+ * block with malloc_usable_size + 8 from the block's own pointer, which is
+ * the truth; it can exceed this prediction by 16 bytes when glibc reuses
+ * a free chunk too big to split, and differs above the threshold or under
+ * another allocator (ASan's). */
 size_t gs_store_entry_cost(size_t klen, size_t vlen);
 
 #endif

@@ -3,12 +3,14 @@
  * set beside Redis holding the same data (bench/gridsync/store-mem-vs-redis
  * runs both).
  *
- *   store-mem [KEYS [VALUE_BYTES]]         load, print one line of figures
- *   store-mem --resp [KEYS [VALUE_BYTES]]  print the same data set as RESP
- *                                          SET commands (for redis-cli --pipe)
+ *   store-mem [KEYS [VALUE_BYTES [TTL_S]]]         load, print one line
+ *   store-mem --resp [KEYS [VALUE_BYTES [TTL_S]]]  print the same data set as
+ *                                                  RESP SET commands (for
+ *                                                  redis-cli --pipe)
  *
- * Keys are "key:%09u" (13 bytes), values VALUE_BYTES of 'x'; defaults
- * 1,000,000 and 128. Output (one line, key=value): keys, used_memory,
+ * Keys are "key:%09u" (13 bytes), values VALUE_BYTES of 'x', and with
+ * TTL_S > 0 every key expires in TTL_S seconds; defaults 1,000,000, 128
+ * and no TTL. Output (one line, key=value): keys, used_memory,
  * rss_bytes (whole process, read from /proc/self/statm), rss_delta (RSS
  * added by the load), and the same per key.
  */
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "gridsync/store.h"
 
@@ -38,6 +41,7 @@ int main(int argc, char **argv)
     int a = resp ? 2 : 1;
     unsigned long keys = argc > a ? strtoul(argv[a], NULL, 10) : 1000000;
     size_t vlen = argc > a + 1 ? strtoul(argv[a + 1], NULL, 10) : 128;
+    unsigned long ttl_s = argc > a + 2 ? strtoul(argv[a + 2], NULL, 10) : 0;
     char *val = malloc(vlen + 1);
     if (!val)
         return 1;
@@ -48,7 +52,14 @@ int main(int argc, char **argv)
     if (resp) {
         for (unsigned long i = 0; i < keys; i++) {
             int kl = snprintf(key, sizeof(key), "key:%09lu", i);
-            printf("*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%zu\r\n%s\r\n", kl, key, vlen, val);
+            if (ttl_s == 0) {
+                printf("*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%zu\r\n%s\r\n", kl, key, vlen, val);
+            } else {
+                char t[24];
+                int tl = snprintf(t, sizeof(t), "%lu", ttl_s);
+                printf("*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%zu\r\n%s\r\n$2\r\nEX\r\n$%d\r\n%s\r\n",
+                       kl, key, vlen, val, tl, t);
+            }
         }
         free(val);
         return 0;
@@ -61,7 +72,8 @@ int main(int argc, char **argv)
         return 1;
     for (unsigned long i = 0; i < keys; i++) {
         int kl = snprintf(key, sizeof(key), "key:%09lu", i);
-        int rc = gs_store_set(s, key, (size_t)kl, val, vlen, -1, NULL);
+        int64_t expire = ttl_s ? core_wall_ms() + (int64_t)ttl_s * 1000 : -1;
+        int rc = gs_store_set(s, key, (size_t)kl, val, vlen, expire, NULL);
         if (rc != 0) {
             fprintf(stderr, "store-mem: set: %s\n", core_strerror(rc));
             return 1;

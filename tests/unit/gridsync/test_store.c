@@ -20,6 +20,17 @@
 
 #define NOW 1000000
 
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
 static struct gs_store *new_store(uint64_t maxmemory, enum gs_evict_policy policy)
 {
     struct gs_store *s;
@@ -45,6 +56,11 @@ static void assert_value(struct gs_store *s, const void *key, size_t klen, const
     assert_int_equal(len, vlen);
     assert_memory_equal(v, val, vlen);
     assert_int_equal(v[len], '\0');
+}
+
+static void key_of(char *buf, size_t cap, unsigned i, size_t *len)
+{
+    *len = (size_t)snprintf(buf, cap, "key:%09u", i);
 }
 
 static void test_header_is_compact(void **state)
@@ -92,6 +108,39 @@ static void test_set_get_overwrite_delete_binary(void **state)
     e = gs_store_lookup(s, k2, sizeof(k2), NOW, 0);
     gs_store_delete_entry(s, e);
     assert_int_equal(stats_of(s).keys, 0);
+    assert_int_equal(gs_store_check(s), 0);
+    gs_store_free(s);
+}
+
+static void test_empty_key_and_value(void **state)
+{
+    struct gs_store *s = new_store(0, GS_EVICT_SLRU);
+    assert_int_equal(gs_store_set(s, "", 0, "", 0, -1, NULL), 0);
+    assert_value(s, "", 0, "", 0);
+    assert_int_equal(gs_store_set(s, "x", 1, "", 0, -1, NULL), 0);
+    assert_int_equal(gs_store_delete(s, "", 0, NOW), 1);
+    assert_value(s, "x", 1, "", 0);
+    assert_int_equal(gs_store_check(s), 0);
+    gs_store_free(s);
+}
+
+/* A limit below even the bucket array evicts everything; the empty store
+ * then owns nothing, so it is within any limit. */
+static void test_make_room_to_empty(void **state)
+{
+    struct gs_store *s = new_store(0, GS_EVICT_SLRU);
+    char k[32];
+    size_t kl;
+    for (unsigned i = 0; i < 1000; i++) {
+        key_of(k, sizeof(k), i, &kl);
+        assert_int_equal(gs_store_set(s, k, kl, "v", 1, i % 2 ? NOW + 5 : -1, NULL), 0);
+    }
+    gs_store_configure(s, 1, GS_EVICT_SLRU);
+    assert_int_equal(gs_store_make_room(s), 0);
+    struct gs_store_stats st = stats_of(s);
+    assert_int_equal(st.keys, 0);
+    assert_int_equal(st.evicted_keys, 1000);
+    assert_int_equal(st.used_memory, 0);
     assert_int_equal(gs_store_check(s), 0);
     gs_store_free(s);
 }
@@ -158,11 +207,6 @@ static void test_resize_value(void **state)
     gs_store_free(s);
 }
 
-static void key_of(char *buf, size_t cap, unsigned i, size_t *len)
-{
-    *len = (size_t)snprintf(buf, cap, "key:%09u", i);
-}
-
 static void test_used_memory_exact(void **state)
 {
     struct gs_store *s = new_store(0, GS_EVICT_SLRU);
@@ -204,8 +248,8 @@ static void test_used_memory_exact(void **state)
  * model is what malloc_usable_size reports. */
 static void test_entry_cost_matches_allocator(void **state)
 {
-#if defined(__SANITIZE_ADDRESS__)
-    skip();
+#if UNDER_ASAN
+    skip(); /* ASan's allocator reports the requested size */
 #else
     struct gs_store *s = new_store(0, GS_EVICT_SLRU);
     char v[3000];
@@ -599,11 +643,77 @@ static void test_random_ops_against_model(void **state)
     }
 }
 
+/* Under a memory limit the model cannot know which keys were evicted, so
+ * it checks what it can: make_room meets the limit, a key the store
+ * returns is one the model has with the model's value (nothing evicted or
+ * deleted comes back), and the invariants hold. */
+static void test_random_ops_with_eviction(void **state)
+{
+    enum gs_evict_policy policies[] = {GS_EVICT_SLRU, GS_EVICT_LRU};
+    const uint64_t limit = 64 * 1024;
+    for (int pi = 0; pi < 2; pi++) {
+        struct gs_store *s = new_store(limit, policies[pi]);
+        struct model_key m[MODEL_KEYS] = {0};
+        uint64_t rng = 777 + pi;
+        int64_t now = NOW;
+        char v[300];
+        for (int step = 0; step < 40000; step++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned r = (unsigned)(rng >> 33);
+            unsigned i = r % MODEL_KEYS, op = (r >> 10) % 6;
+            char k[16] = {'k', '\0'};
+            int kl = 2 + snprintf(k + 2, sizeof(k) - 2, "%u", i);
+            struct model_key *mk = &m[i];
+            if (mk->present && mk->expire >= 0 && mk->expire <= now)
+                mk->present = false;
+            if (op <= 2) {
+                assert_int_equal(gs_store_make_room(s), 0);
+                struct gs_store_stats st;
+                gs_store_stats(s, &st);
+                assert_true(st.used_memory <= limit);
+                size_t vlen = (r >> 14) % sizeof(v);
+                int64_t exp = (r >> 24) % 4 == 0 ? now + (r >> 26) % 30 : -1;
+                memset(v, (int)(r & 0xff), vlen);
+                assert_int_equal(gs_store_set(s, k, (size_t)kl, v, vlen, exp, NULL), 0);
+                *mk = (struct model_key){true, exp, vlen, (unsigned char)(r & 0xff)};
+            } else if (op == 3) {
+                struct gs_entry *e = gs_store_lookup(s, k, (size_t)kl, now, 0);
+                if (e) {
+                    assert_true(mk->present);
+                    size_t len;
+                    const unsigned char *val = (const unsigned char *)gs_entry_value(e, &len);
+                    assert_int_equal(len, mk->vlen);
+                    for (size_t j = 0; j < len; j++)
+                        assert_int_equal(val[j], mk->fill);
+                } else {
+                    mk->present = false; /* evicted, or expired */
+                }
+            } else if (op == 4) {
+                int d = gs_store_delete(s, k, (size_t)kl, now);
+                assert_true(d == 0 || mk->present);
+                mk->present = false;
+            } else {
+                now += (r >> 14) % 3;
+                gs_store_expire_cycle(s, now, (r >> 16) % 16);
+            }
+            if (step % 101 == 0)
+                assert_int_equal(gs_store_check(s), 0);
+        }
+        struct gs_store_stats st;
+        gs_store_stats(s, &st);
+        assert_true(st.evicted_keys > 0);
+        assert_int_equal(gs_store_check(s), 0);
+        gs_store_free(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_is_compact),
         cmocka_unit_test(test_set_get_overwrite_delete_binary),
+        cmocka_unit_test(test_empty_key_and_value),
+        cmocka_unit_test(test_make_room_to_empty),
         cmocka_unit_test(test_too_big),
         cmocka_unit_test(test_stats_hits_misses),
         cmocka_unit_test(test_resize_value),
@@ -617,6 +727,7 @@ int main(void)
         cmocka_unit_test(test_clear),
         cmocka_unit_test(test_no_allocation_on_get),
         cmocka_unit_test(test_random_ops_against_model),
+        cmocka_unit_test(test_random_ops_with_eviction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
