@@ -46,14 +46,15 @@ struct cgroup {
     unsigned g;
     unsigned members[GS_RING_MAX_REPLICAS];
     unsigned n_members;
-    int role; /* this node's position in members, -1 if not a member */
+    int role;                      /* this node's position in members, -1 if not a member */
+    struct gs_cluster_wait *reads; /* waiting for the next read barrier */
     struct gs_store *store;
     bool own_store; /* created here (not the node's) */
     struct gs_group *raft;
 };
 
 struct gs_cluster_wait {
-    struct gs_cluster_wait *next_free;
+    struct gs_cluster_wait *next_free; /* free list, or a barrier's list */
     struct gs_cluster *cl;
     struct gs_client *c;
     unsigned slot, group;
@@ -74,6 +75,8 @@ struct gs_cluster {
     size_t xcap;
     struct core_buf xout;
     unsigned closing;
+    uv_prepare_t barrier_prep; /* one read barrier per group per iteration */
+    bool prep_started;
 };
 
 /* ---------------------------------------------------------------- setup */
@@ -139,6 +142,7 @@ static int parse_peers(struct gs_cluster *cl, const char *list)
 
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
                          const char *const *argv, const size_t *argvlen, struct gs_buf *out);
+static void on_barrier_prepare(uv_prepare_t *h);
 
 static int start_group(struct gs_cluster *cl, struct cgroup *grp)
 {
@@ -241,6 +245,12 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
         if (cl->groups[g].role >= 0 && (rc = start_group(cl, &cl->groups[g])) != 0)
             goto fail_started;
     }
+    if (n->cfg.cluster_linearizable_reads) {
+        uv_prepare_init(n->loop, &cl->barrier_prep);
+        cl->barrier_prep.data = cl;
+        uv_prepare_start(&cl->barrier_prep, on_barrier_prepare);
+        cl->prep_started = true;
+    }
     CORE_INFO("cluster: node %u of %u (%s), replication factor %u", cl->self, cl->n,
               cl->nodes[cl->self].name, gs_ring_rf(cl->ring));
     *out = cl;
@@ -269,6 +279,10 @@ static void on_group_closed(void *data)
 
 void gs_cluster_stop(struct gs_cluster *cl)
 {
+    if (cl->prep_started) {
+        uv_close((uv_handle_t *)&cl->barrier_prep, NULL);
+        cl->prep_started = false;
+    }
     for (unsigned g = 0; g < cl->n; g++) {
         if (cl->groups[g].raft) {
             cl->closing++;
@@ -411,6 +425,62 @@ static void on_write_done(void *data, int status, const char *reply, size_t len)
     core_conn_redeliver(c->conn);
 }
 
+/* ---- linearizable reads ------------------------------------------------
+ *
+ * With cluster-linearizable-reads, a read at a leader is not answered from
+ * the store at once: the client waits (its request left unconsumed) for a
+ * Raft barrier issued after it arrived. A committed barrier proves that
+ * this node was still the leader after the read arrived, so the store then
+ * holds every write acknowledged before it (Raft thesis 6.4). One barrier
+ * per group per loop iteration serves all the reads that arrived in it. */
+
+static void on_barrier_done(void *data, int status)
+{
+    struct gs_cluster_wait *w = data;
+    while (w) {
+        struct gs_cluster_wait *next = w->next_free;
+        struct gs_cluster *cl = w->cl;
+        struct gs_client *c = w->c;
+        wait_put(cl, w);
+        if (c) {
+            c->wait = NULL;
+            c->read_barrier = status == 0 ? 1 : -1;
+            core_conn_redeliver(c->conn);
+        }
+        w = next;
+    }
+}
+
+static void on_barrier_prepare(uv_prepare_t *h)
+{
+    struct gs_cluster *cl = h->data;
+    for (unsigned g = 0; g < cl->n; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        struct gs_cluster_wait *list = grp->reads;
+        if (!list)
+            continue;
+        grp->reads = NULL;
+        if (!grp->raft || gs_group_barrier(grp->raft, on_barrier_done, list) != 0)
+            on_barrier_done(list, CORE_ESTATE);
+    }
+}
+
+/* Park a read until the next barrier of its group. */
+static bool defer_read(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                       unsigned slot)
+{
+    struct gs_cluster_wait *w = wait_get(cl);
+    if (!w) {
+        gs_error_oom(c);
+        return true;
+    }
+    *w = (struct gs_cluster_wait){grp->reads, cl, c, slot, grp->g};
+    grp->reads = w;
+    c->wait = w;
+    c->replay = true;
+    return true;
+}
+
 static bool propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
                     size_t argc, struct gs_arg *argv)
 {
@@ -502,9 +572,19 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         reply_moved(c, slot, &cl->nodes[g]);
         return true;
     }
-    if (gs_group_is_leader(grp->raft)) {
+    if (c->read_barrier) {
+        /* Parsed again after its barrier (linearizable reads). */
+        bool passed = c->read_barrier > 0;
+        c->read_barrier = 0;
+        if (passed && gs_group_is_leader(grp->raft)) {
+            run_on(cl, grp, c, cmd, argc, argv);
+            return true;
+        }
+    } else if (gs_group_is_leader(grp->raft)) {
         if (write)
             return propose(cl, grp, c, slot, argc, argv);
+        if (cl->node->cfg.cluster_linearizable_reads)
+            return defer_read(cl, grp, c, slot);
         run_on(cl, grp, c, cmd, argc, argv);
         return true;
     }

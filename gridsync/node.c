@@ -91,6 +91,8 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "directory for the cluster's Raft logs and snapshots"},
         {"cluster-replicas", CORE_OPT_INT, NULL, 1, 7, NULL, CORE_OPT_IMMUTABLE,
          "copies of each slot (Raft group size)"},
+        {"cluster-linearizable-reads", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
+         "leaders confirm leadership with a Raft barrier before each batch of reads"},
         {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
     };
     void *ptrs[] = {&cfg->port,
@@ -110,7 +112,8 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
                     &cfg->cluster_enabled,
                     cfg->cluster_peers,
                     cfg->dir,
-                    &cfg->cluster_replicas};
+                    &cfg->cluster_replicas,
+                    &cfg->cluster_linearizable_reads};
     _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
     memcpy(opts, table, sizeof(table));
     for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
@@ -321,6 +324,13 @@ static size_t on_data(struct core_conn *conn, char *data, size_t len)
         if (argc == 0)
             continue;
         gs_execute(c, argc, argv);
+        if (c->replay) {
+            /* A linearizable read waits unconsumed; it runs when the
+             * cluster hands the input back (cluster.h). */
+            c->replay = false;
+            off -= used;
+            break;
+        }
         if (c->w.buf->len > FLUSH_EARLY && core_conn_flush(conn))
             break;
     }

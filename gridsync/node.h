@@ -25,7 +25,7 @@
 /* Options; CONFIG GET/SET and the command line use the same table. */
 struct gs_command;
 
-#define GS_NODE_NOPTS 19 /* options + terminator */
+#define GS_NODE_NOPTS 20 /* options + terminator */
 
 struct gs_config {
     int64_t port;
@@ -47,6 +47,7 @@ struct gs_config {
     char cluster_peers[CORE_OPT_STRLEN]; /* host:port,host:port,... (all nodes) */
     char dir[CORE_OPT_STRLEN];           /* Raft logs and snapshots */
     int64_t cluster_replicas;            /* replication factor */
+    bool cluster_linearizable_reads;     /* reads wait for a Raft barrier */
 };
 
 struct gs_node_stats {
@@ -88,6 +89,11 @@ struct gs_client {
      * for; its next requests are not parsed until it completes. */
     bool readonly;
     struct gs_cluster_wait *wait;
+    /* Linearizable reads: the read waits unconsumed for a barrier
+     * (replay: on_data leaves it in the input), then runs when parsed
+     * again (read_barrier 1 passed, -1 failed). */
+    bool replay;
+    signed char read_barrier;
 };
 
 /* Create a node from a filled configuration (see gs_node_options for the

@@ -82,7 +82,7 @@ class Node:
             [find_binary("gridsync-server"), "--bind", self.host, "--port", str(self.port),
              "--cluster-enabled", "yes",
              "--cluster-peers", c.peers, "--cluster-replicas", str(c.replicas),
-             "--dir", self.dir],
+             "--dir", self.dir, *c.extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 20
         while True:
@@ -132,8 +132,9 @@ class Cluster:
     """n nodes on 127.0.0.1 and consecutive ports, or (addrs) on given
     (host, port) pairs, each started under its prefix command."""
 
-    def __init__(self, n, replicas=3, addrs=None, prefixes=None):
+    def __init__(self, n, replicas=3, addrs=None, prefixes=None, extra=()):
         self.n, self.replicas = n, replicas
+        self.extra = list(extra)  # more server flags
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
         if addrs is None:
@@ -247,8 +248,8 @@ class Cluster:
 def make_cluster(request):
     made = []
 
-    def make(n=3, replicas=3, addrs=None, prefixes=None):
-        c = Cluster(n, replicas, addrs, prefixes)
+    def make(n=3, replicas=3, addrs=None, prefixes=None, extra=()):
+        c = Cluster(n, replicas, addrs, prefixes, extra)
         made.append(c)
         c.start()
         return c
@@ -324,6 +325,7 @@ def test_moved_for_every_slot(make_cluster):
     slot, and following it (at most one more hop) reaches the node that
     serves the slot."""
     c = make_cluster(3)
+    c.wait_settled()  # leadership must not move while the slots are scanned
     keys = keys_for_every_slot()
     clients = {nd.port: nd.client() for nd in c.nodes}
     served = [None] * SLOTS
@@ -417,6 +419,7 @@ def test_pipeline_keeps_order_and_reads_its_writes(make_cluster):
     """Requests pipelined behind a replicated write wait for it: replies
     come in order and a GET after a SET in the same pipeline sees it."""
     c = make_cluster(3)
+    c.wait_settled()  # no leadership hand-over in the middle of the pipeline
     key = "{pipe}:k"
     slot = key_slot(key)
     # Find the node that serves the slot.
@@ -496,3 +499,33 @@ def test_redis_cli_and_benchmark_cluster_mode(make_cluster):
                            capture_output=True, text=True, timeout=120)
     assert bench.returncode == 0, bench.stdout + bench.stderr
     assert "SET:" in bench.stdout and "GET:" in bench.stdout
+
+
+def test_linearizable_reads_option(make_cluster):
+    """With cluster-linearizable-reads, reads wait for a Raft barrier; they
+    still answer correctly and in order, pipelined with writes."""
+    c = make_cluster(3, extra=["--cluster-linearizable-reads", "yes"])
+    rc = c.rc()
+    for i in range(100):
+        assert rc.set(f"lin:{i}", str(i))
+    assert [rc.get(f"lin:{i}") for i in range(100)] == [str(i) for i in range(100)]
+    key = "{lin}:k"
+    c.wait_settled()
+    for nd in c.nodes:
+        try:
+            nd.client().get(key)
+            owner = nd
+            break
+        except redis.ResponseError:
+            continue
+    pipe = owner.client(decode_responses=True).pipeline(transaction=False)
+    for i in range(30):
+        pipe.get(key)
+        pipe.set(key, str(i))
+        pipe.get(key)
+    out = pipe.execute()
+    for i in range(30):
+        assert out[3 * i] == (None if i == 0 else str(i - 1))
+        assert out[3 * i + 1] is True
+        assert out[3 * i + 2] == str(i)
+    rc.close()
