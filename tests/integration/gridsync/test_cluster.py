@@ -361,6 +361,7 @@ def test_kill_leader_no_acked_write_lost_and_restart_catches_up(make_cluster):
         assert c.call("SET", k, str(i)) in (True, "OK")
         acked[k] = str(i)
     # The leader of "acked:0"'s slot dies without warning.
+    c.wait_settled()
     slot = key_slot("acked:0")
     owner = None
     for nd in c.nodes:

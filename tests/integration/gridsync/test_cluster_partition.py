@@ -86,6 +86,7 @@ def test_partitioned_leader(net, make_cluster):
         acked[f"p:{i}"] = str(i)
 
     # The node serving p:0's slot is cut off from everyone.
+    c.wait_settled()
     leader = None
     for nd in c.nodes:
         try:
