@@ -180,6 +180,12 @@ static int start_group(struct gs_cluster *cl, struct cgroup *grp)
         .peers = peers,
         .n_peers = grp->n_members,
         .preferred_leader = grp->g + 1,
+        /* A snapshot copies the whole shard on the loop thread, so it must
+         * be rare: every cluster-snapshot-entries entries (each entry is a
+         * loop iteration's batch), keeping an eighth of that in the log so
+         * that a briefly absent follower catches up without one. */
+        .snapshot_threshold = (unsigned)n->cfg.cluster_snapshot_entries,
+        .snapshot_trailing = (unsigned)(n->cfg.cluster_snapshot_entries / 8),
         .fsm = {.store = grp->store, .exec = cluster_exec, .exec_ctx = grp},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);

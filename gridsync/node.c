@@ -56,6 +56,7 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->appendonly = false;
     strcpy(cfg->dir, "./gridsync-data");
     cfg->cluster_replicas = 3;
+    cfg->cluster_snapshot_entries = 16384;
 }
 
 void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
@@ -93,6 +94,8 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "copies of each slot (Raft group size)"},
         {"cluster-linearizable-reads", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
          "leaders confirm leadership with a Raft barrier before each batch of reads"},
+        {"cluster-snapshot-entries", CORE_OPT_INT, NULL, 16, INT32_MAX, NULL, CORE_OPT_IMMUTABLE,
+         "Raft log entries between two snapshots of a shard"},
         {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
     };
     void *ptrs[] = {&cfg->port,
@@ -113,7 +116,8 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
                     cfg->cluster_peers,
                     cfg->dir,
                     &cfg->cluster_replicas,
-                    &cfg->cluster_linearizable_reads};
+                    &cfg->cluster_linearizable_reads,
+                    &cfg->cluster_snapshot_entries};
     _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
     memcpy(opts, table, sizeof(table));
     for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)

@@ -25,7 +25,7 @@
 /* Options; CONFIG GET/SET and the command line use the same table. */
 struct gs_command;
 
-#define GS_NODE_NOPTS 20 /* options + terminator */
+#define GS_NODE_NOPTS 21 /* options + terminator */
 
 struct gs_config {
     int64_t port;
@@ -48,6 +48,7 @@ struct gs_config {
     char dir[CORE_OPT_STRLEN];           /* Raft logs and snapshots */
     int64_t cluster_replicas;            /* replication factor */
     bool cluster_linearizable_reads;     /* reads wait for a Raft barrier */
+    int64_t cluster_snapshot_entries;    /* Raft log entries between snapshots */
 };
 
 struct gs_node_stats {
