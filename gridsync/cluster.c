@@ -48,6 +48,7 @@ struct cgroup {
     unsigned n_members;
     int role;                      /* this node's position in members, -1 if not a member */
     struct gs_cluster_wait *reads; /* waiting for the next read barrier */
+    int64_t last_entry_ms;         /* time of the last entry applied here */
     struct gs_store *store;
     bool own_store; /* created here (not the node's) */
     struct gs_group *raft;
@@ -362,6 +363,7 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
      * entry's time for the duration of the handler. */
     struct gs_store *saved_store = n->store;
     int64_t saved_base = n->wall_base_ms;
+    grp->last_entry_ms = now_ms;
     n->store = store;
     n->wall_base_ms = now_ms - (int64_t)(uv_now(n->loop) - n->loop_base_ms);
     cmd->fn(&fc, argc - 1, cl->xargv);
@@ -535,11 +537,20 @@ static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
 {
     struct gs_node *n = cl->node;
     struct gs_store *saved = n->store;
+    int64_t saved_base = n->wall_base_ms;
     n->store = grp->store;
+    if (!gs_group_is_leader(grp->raft) && grp->last_entry_ms > 0) {
+        /* A replica read (READONLY) deletes expired keys it meets, so it
+         * must judge expiry on the leader's clock, as of the last entry,
+         * not on this node's: a later entry, stamped by the leader, must
+         * find the same keys here as everywhere (invariant 3). */
+        n->wall_base_ms = grp->last_entry_ms - (int64_t)(uv_now(n->loop) - n->loop_base_ms);
+    }
     n->stats.commands++;
     c->last_cmd = cmd->name;
     cmd->fn(c, argc, argv);
     n->store = saved;
+    n->wall_base_ms = saved_base;
 }
 
 bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct gs_command *cmd,
