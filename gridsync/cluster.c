@@ -59,6 +59,8 @@ struct gs_cluster_wait {
     struct gs_cluster *cl;
     struct gs_client *c;
     unsigned slot, group;
+    unsigned pending; /* FLUSHALL: groups still to answer */
+    int status;       /* FLUSHALL: first failure */
 };
 
 struct gs_cluster {
@@ -482,26 +484,27 @@ static bool defer_read(struct gs_cluster *cl, struct cgroup *grp, struct gs_clie
         gs_error_oom(c);
         return true;
     }
-    *w = (struct gs_cluster_wait){grp->reads, cl, c, slot, grp->g};
+    *w = (struct gs_cluster_wait){grp->reads, cl, c, slot, grp->g, 0, 0};
     grp->reads = w;
     c->wait = w;
     c->replay = true;
     return true;
 }
 
-static bool propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
-                    size_t argc, struct gs_arg *argv)
+/* Fill cl->pargv/plen with an entry's arguments: [protocol, argv...].
+ * Returns false when out of memory. */
+static bool propose_args(struct gs_cluster *cl, struct gs_client *c, size_t argc,
+                         struct gs_arg *argv)
 {
     size_t need = argc + 1;
     if (cl->pcap < need) {
         const char **a = realloc(cl->pargv, need * sizeof(*a));
-        size_t *l = a ? realloc(cl->plen, need * sizeof(*l)) : NULL;
-        if (a)
-            cl->pargv = a;
-        if (!a || !l) {
-            gs_error_oom(c);
-            return true;
-        }
+        if (!a)
+            return false;
+        cl->pargv = a;
+        size_t *l = realloc(cl->plen, need * sizeof(*l));
+        if (!l)
+            return false;
         cl->plen = l;
         cl->pcap = need;
     }
@@ -511,12 +514,23 @@ static bool propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client 
         cl->pargv[i + 1] = argv[i].p;
         cl->plen[i + 1] = argv[i].len;
     }
+    return true;
+}
+
+static bool propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
+                    size_t argc, struct gs_arg *argv)
+{
+    size_t need = argc + 1;
+    if (!propose_args(cl, c, argc, argv)) {
+        gs_error_oom(c);
+        return true;
+    }
     struct gs_cluster_wait *w = wait_get(cl);
     if (!w) {
         gs_error_oom(c);
         return true;
     }
-    *w = (struct gs_cluster_wait){NULL, cl, c, slot, grp->g};
+    *w = (struct gs_cluster_wait){NULL, cl, c, slot, grp->g, 0, 0};
     int rc = gs_fsm_submit(gs_group_fsm(grp->raft), (unsigned)need, cl->pargv, cl->plen,
                            on_write_done, w);
     if (rc) {
@@ -553,13 +567,89 @@ static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
     n->wall_base_ms = saved_base;
 }
 
+/* FLUSHALL / FLUSHDB in cluster mode: as in Redis Cluster, a node empties
+ * the slots it serves, i.e. every group it leads; each through its log. */
+static void on_flush_part(void *data, int status, const char *reply, size_t len)
+{
+    struct gs_cluster_wait *w = data;
+    if (status != 0 && w->status == 0)
+        w->status = status;
+    if (--w->pending > 0)
+        return;
+    struct gs_client *c = w->c;
+    int st = w->status;
+    wait_put(w->cl, w);
+    if (!c)
+        return;
+    c->wait = NULL;
+    if (st == 0)
+        gs_reply_ok(&c->w);
+    else
+        gs_error(c, "TRYAGAIN leadership changed during FLUSHALL; some shards may be flushed");
+    core_conn_redeliver(c->conn);
+}
+
+static bool flush_led_groups(struct gs_cluster *cl, struct gs_client *c, size_t argc,
+                             struct gs_arg *argv)
+{
+    if (argc > 2 || (argc == 2 && !gs_arg_is(&argv[1], "async") && !gs_arg_is(&argv[1], "sync"))) {
+        gs_error_syntax(c);
+        return true;
+    }
+    struct gs_cluster_wait *w = wait_get(cl);
+    if (!w || !propose_args(cl, c, argc, argv)) {
+        if (w)
+            wait_put(cl, w);
+        gs_error_oom(c);
+        return true;
+    }
+    *w = (struct gs_cluster_wait){NULL, cl, c, 0, 0, 1, 0};
+    for (unsigned g = 0; g < cl->n; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        if (!grp->raft || !gs_group_is_leader(grp->raft))
+            continue;
+        w->pending++;
+        if (gs_fsm_submit(gs_group_fsm(grp->raft), (unsigned)argc + 1, cl->pargv, cl->plen,
+                          on_flush_part, w) != 0) {
+            w->pending--;
+            w->status = CORE_ESTATE;
+        }
+    }
+    /* The extra count taken above keeps w alive while submitting. */
+    c->wait = w;
+    on_flush_part(w, 0, NULL, 0);
+    return true;
+}
+
+/* DBSIZE: the keys of every group this node leads (its share of the
+ * cluster, as a Redis Cluster master reports its slots' keys). */
+static void dbsize_led_groups(struct gs_cluster *cl, struct gs_client *c)
+{
+    uint64_t keys = 0;
+    for (unsigned g = 0; g < cl->n; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        if (grp->raft && gs_group_is_leader(grp->raft)) {
+            struct gs_store_stats st;
+            gs_store_stats(grp->store, &st);
+            keys += st.keys;
+        }
+    }
+    gs_reply_int(&c->w, (int64_t)keys);
+}
+
 bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct gs_command *cmd,
                       size_t argc, struct gs_arg *argv)
 {
     bool write = (cmd->flags & GS_CMD_WRITE) != 0;
     if (cmd->first_key <= 0) {
+        if (cmd->fn == gs_cmd_flushdb)
+            return flush_led_groups(cl, c, argc, argv);
+        if (cmd->fn == gs_cmd_dbsize) {
+            dbsize_led_groups(cl, c);
+            return true;
+        }
         if (write) {
-            /* A keyless write (FLUSHALL) would bypass the Raft logs and let
+            /* Any other keyless write would bypass the Raft logs and let
              * replicas diverge. */
             gs_errorf(c, "ERR '%s' is not supported in cluster mode", cmd->name);
             return true;

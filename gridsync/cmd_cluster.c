@@ -4,10 +4,11 @@
  * redis-benchmark --cluster) use to learn where slots live.
  *
  * Every node is a master (the leader of its own group, when leadership is
- * where it is preferred); a slot range's replicas are the other members of
- * its group. A node reports the leader it knows for groups it belongs to
- * and the preferred leader for the others; a client that lands on a
- * non-leader gets -MOVED and refreshes.
+ * where it is preferred); CLUSTER SLOTS and NODES show no replicas (see
+ * slots_range), CLUSTER SHARDS shows each group's members. A node reports
+ * the leader it knows for groups it belongs to and the preferred leader
+ * for the others; a client that lands on a non-leader gets -MOVED and
+ * refreshes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -76,21 +77,19 @@ static void reply_node_triple(struct gs_client *c, struct gs_cluster *cl, unsign
     gs_reply_bulk_cstr(&c->w, gs_cluster_node_id(cl, i));
 }
 
+/* One CLUSTER SLOTS range: [start, end, leader]. The group's other
+ * members are not listed as replicas: in Redis Cluster a node is either a
+ * master or a replica, and clients rely on it (redis-py types a node by
+ * its last appearance, so a node that leads one range and follows in
+ * another would drop out of the "primaries" that DBSIZE, FLUSHALL and
+ * SCAN across the cluster visit). CLUSTER SHARDS shows the members. */
 static void slots_range(struct gs_client *c, unsigned start, unsigned end, unsigned g)
 {
     struct gs_cluster *cl = c->node->cluster;
-    unsigned members[GS_RING_MAX_REPLICAS];
-    unsigned n = gs_cluster_group_members(cl, g, members);
-    unsigned leader = gs_cluster_group_leader(cl, g);
-    gs_reply_array(&c->w, 2 + n);
+    gs_reply_array(&c->w, 3);
     gs_reply_int(&c->w, start);
     gs_reply_int(&c->w, end);
-    reply_node_triple(c, cl, leader);
-    /* The leader is always a member (the Raft leader, or the preferred
-     * one, members[0]): the others are its replicas. */
-    for (unsigned i = 0; i < n; i++)
-        if (members[i] != leader)
-            reply_node_triple(c, cl, members[i]);
+    reply_node_triple(c, cl, gs_cluster_group_leader(cl, g));
 }
 
 static void cluster_slots(struct gs_client *c)

@@ -773,7 +773,8 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
     if (rv == 0)
         rv = raft_start(&g->raft);
     if (rv != 0) {
-        CORE_WARN("raft: start %s in %s: %s", self, cfg->dir, raft_errmsg(&g->raft));
+        CORE_WARN("raft: start %s in %s: %s (%s%s%s)", self, cfg->dir, raft_strerror(rv),
+                  raft_errmsg(&g->raft), g->io.errmsg[0] ? "; " : "", g->io.errmsg);
         /* Memory goes once the loop has closed everything. */
         raft_close(&g->raft, on_raft_closed);
         return rv == RAFT_NOMEM ? CORE_ENOMEM : CORE_EIO;

@@ -57,7 +57,10 @@ def port_free(port):
 def pick_base(n, replicas):
     """A base port whose client and Raft ports are all free."""
     for _ in range(200):
-        base = random.randrange(20000, 40000 - n)
+        # Below the kernel's ephemeral range (32768 and up by default), so
+        # that no outgoing connection takes a port between the check and
+        # the bind: client ports base.., Raft ports base+10000..base+12000+n.
+        base = random.randrange(10000, 32768 - RAFT_OFFSET - RAFT_STRIDE * replicas - n)
         ports = [base + i + RAFT_OFFSET + RAFT_STRIDE * r
                  for i in range(n) for r in range(replicas)] + [base + i for i in range(n)]
         if all(port_free(p) for p in ports):
@@ -306,7 +309,12 @@ def test_cluster_commands(make_cluster):
         start, end, master = entry[0], entry[1], entry[2]
         covered += end - start + 1
         assert master[0] == "127.0.0.1" and c.base <= master[1] < c.base + 3
-        assert len(entry) == 2 + 3  # master + 2 replicas (RF 3)
+        assert len(entry) == 3  # the leader only: a node is a master or a replica
+    shards = r.execute_command("CLUSTER", "SHARDS")
+    assert len(shards) == 3
+    for shard in shards:
+        shard = dict(zip(shard[::2], shard[1::2])) if isinstance(shard, list) else shard
+        assert len(shard["nodes"]) == 3  # RF 3
     assert covered == SLOTS
     nodes = r.execute_command("CLUSTER", "NODES")
     lines = [l for l in (nodes if isinstance(nodes, str) else nodes.decode()).splitlines() if l]
@@ -529,4 +537,28 @@ def test_linearizable_reads_option(make_cluster):
         assert out[3 * i] == (None if i == 0 else str(i - 1))
         assert out[3 * i + 1] is True
         assert out[3 * i + 2] == str(i)
+    rc.close()
+
+
+def test_dbsize_and_flushall(make_cluster):
+    """DBSIZE counts the keys of the shards a node leads; FLUSHALL empties
+    them through their logs, so replicas are emptied too."""
+    c = make_cluster(3)
+    c.wait_settled()
+    rc = c.rc()
+    for i in range(200):
+        rc.set(f"f:{i}", "x")
+    # redis-py sends these to one node unless told to ask every primary.
+    assert rc.dbsize(target_nodes=RedisCluster.PRIMARIES) == 200
+    assert sum(nd.client().dbsize() for nd in c.nodes) == 200
+    assert rc.flushall(target_nodes=RedisCluster.PRIMARIES)
+    assert rc.dbsize(target_nodes=RedisCluster.PRIMARIES) == 0
+    assert rc.get("f:1") is None
+    # A replica's copy is gone too.
+    r = c.nodes[0].client()
+    r.execute_command("READONLY")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(r.get(f"f:{i}") for i in range(20)):
+        time.sleep(0.05)
+    assert not any(r.get(f"f:{i}") for i in range(20))
     rc.close()
