@@ -48,19 +48,29 @@ struct world {
     int closed;
 };
 
+/* A free port below the kernel's ephemeral range (32768 and up by
+ * default), so that no outgoing connection takes it between this check
+ * and the group's bind. */
 static int free_port(uv_loop_t *loop)
 {
-    uv_tcp_t t;
-    struct sockaddr_in sa;
-    uv_ip4_addr("127.0.0.1", 0, &sa);
-    uv_tcp_init(loop, &t);
-    assert_int_equal(uv_tcp_bind(&t, (struct sockaddr *)&sa, 0), 0);
-    struct sockaddr_storage got;
-    int len = sizeof(got);
-    uv_tcp_getsockname(&t, (struct sockaddr *)&got, &len);
-    uv_close((uv_handle_t *)&t, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
-    return ntohs(((struct sockaddr_in *)&got)->sin_port);
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        int port = 10000 + (int)((core_now_ns() / 1000 + (uint64_t)attempt * 7919) % 20000);
+        uv_tcp_t t;
+        struct sockaddr_in sa;
+        uv_ip4_addr("127.0.0.1", port, &sa);
+        uv_tcp_init(loop, &t);
+        int rc = uv_tcp_bind(&t, (struct sockaddr *)&sa, 0);
+        if (rc == 0) {
+            /* bind is lazy in libuv: listen makes the kernel check. */
+            rc = uv_listen((uv_stream_t *)&t, 1, NULL);
+        }
+        uv_close((uv_handle_t *)&t, NULL);
+        uv_run(loop, UV_RUN_NOWAIT);
+        if (rc == 0)
+            return port;
+    }
+    fail_msg("no free port");
+    return 0;
 }
 
 static void start_node(struct world *w, unsigned i, uint64_t preferred)
