@@ -63,7 +63,6 @@ struct core_server {
     uv_tcp_t listener;
     uv_timer_t cron;
     bool listening, stopped;
-    int open_handles; /* listener + cron: freed after both closed */
     const struct core_server_ops *ops;
     void *app;
     struct core_server_limits limits;
@@ -425,7 +424,6 @@ int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core
     s->cron.data = s;
     uv_timer_start(&s->cron, cron_cb, 1000, 1000);
     uv_unref((uv_handle_t *)&s->cron); /* the cron alone does not keep the loop alive */
-    s->open_handles = 2;
     *out = s;
     return 0;
 }
@@ -461,6 +459,19 @@ int core_server_listen(struct core_server *s, const char *host, int port)
         return from_uv(rc);
     s->listening = true;
     return 0;
+}
+
+int core_server_port(const struct core_server *s)
+{
+    if (!s->listening)
+        return CORE_ESTATE;
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    if (uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len))
+        return CORE_EIO;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
 void core_server_set_limits(struct core_server *s, const struct core_server_limits *limits)

@@ -98,6 +98,10 @@ int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core
  * CORE_E* code converted from libuv's (CORE_EBUSY: address in use). */
 int core_server_listen(struct core_server *s, const char *host, int port);
 
+/* The port actually bound (useful after listening on port 0), or a
+ * negative code if not listening. */
+int core_server_port(const struct core_server *s);
+
 /* Replace the limits (takes effect for the next check). */
 void core_server_set_limits(struct core_server *s, const struct core_server_limits *limits);
 

@@ -365,12 +365,13 @@ static void cron_cb(uv_timer_t *t)
     /* In cluster mode only a leader expires actively (cluster.h). */
     if (n->cluster && !gs_cluster_may_expire(n->cluster))
         return;
-    /* Bounded active expiry (Redis's activeExpireCycle idea): keep going
-     * while a good share of what was examined had expired, but never past
-     * the time budget, so clients never wait long behind it. */
+    /* Bounded active expiry (the idea of Redis's activeExpireCycle):
+     * slices of EXPIRE_WORK while slices come back full (more keys are
+     * due), but never past the time budget, so clients never wait long
+     * behind it; the rest waits for the next tick. */
     for (;;) {
         size_t removed = gs_store_expire_cycle(n->store, now, EXPIRE_WORK);
-        if (removed < EXPIRE_WORK / 4)
+        if (removed < EXPIRE_WORK)
             break;
         if (core_now_ns() - t0 > EXPIRE_BUDGET_NS)
             break;

@@ -35,7 +35,10 @@ class Server:
 
     def __init__(self, *args):
         self.port = free_port()
-        self.args = [find_binary("gridsync-server"), "--port", str(self.port), *args]
+        # A config file, if any, must be the first argument.
+        lead = [a for a in args[:1] if not a.startswith("--")]
+        rest = list(args[len(lead):])
+        self.args = [find_binary("gridsync-server"), *lead, "--port", str(self.port), *rest]
         # The log goes to a file: a pipe nobody reads could fill and block
         # the server.
         self.log = tempfile.TemporaryFile()

@@ -99,3 +99,89 @@ def test_signal_exits_cleanly(make_server, sig):
     assert server.stop(sig) == 0
     for c in clients:
         c.close()
+
+
+def test_redis_cli_interactive_help(server):
+    """Interactive redis-cli loads its help from COMMAND DOCS at start-up;
+    run it on a pseudo-terminal and ask for help on SET."""
+    import os
+    import pty
+    import select
+    import time
+
+    path = tool("redis-cli")
+    pid, fd = pty.fork()
+    if pid == 0:  # child
+        os.environ["TERM"] = "dumb"
+        os.execv(path, [path, "-p", str(server.port)])
+    out = b""
+
+    def pump(marker, seconds=15):
+        """Read until marker has appeared (bounded)."""
+        nonlocal out
+        end = time.monotonic() + seconds
+        while marker not in out and time.monotonic() < end:
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                return
+            out += data
+            if b"\x1b[6n" in data:  # linenoise asks where the cursor is
+                os.write(fd, b"\x1b[1;1R")
+
+    try:
+        prompt = f"127.0.0.1:{server.port}> ".encode()
+        pump(prompt)
+        for line, marker in ((b"set foo bar\r", b"OK"), (b"get foo\r", b'"bar"'),
+                             (b"help set\r", b"group:")):
+            os.write(fd, line)
+            pump(marker)
+        os.write(fd, b"quit\r")
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+        os.close(fd)
+    text = out.decode(errors="replace")
+    assert '"bar"' in text
+    assert "Set the string value of a key" in text
+    assert server.alive()
+
+
+def test_help_and_bad_options():
+    from conftest import find_binary
+    binary = find_binary("gridsync-server")
+    out = subprocess.run([binary, "--help"], capture_output=True, timeout=30)
+    assert out.returncode == 0
+    text = out.stdout.decode()
+    for option in ("--port", "--maxmemory", "--maxmemory-policy", "--requirepass",
+                   "--client-query-buffer-limit", "--client-output-buffer-limit", "--timeout",
+                   "--hz", "--maxclients", "--loglevel", "--bind"):
+        assert option in text
+    out = subprocess.run([binary, "--no-such-option", "1"], capture_output=True, timeout=30)
+    assert out.returncode != 0
+    assert b"no-such-option" in out.stderr
+    out = subprocess.run([binary, "--maxmemory-policy", "random"], capture_output=True,
+                         timeout=30)
+    assert out.returncode != 0
+
+
+def test_config_file(make_server, tmp_path):
+    conf = tmp_path / "node.conf"
+    conf.write_text("# a GridSync node\n"
+                    "maxmemory 5mb\n"
+                    "maxmemory-policy allkeys-lru\n"
+                    "requirepass \"s3cret\"\n"
+                    "hz 20\n")
+    server = make_server(str(conf), "--hz", "30")  # flags win over the file
+    c = server.client(decode_responses=True, password="s3cret")
+    assert c.config_get("maxmemory") == {"maxmemory": str(5 * 1024 * 1024)}
+    assert c.config_get("maxmemory-policy") == {"maxmemory-policy": "allkeys-lru"}
+    assert c.config_get("hz") == {"hz": "30"}
+    assert c.info("server")["config_file"] == str(conf)
+    c.close()
