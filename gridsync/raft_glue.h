@@ -10,9 +10,10 @@
  *    deterministic fixture (raft/fixture.h) and the server with real I/O.
  *
  *  - gs_group: one Raft group on a libuv loop: a raft instance, its uv
- *    I/O (log and snapshots under a data directory), its TCP transport, a
- *    gs_fsm, a prepare handle that cuts one batch per loop iteration, and
- *    an optional preferred leader that leadership is handed back to.
+ *    I/O (log and snapshots under a data directory), its TCP transport
+ *    (libraft's, wrapped to set TCP_NODELAY), a gs_fsm, a prepare handle
+ *    that cuts one batch per loop iteration, and an optional preferred
+ *    leader that leadership is handed back to once it is caught up.
  *
  * Writes. gs_fsm_submit queues one command into the open batch; the batch
  * becomes one log entry at the end of the loop iteration (gs_fsm_flush,
@@ -41,7 +42,9 @@
  * CORE_ESTATE; a snapshot install or limbo_timeout_ms without either
  * answers CORE_ETIMEOUT.
  *
- * Connection of the states of one in-flight batch (a "slot"):
+ * The states of one in-flight batch (a "slot"), with the function behind
+ * each transition (gs_fsm_flush, apply_cb, fsm_apply/resolve_limbo,
+ * fsm_restore):
  *
  *     FREE --flush: raft_apply ok--> INFLIGHT --apply cb 0--> FREE (replies)
  *       ^                              |
