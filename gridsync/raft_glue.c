@@ -503,10 +503,407 @@ struct nodelay_connect {
     struct raft_uv_connect *outer;
 };
 
+/* ---- One Raft port per node: a multiplexing transport -------------------
+ *
+ * Every group of a node shares one listening socket (gs_raft_mux). Each
+ * group's transport (a mux channel, given to raft_uv_init) connects to a
+ * peer's node port and opens with its own handshake, which names the
+ * group; the node's listener reads exactly that handshake (never a byte
+ * more: the buffers it hands libuv are sized to what is left of it), then
+ * gives the stream to the channel registered for that group, as libraft's
+ * own TCP transport does after its handshake. So a member's Raft address
+ * is its node's, whatever its position in a group, and a node uses one
+ * Raft port however many groups it belongs to.
+ *
+ * Handshake: u32 magic "GSRM", u32 group, u64 sender raft id, u32 address
+ * length (< 256), the sender's address. Little-endian.
+ */
+
+#define MUX_MAGIC      0x4d525347u /* "GSRM" */
+#define MUX_HEADER     20u
+#define MUX_ADDR_MAX   255u
+#define MUX_MAX_GROUPS 1024u
+
+struct mux_channel;
+
+struct gs_raft_mux {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    bool listening;
+    struct mux_channel *chans[MUX_MAX_GROUPS];
+    struct mux_incoming *incoming; /* handshakes being read */
+    void (*close_cb)(void *);
+    void *close_data;
+    unsigned closing;
+};
+
+struct mux_incoming {
+    struct mux_incoming *next;
+    struct gs_raft_mux *mux;
+    uv_tcp_t *tcp; /* raft_malloc'd: libraft frees it once it owns it */
+    char buf[MUX_HEADER + MUX_ADDR_MAX + 1];
+    size_t got, need;
+};
+
+struct mux_connect {
+    struct mux_connect *next;
+    struct mux_channel *chan;
+    struct raft_uv_connect *req;
+    uv_tcp_t *tcp; /* raft_malloc'd, handed to libraft on success */
+    uv_connect_t connect;
+    uv_write_t write;
+    char hs[MUX_HEADER + MUX_ADDR_MAX + 1];
+    int status;
+};
+
+struct mux_channel {
+    struct raft_uv_transport t; /* first: libraft's pointer is ours */
+    struct gs_raft_mux *mux;
+    uint32_t group;
+    raft_id id;
+    char address[MUX_ADDR_MAX + 1];
+    raft_uv_accept_cb accept_cb;
+    struct mux_connect *connects;
+    uv_timer_t defer; /* closes after the connects, so close_cb comes last */
+    raft_uv_transport_close_cb close_cb;
+};
+
+static void put32le(char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (char)(v >> (8 * i));
+}
+
+static uint32_t get32le(const char *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)(unsigned char)p[i] << (8 * i);
+    return v;
+}
+
+static int parse_ipv4(const char *address, struct sockaddr_in *sa)
+{
+    char host[64];
+    const char *colon = strrchr(address, ':');
+    if (!colon || (size_t)(colon - address) >= sizeof(host))
+        return RAFT_INVALID;
+    memcpy(host, address, (size_t)(colon - address));
+    host[colon - address] = '\0';
+    return uv_ip4_addr(host, atoi(colon + 1), sa) == 0 ? 0 : RAFT_INVALID;
+}
+
+static void free_raft_handle(uv_handle_t *h)
+{
+    raft_free(h);
+}
+
+/* -- accepting side -- */
+
+static void incoming_remove(struct mux_incoming *in)
+{
+    struct mux_incoming **pp = &in->mux->incoming;
+    while (*pp && *pp != in)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = in->next;
+}
+
+static void incoming_drop(struct mux_incoming *in)
+{
+    incoming_remove(in);
+    uv_close((uv_handle_t *)in->tcp, free_raft_handle);
+    free(in);
+}
+
+static void incoming_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct mux_incoming *in = h->data;
+    (void)suggested;
+    *buf = uv_buf_init(in->buf + in->got, (unsigned)(in->need - in->got));
+}
+
+static void incoming_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct mux_incoming *in = s->data;
+    (void)buf;
+    if (nread < 0) {
+        incoming_drop(in);
+        return;
+    }
+    in->got += (size_t)nread;
+    if (in->got < in->need)
+        return;
+    if (in->need == MUX_HEADER) {
+        uint32_t alen = get32le(in->buf + 16);
+        if (get32le(in->buf) != MUX_MAGIC || alen == 0 || alen > MUX_ADDR_MAX) {
+            incoming_drop(in);
+            return;
+        }
+        in->need = MUX_HEADER + alen;
+        return;
+    }
+    uv_read_stop(s);
+    uint32_t group = get32le(in->buf + 4);
+    raft_id id = 0;
+    for (int i = 0; i < 8; i++)
+        id |= (raft_id)(unsigned char)in->buf[8 + i] << (8 * i);
+    in->buf[in->need] = '\0';
+    struct mux_channel *ch = group < MUX_MAX_GROUPS ? in->mux->chans[group] : NULL;
+    if (!ch || !ch->accept_cb) {
+        incoming_drop(in); /* that group is not (or no longer) here */
+        return;
+    }
+    incoming_remove(in);
+    uv_tcp_t *tcp = in->tcp;
+    char address[MUX_ADDR_MAX + 1];
+    memcpy(address, in->buf + MUX_HEADER, in->need - MUX_HEADER + 1);
+    free(in);
+    tcp->data = NULL;
+    ch->accept_cb(&ch->t, id, address, (struct uv_stream_s *)tcp);
+}
+
+static void mux_on_connection(uv_stream_t *listener, int status)
+{
+    struct gs_raft_mux *m = listener->data;
+    if (status < 0)
+        return;
+    uv_tcp_t *tcp = raft_malloc(sizeof(*tcp));
+    struct mux_incoming *in = calloc(1, sizeof(*in));
+    if (!tcp || !in) {
+        raft_free(tcp);
+        free(in);
+        return;
+    }
+    uv_tcp_init(m->loop, tcp);
+    if (uv_accept(listener, (uv_stream_t *)tcp) != 0) {
+        uv_close((uv_handle_t *)tcp, free_raft_handle);
+        free(in);
+        return;
+    }
+    uv_tcp_nodelay(tcp, 1);
+    in->mux = m;
+    in->tcp = tcp;
+    in->need = MUX_HEADER;
+    tcp->data = in;
+    in->next = m->incoming;
+    m->incoming = in;
+    if (uv_read_start((uv_stream_t *)tcp, incoming_alloc, incoming_read) != 0)
+        incoming_drop(in);
+}
+
+int gs_raft_mux_start(struct gs_raft_mux **out, struct uv_loop_s *loop, const char *address)
+{
+    struct sockaddr_in sa;
+    if (parse_ipv4(address, &sa) != 0)
+        return CORE_EINVAL;
+    struct gs_raft_mux *m = calloc(1, sizeof(*m));
+    if (!m)
+        return CORE_ENOMEM;
+    m->loop = loop;
+    uv_tcp_init(loop, &m->listener);
+    m->listener.data = m;
+    int rc = uv_tcp_bind(&m->listener, (struct sockaddr *)&sa, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&m->listener, 128, mux_on_connection);
+    if (rc != 0) {
+        CORE_WARN("raft: cannot listen on %s: %s", address, uv_strerror(rc));
+        uv_close((uv_handle_t *)&m->listener, NULL);
+        uv_run(loop, UV_RUN_NOWAIT);
+        free(m);
+        return rc == UV_EADDRINUSE ? CORE_EBUSY : CORE_EIO;
+    }
+    m->listening = true;
+    *out = m;
+    return 0;
+}
+
+static void mux_closed(uv_handle_t *h)
+{
+    struct gs_raft_mux *m = h->data;
+    void (*cb)(void *) = m->close_cb;
+    void *data = m->close_data;
+    free(m);
+    if (cb)
+        cb(data);
+}
+
+void gs_raft_mux_close(struct gs_raft_mux *m, void (*cb)(void *), void *data)
+{
+    m->close_cb = cb;
+    m->close_data = data;
+    while (m->incoming)
+        incoming_drop(m->incoming);
+    /* Its close callback runs after those of the handles closed above. */
+    uv_close((uv_handle_t *)&m->listener, mux_closed);
+}
+
+/* -- a group's channel (the raft_uv_transport libraft sees) -- */
+
+static int chan_init(struct raft_uv_transport *t, raft_id id, const char *address)
+{
+    struct mux_channel *ch = (struct mux_channel *)t;
+    if (strlen(address) > MUX_ADDR_MAX)
+        return RAFT_NAMETOOLONG;
+    ch->id = id;
+    snprintf(ch->address, sizeof(ch->address), "%s", address);
+    return 0;
+}
+
+static int chan_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
+{
+    struct mux_channel *ch = (struct mux_channel *)t;
+    if (ch->mux->chans[ch->group])
+        return RAFT_DUPLICATEID;
+    ch->accept_cb = cb;
+    ch->mux->chans[ch->group] = ch;
+    return 0;
+}
+
+static void connect_remove(struct mux_connect *c)
+{
+    struct mux_connect **pp = &c->chan->connects;
+    while (*pp && *pp != c)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = c->next;
+}
+
+/* The handle of a failed or cancelled connect is closed: report it. */
+static void connect_closed(uv_handle_t *h)
+{
+    struct mux_connect *c = h->data;
+    c->req->cb(c->req, NULL, c->status);
+    raft_free(h);
+    free(c);
+}
+
+static void connect_fail(struct mux_connect *c, int status)
+{
+    connect_remove(c);
+    c->status = status;
+    uv_close((uv_handle_t *)c->tcp, connect_closed);
+}
+
+static void connect_written(uv_write_t *w, int status)
+{
+    struct mux_connect *c = w->data;
+    if (c->status == RAFT_CANCELED)
+        return; /* being closed: connect_closed reports it */
+    if (status != 0) {
+        connect_fail(c, RAFT_NOCONNECTION);
+        return;
+    }
+    connect_remove(c);
+    uv_tcp_t *tcp = c->tcp;
+    struct raft_uv_connect *req = c->req;
+    free(c);
+    tcp->data = NULL;
+    req->cb(req, (struct uv_stream_s *)tcp, 0);
+}
+
+static void connect_done(uv_connect_t *cr, int status)
+{
+    struct mux_connect *c = cr->data;
+    if (c->status == RAFT_CANCELED)
+        return;
+    if (status != 0) {
+        connect_fail(c, RAFT_NOCONNECTION);
+        return;
+    }
+    uv_tcp_nodelay(c->tcp, 1);
+    struct mux_channel *ch = c->chan;
+    size_t alen = strlen(ch->address);
+    put32le(c->hs, MUX_MAGIC);
+    put32le(c->hs + 4, ch->group);
+    for (int i = 0; i < 8; i++)
+        c->hs[8 + i] = (char)(ch->id >> (8 * i));
+    put32le(c->hs + 16, (uint32_t)alen);
+    memcpy(c->hs + MUX_HEADER, ch->address, alen);
+    uv_buf_t b = uv_buf_init(c->hs, (unsigned)(MUX_HEADER + alen));
+    c->write.data = c;
+    if (uv_write(&c->write, (uv_stream_t *)c->tcp, &b, 1, connect_written) != 0)
+        connect_fail(c, RAFT_NOCONNECTION);
+}
+
+static int chan_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
+                        const char *address, raft_uv_connect_cb cb)
+{
+    struct mux_channel *ch = (struct mux_channel *)t;
+    struct sockaddr_in sa;
+    (void)id;
+    if (parse_ipv4(address, &sa) != 0)
+        return RAFT_NOCONNECTION;
+    struct mux_connect *c = calloc(1, sizeof(*c));
+    uv_tcp_t *tcp = raft_malloc(sizeof(*tcp));
+    if (!c || !tcp) {
+        free(c);
+        raft_free(tcp);
+        return RAFT_NOMEM;
+    }
+    req->cb = cb;
+    c->chan = ch;
+    c->req = req;
+    c->tcp = tcp;
+    uv_tcp_init(ch->mux->loop, tcp);
+    tcp->data = c;
+    c->connect.data = c;
+    if (uv_tcp_connect(&c->connect, tcp, (struct sockaddr *)&sa, connect_done) != 0) {
+        uv_close((uv_handle_t *)tcp, free_raft_handle);
+        free(c);
+        return RAFT_NOCONNECTION;
+    }
+    c->next = ch->connects;
+    ch->connects = c;
+    return 0;
+}
+
+static void chan_deferred_close(uv_handle_t *h)
+{
+    struct mux_channel *ch = h->data;
+    if (ch->close_cb)
+        ch->close_cb(&ch->t);
+}
+
+static void chan_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
+{
+    struct mux_channel *ch = (struct mux_channel *)t;
+    ch->close_cb = cb;
+    if (ch->mux->chans[ch->group] == ch)
+        ch->mux->chans[ch->group] = NULL;
+    ch->accept_cb = NULL;
+    while (ch->connects) {
+        struct mux_connect *c = ch->connects;
+        ch->connects = c->next;
+        c->status = RAFT_CANCELED;
+        uv_close((uv_handle_t *)c->tcp, connect_closed);
+    }
+    /* Close callbacks run in order: this one after the connects'. */
+    uv_close((uv_handle_t *)&ch->defer, chan_deferred_close);
+}
+
+static int mux_channel_init(struct mux_channel *ch, struct gs_raft_mux *m, uint32_t group)
+{
+    if (group >= MUX_MAX_GROUPS)
+        return RAFT_INVALID;
+    ch->mux = m;
+    ch->group = group;
+    ch->t.data = ch;
+    ch->t.init = chan_init;
+    ch->t.listen = chan_listen;
+    ch->t.connect = chan_connect;
+    ch->t.close = chan_close;
+    uv_timer_init(m->loop, &ch->defer);
+    ch->defer.data = ch;
+    return 0;
+}
+
 struct gs_group {
     struct raft raft;
     struct raft_io io;
-    struct nodelay_transport transport;
+    bool use_mux;
+    struct nodelay_transport transport; /* its own port (no mux) */
+    struct mux_channel chan;            /* or a channel of the node's mux */
     struct gs_fsm *fsm;
     uv_prepare_t prepare;
     uv_timer_t rebalance;
@@ -691,10 +1088,18 @@ static void on_raft_closed(struct raft *r)
 {
     struct gs_group *g = r->data;
     raft_uv_close(&g->io);
-    raft_uv_tcp_close(&g->transport.inner);
+    if (!g->use_mux)
+        raft_uv_tcp_close(&g->transport.inner);
     g->handles_open = 2;
     uv_close((uv_handle_t *)&g->prepare, on_handle_closed);
     uv_close((uv_handle_t *)&g->rebalance, on_handle_closed);
+}
+
+static void free_failed_group(uv_handle_t *h)
+{
+    struct gs_group *g = h->data;
+    gs_fsm_free(g->fsm);
+    free(g);
 }
 
 int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct gs_group_config *cfg)
@@ -721,11 +1126,26 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
     g->preferred = cfg->preferred_leader;
     g->transfer.data = g;
 
-    int rv = nodelay_transport_init(&g->transport, loop);
-    if (rv == 0) {
-        rv = raft_uv_init(&g->io, loop, cfg->dir, &g->transport.outer);
-        if (rv != 0)
-            raft_uv_tcp_close(&g->transport.inner);
+    int rv;
+    if (cfg->mux) {
+        g->use_mux = true;
+        rv = mux_channel_init(&g->chan, cfg->mux, cfg->mux_group);
+        if (rv == 0) {
+            rv = raft_uv_init(&g->io, loop, cfg->dir, &g->chan.t);
+            if (rv != 0) {
+                /* The channel's timer must close before g goes. */
+                g->chan.defer.data = g;
+                uv_close((uv_handle_t *)&g->chan.defer, free_failed_group);
+                return CORE_EIO;
+            }
+        }
+    } else {
+        rv = nodelay_transport_init(&g->transport, loop);
+        if (rv == 0) {
+            rv = raft_uv_init(&g->io, loop, cfg->dir, &g->transport.outer);
+            if (rv != 0)
+                raft_uv_tcp_close(&g->transport.inner);
+        }
     }
     if (rv == 0) {
         raft_uv_set_connect_retry_delay(&g->io, cfg->connect_retry_ms ? cfg->connect_retry_ms
@@ -734,12 +1154,18 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
         if (rv != 0) {
             CORE_WARN("raft: init %s: %s", self, raft_errmsg(&g->raft));
             raft_uv_close(&g->io);
-            raft_uv_tcp_close(&g->transport.inner);
+            if (!g->use_mux)
+                raft_uv_tcp_close(&g->transport.inner);
         }
     }
     if (rv != 0) {
-        gs_fsm_free(g->fsm);
-        free(g);
+        if (g->use_mux) {
+            g->chan.defer.data = g;
+            uv_close((uv_handle_t *)&g->chan.defer, free_failed_group);
+        } else {
+            gs_fsm_free(g->fsm);
+            free(g);
+        }
         return rv == RAFT_NOMEM ? CORE_ENOMEM : CORE_EIO;
     }
     g->raft.data = g;

@@ -143,6 +143,19 @@ struct gs_raft_peer {
     const char *address; /* "host:port" the node's raft transport binds */
 };
 
+/* One Raft port for every group of a node (see raft_glue.c): groups
+ * started with the same mux share its listening socket, and a member's
+ * Raft address is its node's, whatever the group. */
+struct gs_raft_mux;
+
+/* Listen on address ("a.b.c.d:port"). Returns 0, CORE_EINVAL, CORE_EBUSY
+ * (in use) or CORE_EIO. *out is owned by the caller until closed. */
+int gs_raft_mux_start(struct gs_raft_mux **out, struct uv_loop_s *loop, const char *address);
+
+/* Close the listener once every group using it is closed; cb (may be
+ * NULL) runs when the memory has been released. */
+void gs_raft_mux_close(struct gs_raft_mux *m, void (*cb)(void *data), void *data);
+
 struct gs_group_config {
     uint64_t id;                      /* this node's raft id: one of peers[] */
     const char *dir;                  /* this group's data directory; created if missing */
@@ -154,6 +167,10 @@ struct gs_group_config {
     unsigned snapshot_threshold; /* entries between snapshots; 0 = 1024 */
     unsigned snapshot_trailing;  /* entries kept after one; 0 = 128 */
     unsigned connect_retry_ms;   /* 0 = 50 */
+    struct gs_raft_mux *mux;     /* NULL: a port of its own (this node's
+                                  * peers[] address) */
+    uint32_t mux_group;          /* with a mux: the group's number, the
+                                  * same on every member (< 1024) */
     struct gs_fsm_config fsm;
 };
 

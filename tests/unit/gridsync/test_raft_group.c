@@ -234,6 +234,107 @@ static void test_group_end_to_end(void **state)
     free(w);
 }
 
+/* Two groups on three nodes, every node with one Raft port (a mux) for
+ * both: each group elects its preferred leader and replicates, through
+ * connections that the same listeners demultiplex. */
+static void on_closed_count(void *data)
+{
+    (*(int *)data)++;
+}
+
+static int value_of(struct gs_store *st)
+{
+    struct gs_entry *e = gs_store_lookup(st, "n", 1, 0, GS_LOOKUP_NOTOUCH);
+    if (!e)
+        return 0;
+    size_t vl;
+    const char *v = gs_entry_value(e, &vl);
+    return atoi(v); /* the store NUL-terminates values */
+}
+
+static void test_groups_share_one_port(void **state)
+{
+    enum { G = 2 };
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    char base[64] = "/tmp/gs-raft-mux-XXXXXX";
+    assert_non_null(mkdtemp(base));
+    char addr[N][32];
+    struct gs_raft_peer peers[N];
+    struct gs_raft_mux *mux[N];
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%d", free_port(&loop));
+        assert_int_equal(gs_raft_mux_start(&mux[i], &loop, addr[i]), 0);
+        peers[i] = (struct gs_raft_peer){i + 1, addr[i]};
+    }
+    struct gs_store *st[N][G];
+    struct gs_group *grp[N][G];
+    for (unsigned i = 0; i < N; i++) {
+        for (unsigned g = 0; g < G; g++) {
+            struct gs_store_config scfg = {0};
+            assert_int_equal(gs_store_new(&st[i][g], &scfg), 0);
+            char dir[128];
+            snprintf(dir, sizeof(dir), "%s/n%u/g%u", base, i, g);
+            struct gs_group_config cfg = {
+                .id = i + 1,
+                .dir = dir,
+                .peers = peers,
+                .n_peers = N,
+                .preferred_leader = g + 1, /* node g leads group g */
+                .mux = mux[i],
+                .mux_group = g,
+                .fsm = {.store = st[i][g], .exec = test_exec},
+            };
+            assert_int_equal(gs_group_start(&grp[i][g], &loop, &cfg), 0);
+        }
+    }
+    uint64_t end = core_now_ns() + 20000000000ull;
+    while (core_now_ns() < end && !(gs_group_is_leader(grp[0][0]) && gs_group_is_leader(grp[1][1])))
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_true(gs_group_is_leader(grp[0][0]));
+    assert_true(gs_group_is_leader(grp[1][1]));
+
+    struct result r[G];
+    for (unsigned g = 0; g < G; g++) {
+        const char *argv[2] = {"INCR", "n"};
+        size_t len[2] = {4, 1};
+        memset(&r[g], 0, sizeof(r[g]));
+        assert_int_equal(gs_fsm_submit(gs_group_fsm(grp[g][g]), 2, argv, len, on_write, &r[g]), 0);
+    }
+    end = core_now_ns() + 20000000000ull;
+    bool done = false;
+    while (core_now_ns() < end && !done) {
+        uv_run(&loop, UV_RUN_ONCE);
+        done = r[0].called && r[1].called;
+        for (unsigned i = 0; i < N && done; i++)
+            for (unsigned g = 0; g < G && done; g++)
+                done = value_of(st[i][g]) == 1;
+    }
+    assert_true(done);
+    assert_string_equal(r[0].reply, ":1\r\n");
+    assert_string_equal(r[1].reply, ":1\r\n");
+
+    int closed = 0;
+    for (unsigned i = 0; i < N; i++)
+        for (unsigned g = 0; g < G; g++)
+            gs_group_close(grp[i][g], on_closed_count, &closed);
+    end = core_now_ns() + 20000000000ull;
+    while (closed < N * G && core_now_ns() < end)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(closed, N * G);
+    for (unsigned i = 0; i < N; i++)
+        gs_raft_mux_close(mux[i], on_closed_count, &closed);
+    while (closed < N * G + N && core_now_ns() < end)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(closed, N * G + N);
+    for (unsigned i = 0; i < N; i++)
+        for (unsigned g = 0; g < G; g++)
+            gs_store_free(st[i][g]);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
     core_log_init('T', CORE_LOG_WARNING);
@@ -241,6 +342,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_group_end_to_end),
+        cmocka_unit_test(test_groups_share_one_port),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
