@@ -31,8 +31,9 @@
 #include "gridsync/ring.h"
 #include "gridsync/slot.h"
 
+/* A node's Raft port (shared by all its groups: gs_raft_mux), as Redis
+ * Cluster's bus port is the client port + 10000. */
 #define RAFT_PORT_OFFSET 10000
-#define RAFT_ROLE_STRIDE 1000
 
 struct cnode {
     char name[GS_RING_NAME_MAX]; /* host:port, as in cluster-peers */
@@ -77,6 +78,7 @@ struct gs_cluster {
     struct gs_arg *xargv;
     size_t xcap;
     struct core_buf xout;
+    struct gs_raft_mux *mux; /* this node's Raft port */
     unsigned closing;
     uv_prepare_t barrier_prep; /* one read barrier per group per iteration */
     bool prep_started;
@@ -98,8 +100,7 @@ static int parse_peer(struct cnode *nd, const char *s, size_t len)
     nd->host[hlen] = '\0';
     char *end;
     long port = strtol(colon + 1, &end, 10);
-    if (*end || port <= 0 ||
-        port + RAFT_PORT_OFFSET + RAFT_ROLE_STRIDE * GS_RING_MAX_REPLICAS > 65535)
+    if (*end || port <= 0 || port + RAFT_PORT_OFFSET > 65535)
         return CORE_EINVAL;
     nd->port = (int)port;
     /* A stable 40-hex id (Redis's node id shape) from the address, so
@@ -154,8 +155,7 @@ static int start_group(struct gs_cluster *cl, struct cgroup *grp)
     struct gs_raft_peer peers[GS_RING_MAX_REPLICAS];
     for (unsigned r = 0; r < grp->n_members; r++) {
         const struct cnode *m = &cl->nodes[grp->members[r]];
-        snprintf(addrs[r], sizeof(addrs[r]), "%s:%d", m->host,
-                 m->port + RAFT_PORT_OFFSET + RAFT_ROLE_STRIDE * (int)r);
+        snprintf(addrs[r], sizeof(addrs[r]), "%s:%d", m->host, m->port + RAFT_PORT_OFFSET);
         peers[r] = (struct gs_raft_peer){grp->members[r] + 1, addrs[r]};
     }
     if (grp->g == cl->self) {
@@ -189,6 +189,8 @@ static int start_group(struct gs_cluster *cl, struct cgroup *grp)
          * that a briefly absent follower catches up without one. */
         .snapshot_threshold = (unsigned)n->cfg.cluster_snapshot_entries,
         .snapshot_trailing = (unsigned)(n->cfg.cluster_snapshot_entries / 8),
+        .mux = cl->mux,
+        .mux_group = grp->g,
         .fsm = {.store = grp->store, .exec = cluster_exec, .exec_ctx = grp},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
@@ -250,6 +252,14 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
             if (grp->members[r] == cl->self)
                 grp->role = (int)r;
     }
+    char raft_addr[GS_RING_NAME_MAX + 16];
+    snprintf(raft_addr, sizeof(raft_addr), "%s:%d", cl->nodes[cl->self].host,
+             cl->nodes[cl->self].port + RAFT_PORT_OFFSET);
+    rc = gs_raft_mux_start(&cl->mux, n->loop, raft_addr);
+    if (rc) {
+        CORE_WARN("cluster: cannot listen for Raft on %s", raft_addr);
+        goto fail;
+    }
     for (unsigned g = 0; g < cl->n; g++) {
         if (cl->groups[g].role >= 0 && (rc = start_group(cl, &cl->groups[g])) != 0)
             goto fail_started;
@@ -267,10 +277,8 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
 
 fail_started:
     /* Groups that did start close with the loop (gs_node_new's caller
-     * runs it); their stores go with the process. */
-    for (unsigned g = 0; g < cl->n; g++)
-        if (cl->groups[g].raft)
-            gs_group_close(cl->groups[g].raft, NULL, NULL);
+     * runs it), then the Raft port; their stores go with the process. */
+    gs_cluster_stop(cl);
     return rc;
 fail:
     gs_ring_free(cl->ring);
@@ -283,7 +291,10 @@ fail:
 static void on_group_closed(void *data)
 {
     struct gs_cluster *cl = data;
-    cl->closing--;
+    if (--cl->closing == 0 && cl->mux) {
+        gs_raft_mux_close(cl->mux, NULL, NULL);
+        cl->mux = NULL;
+    }
 }
 
 void gs_cluster_stop(struct gs_cluster *cl)
@@ -298,6 +309,11 @@ void gs_cluster_stop(struct gs_cluster *cl)
             gs_group_close(cl->groups[g].raft, on_group_closed, cl);
             cl->groups[g].raft = NULL;
         }
+    }
+    /* The Raft port closes after the last group (on_group_closed). */
+    if (cl->closing == 0 && cl->mux) {
+        gs_raft_mux_close(cl->mux, NULL, NULL);
+        cl->mux = NULL;
     }
 }
 

@@ -22,9 +22,8 @@
  * input buffer, so pipelined requests keep their order and a read after a
  * write sees it.
  *
- * Ports: the client port P, and for the Raft groups P + 10000 + 1000 * r,
- * where r is this node's position in the group's replica list (0 for the
- * group it prefers to lead): at most RF Raft ports per node.
+ * Ports: the client port P, and P + 10000 for Raft, shared by every group
+ * of the node (gs_raft_mux), as Redis Cluster's bus port.
  */
 #ifndef GS_CLUSTER_H
 #define GS_CLUSTER_H
