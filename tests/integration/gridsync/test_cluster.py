@@ -22,7 +22,7 @@ from redis.cluster import RedisCluster
 from conftest import find_binary
 
 SLOTS = 16384
-RAFT_OFFSET, RAFT_STRIDE = 10000, 1000
+RAFT_OFFSET = 10000  # a node's Raft port is its client port + 10000
 
 
 def crc16(data):
@@ -59,10 +59,9 @@ def pick_base(n, replicas):
     for _ in range(200):
         # Below the kernel's ephemeral range (32768 and up by default), so
         # that no outgoing connection takes a port between the check and
-        # the bind: client ports base.., Raft ports base+10000..base+12000+n.
-        base = random.randrange(10000, 32768 - RAFT_OFFSET - RAFT_STRIDE * replicas - n)
-        ports = [base + i + RAFT_OFFSET + RAFT_STRIDE * r
-                 for i in range(n) for r in range(replicas)] + [base + i for i in range(n)]
+        # the bind: client ports base.., Raft ports base+10000...
+        base = random.randrange(10000, 32768 - RAFT_OFFSET - n)
+        ports = [base + i for i in range(n)] + [base + RAFT_OFFSET + i for i in range(n)]
         if all(port_free(p) for p in ports):
             return base
     pytest.skip("no free port range")
