@@ -691,14 +691,16 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
     }
     unsigned g = gs_ring_owner_of_slot(cl->ring, slot);
     struct cgroup *grp = &cl->groups[g];
+    /* Set when this request is parsed again after its read barrier
+     * (linearizable reads); it concerns this request only. */
+    int barrier = c->read_barrier;
+    c->read_barrier = 0;
     if (!grp->raft) {
         reply_moved(c, slot, &cl->nodes[g]);
         return true;
     }
-    if (c->read_barrier) {
-        /* Parsed again after its barrier (linearizable reads). */
-        bool passed = c->read_barrier > 0;
-        c->read_barrier = 0;
+    if (barrier) {
+        bool passed = barrier > 0;
         if (passed && gs_group_is_leader(grp->raft)) {
             run_on(cl, grp, c, cmd, argc, argv);
             return true;
