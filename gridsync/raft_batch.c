@@ -295,3 +295,40 @@ int gs_snapshot_parse(const void *buf, size_t len, gs_snapshot_entry_fn fn, void
         return rc;
     return snapshot_walk(p + 12, p + len, count, fn, arg);
 }
+
+size_t gs_mux_handshake_encode(char *out, uint32_t group, uint64_t id, const char *address)
+{
+    size_t alen = strlen(address);
+    if (alen == 0 || alen > GS_MUX_ADDR_MAX)
+        return 0;
+    put32(out, GS_MUX_MAGIC);
+    put32(out + 4, group);
+    put64(out + 8, id);
+    put32(out + 16, (uint32_t)alen);
+    memcpy(out + GS_MUX_HEADER, address, alen);
+    return GS_MUX_HEADER + alen;
+}
+
+int gs_mux_handshake_parse(const void *buf, size_t len, uint32_t *group, uint64_t *id,
+                           const char **address, size_t *addrlen, size_t *need)
+{
+    const char *p = buf;
+    if (len < GS_MUX_HEADER) {
+        /* The magic is checked as soon as it is here. */
+        if (len >= 4 && get32(p) != GS_MUX_MAGIC)
+            return CORE_EPROTO;
+        *need = GS_MUX_HEADER;
+        return CORE_EINCOMPLETE;
+    }
+    uint32_t alen = get32(p + 16);
+    if (get32(p) != GS_MUX_MAGIC || alen == 0 || alen > GS_MUX_ADDR_MAX)
+        return CORE_EPROTO;
+    *need = GS_MUX_HEADER + alen;
+    if (len < *need)
+        return CORE_EINCOMPLETE;
+    *group = get32(p + 4);
+    *id = get64(p + 8);
+    *address = p + GS_MUX_HEADER;
+    *addrlen = alen;
+    return 0;
+}

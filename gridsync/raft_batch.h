@@ -115,4 +115,28 @@ typedef int (*gs_snapshot_entry_fn)(void *arg, const char *key, size_t klen, con
                                     size_t vlen, int64_t expire_ms);
 int gs_snapshot_parse(const void *buf, size_t len, gs_snapshot_entry_fn fn, void *arg);
 
+/* The handshake that opens a connection to a node's shared Raft port
+ * (gs_raft_mux, raft_glue.h): it names the group the connection is for,
+ * then the sender's raft id and address, as libraft's own handshake does.
+ *
+ *   u32 magic "GSRM"   u32 group   u64 raft id   u32 address length (1..255)
+ *   address bytes
+ */
+#define GS_MUX_MAGIC    0x4d525347u /* "GSRM" */
+#define GS_MUX_HEADER   20u
+#define GS_MUX_ADDR_MAX 255u
+#define GS_MUX_MAX      (GS_MUX_HEADER + GS_MUX_ADDR_MAX)
+
+/* Write the handshake into out (at least GS_MUX_MAX bytes). Returns its
+ * length, or 0 if the address is empty or longer than GS_MUX_ADDR_MAX. */
+size_t gs_mux_handshake_encode(char *out, uint32_t group, uint64_t id, const char *address);
+
+/* Parse a handshake from the len bytes received so far. Returns 0 with
+ * the fields set (address points into buf, not NUL-terminated; *need is
+ * the handshake's length), CORE_EINCOMPLETE with *need the total number
+ * of bytes to have before calling again (never more than GS_MUX_MAX), or
+ * CORE_EPROTO. */
+int gs_mux_handshake_parse(const void *buf, size_t len, uint32_t *group, uint64_t *id,
+                           const char **address, size_t *addrlen, size_t *need);
+
 #endif

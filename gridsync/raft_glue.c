@@ -515,13 +515,10 @@ struct nodelay_connect {
  * is its node's, whatever its position in a group, and a node uses one
  * Raft port however many groups it belongs to.
  *
- * Handshake: u32 magic "GSRM", u32 group, u64 sender raft id, u32 address
- * length (< 256), the sender's address. Little-endian.
+ * The handshake's format is in raft_batch.h (gs_mux_handshake_*).
  */
 
-#define MUX_MAGIC      0x4d525347u /* "GSRM" */
-#define MUX_HEADER     20u
-#define MUX_ADDR_MAX   255u
+#define MUX_ADDR_MAX   GS_MUX_ADDR_MAX
 #define MUX_MAX_GROUPS 1024u
 
 struct mux_channel;
@@ -541,7 +538,7 @@ struct mux_incoming {
     struct mux_incoming *next;
     struct gs_raft_mux *mux;
     uv_tcp_t *tcp; /* raft_malloc'd: libraft frees it once it owns it */
-    char buf[MUX_HEADER + MUX_ADDR_MAX + 1];
+    char buf[GS_MUX_MAX];
     size_t got, need;
 };
 
@@ -552,7 +549,7 @@ struct mux_connect {
     uv_tcp_t *tcp; /* raft_malloc'd, handed to libraft on success */
     uv_connect_t connect;
     uv_write_t write;
-    char hs[MUX_HEADER + MUX_ADDR_MAX + 1];
+    char hs[GS_MUX_MAX];
     int status;
 };
 
@@ -567,20 +564,6 @@ struct mux_channel {
     uv_timer_t defer; /* closes after the connects, so close_cb comes last */
     raft_uv_transport_close_cb close_cb;
 };
-
-static void put32le(char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (char)(v >> (8 * i));
-}
-
-static uint32_t get32le(const char *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)(unsigned char)p[i] << (8 * i);
-    return v;
-}
 
 static int parse_ipv4(const char *address, struct sockaddr_in *sa)
 {
@@ -634,21 +617,18 @@ static void incoming_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     in->got += (size_t)nread;
     if (in->got < in->need)
         return;
-    if (in->need == MUX_HEADER) {
-        uint32_t alen = get32le(in->buf + 16);
-        if (get32le(in->buf) != MUX_MAGIC || alen == 0 || alen > MUX_ADDR_MAX) {
-            incoming_drop(in);
-            return;
-        }
-        in->need = MUX_HEADER + alen;
+    uint32_t group;
+    uint64_t id;
+    const char *addr;
+    size_t alen;
+    int rc = gs_mux_handshake_parse(in->buf, in->got, &group, &id, &addr, &alen, &in->need);
+    if (rc == CORE_EINCOMPLETE)
+        return; /* in->need grew: the address is still to come */
+    if (rc != 0) {
+        incoming_drop(in);
         return;
     }
     uv_read_stop(s);
-    uint32_t group = get32le(in->buf + 4);
-    raft_id id = 0;
-    for (int i = 0; i < 8; i++)
-        id |= (raft_id)(unsigned char)in->buf[8 + i] << (8 * i);
-    in->buf[in->need] = '\0';
     struct mux_channel *ch = group < MUX_MAX_GROUPS ? in->mux->chans[group] : NULL;
     if (!ch || !ch->accept_cb) {
         incoming_drop(in); /* that group is not (or no longer) here */
@@ -657,7 +637,8 @@ static void incoming_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     incoming_remove(in);
     uv_tcp_t *tcp = in->tcp;
     char address[MUX_ADDR_MAX + 1];
-    memcpy(address, in->buf + MUX_HEADER, in->need - MUX_HEADER + 1);
+    memcpy(address, addr, alen);
+    address[alen] = '\0';
     free(in);
     tcp->data = NULL;
     ch->accept_cb(&ch->t, id, address, (struct uv_stream_s *)tcp);
@@ -684,7 +665,7 @@ static void mux_on_connection(uv_stream_t *listener, int status)
     uv_tcp_nodelay(tcp, 1);
     in->mux = m;
     in->tcp = tcp;
-    in->need = MUX_HEADER;
+    in->need = GS_MUX_HEADER;
     tcp->data = in;
     in->next = m->incoming;
     m->incoming = in;
@@ -813,14 +794,8 @@ static void connect_done(uv_connect_t *cr, int status)
     }
     uv_tcp_nodelay(c->tcp, 1);
     struct mux_channel *ch = c->chan;
-    size_t alen = strlen(ch->address);
-    put32le(c->hs, MUX_MAGIC);
-    put32le(c->hs + 4, ch->group);
-    for (int i = 0; i < 8; i++)
-        c->hs[8 + i] = (char)(ch->id >> (8 * i));
-    put32le(c->hs + 16, (uint32_t)alen);
-    memcpy(c->hs + MUX_HEADER, ch->address, alen);
-    uv_buf_t b = uv_buf_init(c->hs, (unsigned)(MUX_HEADER + alen));
+    size_t n = gs_mux_handshake_encode(c->hs, ch->group, ch->id, ch->address);
+    uv_buf_t b = uv_buf_init(c->hs, (unsigned)n);
     c->write.data = c;
     if (uv_write(&c->write, (uv_stream_t *)c->tcp, &b, 1, connect_written) != 0)
         connect_fail(c, RAFT_NOCONNECTION);

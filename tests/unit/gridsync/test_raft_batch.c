@@ -131,12 +131,47 @@ static void test_snapshot_round_trip_and_corruption(void **state)
     gs_buf_free(&b);
 }
 
+static void test_mux_handshake(void **state)
+{
+    char buf[GS_MUX_MAX];
+    size_t n = gs_mux_handshake_encode(buf, 7, 0x0102030405060708ull, "10.0.0.1:17000");
+    assert_int_equal(n, GS_MUX_HEADER + 14);
+    uint32_t group;
+    uint64_t id;
+    const char *addr;
+    size_t alen, need;
+    /* Byte by byte, as a socket may deliver it. */
+    for (size_t len = 0; len < n; len++) {
+        int rc = gs_mux_handshake_parse(buf, len, &group, &id, &addr, &alen, &need);
+        assert_int_equal(rc, CORE_EINCOMPLETE);
+        assert_true(need > len && need <= n);
+    }
+    assert_int_equal(gs_mux_handshake_parse(buf, n, &group, &id, &addr, &alen, &need), 0);
+    assert_int_equal(group, 7);
+    assert_true(id == 0x0102030405060708ull);
+    assert_int_equal(alen, 14);
+    assert_memory_equal(addr, "10.0.0.1:17000", 14);
+    assert_int_equal(need, n);
+    /* Bad magic (noticed as soon as it is here), bad lengths. */
+    buf[0] ^= 1;
+    assert_int_equal(gs_mux_handshake_parse(buf, 4, &group, &id, &addr, &alen, &need), CORE_EPROTO);
+    buf[0] ^= 1;
+    buf[16] = 0;
+    assert_int_equal(gs_mux_handshake_parse(buf, n, &group, &id, &addr, &alen, &need), CORE_EPROTO);
+    char longaddr[GS_MUX_ADDR_MAX + 2];
+    memset(longaddr, 'a', sizeof(longaddr) - 1);
+    longaddr[sizeof(longaddr) - 1] = '\0';
+    assert_int_equal(gs_mux_handshake_encode(buf, 1, 1, longaddr), 0);
+    assert_int_equal(gs_mux_handshake_encode(buf, 1, 1, ""), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batch_round_trip),
         cmocka_unit_test(test_batch_rejects_truncation_and_garbage),
         cmocka_unit_test(test_snapshot_round_trip_and_corruption),
+        cmocka_unit_test(test_mux_handshake),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
