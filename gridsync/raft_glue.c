@@ -488,7 +488,7 @@ void gs_fsm_stats(const struct gs_fsm *f, struct gs_fsm_stats *out)
 
 /* libraft's TCP transport leaves Nagle's algorithm on, so a small
  * AppendEntries (or its result) can sit in the kernel until the peer's
- * delayed ACK: tens of milliseconds added to a commit. This transport
+ * delayed ACK, a delay added to every commit (docs/perf.md). This transport
  * wraps libraft's own and sets TCP_NODELAY on every connection it makes
  * or accepts; everything else is passed through. */
 struct nodelay_transport {
