@@ -1,6 +1,7 @@
 /*
  * The one module that wraps libraft (canonical/raft 0.15, Debian's
- * libraft-dev). Nothing else in GridSync includes raft.h.
+ * libraft-dev): raft_glue.c, with its transports in raft_transport.c.
+ * Nothing else in GridSync includes raft.h.
  *
  * Two layers:
  *
