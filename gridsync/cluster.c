@@ -377,6 +377,15 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     fc.authenticated = true;
     fc.last_cmd = cmd->name;
 
+    /* Redis's processCommand: evict before a command that may add memory,
+     * and refuse it when nothing can go (maxmemory applies to each shard's
+     * store on each replica; see docs/gridsync-cluster.md). */
+    if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
+        gs_store_make_room(store) == CORE_ENOMEM) {
+        static const char err[] = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+        gs_buf_append(out, err, sizeof(err) - 1);
+        return;
+    }
     /* gs_node_now_ms reads wall_base_ms: shift it so that "now" is the
      * entry's time for the duration of the handler. */
     struct gs_store *saved_store = n->store;

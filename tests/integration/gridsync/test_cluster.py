@@ -561,3 +561,28 @@ def test_dbsize_and_flushall(make_cluster):
         time.sleep(0.05)
     assert not any(r.get(f"f:{i}") for i in range(20))
     rc.close()
+
+
+def test_maxmemory_evicts_in_cluster_mode(make_cluster):
+    """maxmemory holds for each shard: writes past it evict (SLRU) on every
+    replica instead of growing without bound."""
+    c = make_cluster(3, extra=["--maxmemory", "1mb"])
+    c.wait_settled()
+    key = "{mem}:0"
+    for nd in c.nodes:
+        try:
+            nd.client().get(key)
+            owner = nd
+            break
+        except redis.ResponseError:
+            continue
+    r = owner.client()
+    pipe = r.pipeline(transaction=False)
+    for i in range(3000):
+        pipe.set(f"{{mem}}:{i}", b"v" * 1000)
+    assert all(x is True for x in pipe.execute())
+    kept = r.dbsize()
+    assert 0 < kept < 3000
+    assert r.get("{mem}:2999") == b"v" * 1000  # the newest survive
+    info = r.info("stats")
+    assert info["evicted_keys"] > 0
