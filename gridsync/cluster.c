@@ -567,6 +567,7 @@ static bool propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client 
         return true;
     }
     c->wait = w;
+    cl->node->stats.commands++; /* counted on the node the client sent it to */
     return true;
 }
 
@@ -732,6 +733,15 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
     else
         gs_error(c, "CLUSTERDOWN The cluster is down: no leader for this slot yet");
     return true;
+}
+
+void gs_cluster_apply_config(struct gs_cluster *cl)
+{
+    const struct gs_config *cfg = &cl->node->cfg;
+    for (unsigned g = 0; g < cl->n; g++)
+        if (cl->groups[g].own_store)
+            gs_store_configure(cl->groups[g].store, (uint64_t)cfg->maxmemory,
+                               (enum gs_evict_policy)cfg->maxmemory_policy);
 }
 
 bool gs_cluster_may_expire(struct gs_cluster *cl)

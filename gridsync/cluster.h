@@ -57,6 +57,11 @@ void gs_cluster_free(struct gs_cluster *cl);
 bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct gs_command *cmd,
                       size_t argc, struct gs_arg *argv);
 
+/* Apply the node's maxmemory and policy (after CONFIG SET) to the stores
+ * of the other groups this node is a member of (the node's own store is
+ * the node's to configure). */
+void gs_cluster_apply_config(struct gs_cluster *cl);
+
 /* May the node's own store be expired actively (on the local clock)? Only
  * while this node leads that shard: a follower deleting on its own clock
  * could diverge from what the leader's entries (stamped with the leader's

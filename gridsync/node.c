@@ -393,6 +393,8 @@ void gs_node_apply_config(struct gs_node *n)
     core_server_set_limits(n->srv, &l);
     gs_store_configure(n->store, (uint64_t)n->cfg.maxmemory,
                        (enum gs_evict_policy)n->cfg.maxmemory_policy);
+    if (n->cluster)
+        gs_cluster_apply_config(n->cluster); /* the other shards' stores */
     core_log_init('M', (enum core_log_level)n->cfg.loglevel);
     uint64_t period = (uint64_t)(1000 / n->cfg.hz);
     uv_timer_set_repeat(&n->cron, period ? period : 1);
