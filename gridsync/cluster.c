@@ -276,9 +276,10 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
     return 0;
 
 fail_started:
-    /* Groups that did start close with the loop (gs_node_new's caller
-     * runs it), then the Raft port; their stores go with the process. */
+    /* Groups that did start close as the loop runs, then the Raft port:
+     * the caller runs the loop, then frees *out (see cluster.h). */
     gs_cluster_stop(cl);
+    *out = cl;
     return rc;
 fail:
     gs_ring_free(cl->ring);

@@ -41,7 +41,9 @@ struct gs_cluster_wait;
 /* Create the cluster state of node n from n->cfg (cluster-peers, dir,
  * cluster-replicas, port, bind), start this node's Raft groups and make
  * n->store the store of the group this node prefers to lead. Returns 0 or
- * CORE_EINVAL / CORE_EIO / CORE_ENOMEM (logged). */
+ * CORE_EINVAL / CORE_EIO / CORE_ENOMEM (logged). On a failure after some
+ * groups started, *out is set and already stopping: run the loop until it
+ * returns, then gs_cluster_free it; on other failures *out is untouched. */
 int gs_cluster_new(struct gs_cluster **out, struct gs_node *n);
 
 /* Close every Raft group (asynchronously; the loop ends once they are). */

@@ -453,7 +453,8 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     if (cfg->cluster_enabled && (rc = gs_cluster_new(&n->cluster, n)) != 0) {
         core_server_stop(n->srv);
         uv_close((uv_handle_t *)&n->cron, NULL);
-        uv_run(loop, UV_RUN_DEFAULT); /* let the handles close */
+        uv_run(loop, UV_RUN_DEFAULT); /* let the handles (and groups) close */
+        gs_cluster_free(n->cluster);
         core_server_free(n->srv);
         gs_store_free(n->store);
         free(n);
