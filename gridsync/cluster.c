@@ -86,6 +86,18 @@ struct gs_cluster {
 
 /* ---------------------------------------------------------------- setup */
 
+/* MurmurHash3's 64-bit finaliser: every input bit reaches every output
+ * bit. */
+static uint64_t mix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+
 static int parse_peer(struct cnode *nd, const char *s, size_t len)
 {
     if (len == 0 || len >= sizeof(nd->name))
@@ -104,10 +116,12 @@ static int parse_peer(struct cnode *nd, const char *s, size_t len)
         return CORE_EINVAL;
     nd->port = (int)port;
     /* A stable 40-hex id (Redis's node id shape) from the address, so
-     * every node derives the same id for every other. */
-    uint64_t h[3] = {core_fnv1a64(nd->name, strlen(nd->name)), 0, 0};
-    h[1] = core_fnv1a64(&h[0], sizeof(h[0]));
-    h[2] = core_fnv1a64(&h[1], sizeof(h[1]));
+     * every node derives the same id for every other; mixed so that
+     * addresses that differ in one digit do not share a long prefix. */
+    uint64_t h[3];
+    h[0] = mix64(core_fnv1a64(nd->name, strlen(nd->name)));
+    h[1] = mix64(h[0] ^ 0x9e3779b97f4a7c15ull);
+    h[2] = mix64(h[1] ^ 0x9e3779b97f4a7c15ull);
     snprintf(nd->id, sizeof(nd->id), "%016llx%016llx%08llx", (unsigned long long)h[0],
              (unsigned long long)h[1], (unsigned long long)(h[2] >> 32));
     return 0;
