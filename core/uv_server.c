@@ -259,6 +259,8 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(in->data + in->len, (unsigned)(in->cap - in->len));
 }
 
+static void deliver_input(struct core_conn *c);
+
 static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     struct core_conn *c = (struct core_conn *)stream;
@@ -274,7 +276,13 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     s->stats.total_net_input_bytes += (uint64_t)nread;
     c->in.len += (size_t)nread;
     c->last_active_ms = uv_now(s->loop);
+    deliver_input(c);
+}
 
+/* Hand the unconsumed input to on_data, then apply the limits and flush. */
+static void deliver_input(struct core_conn *c)
+{
+    struct core_server *s = c->srv;
     c->in_callback = true;
     size_t avail = c->in.len - c->in_start;
     size_t used = s->ops->on_data(c, c->in.data + c->in_start, avail);
@@ -300,6 +308,16 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     core_conn_flush(c);
+}
+
+void core_conn_redeliver(struct core_conn *c)
+{
+    if (c->state != CONN_OPEN || c->in_callback)
+        return;
+    if (c->in.len > c->in_start)
+        deliver_input(c);
+    else
+        core_conn_flush(c);
 }
 
 static void reject_close_cb(uv_handle_t *h)

@@ -140,6 +140,14 @@ int core_conn_flush(struct core_conn *c);
  * output is dropped. */
 void core_conn_close(struct core_conn *c);
 
+/* Call on_data again with the input it left unconsumed (after flushing
+ * what is pending), for a protocol that stopped consuming while it waited
+ * on something outside the connection and can now go on (GridSync's
+ * cluster mode holds a client's next request until its replicated write
+ * is committed, so that pipelined requests keep their order). No-op when
+ * not open or from inside on_data. */
+void core_conn_redeliver(struct core_conn *c);
+
 /* Stop reading and close once all pending output has been written. */
 void core_conn_close_after_reply(struct core_conn *c);
 

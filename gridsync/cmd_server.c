@@ -286,14 +286,14 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
         uname(&u);
         SECTION("Server");
         sbprintf(b,
-                 "redis_version:%s\r\ngridsync_version:%s\r\nredis_mode:standalone\r\n"
+                 "redis_version:%s\r\ngridsync_version:%s\r\nredis_mode:%s\r\n"
                  "os:%s %s %s\r\narch_bits:%d\r\nmultiplexing_api:libuv\r\nprocess_id:%d\r\n"
                  "tcp_port:%lld\r\nuptime_in_seconds:%lld\r\nuptime_in_days:%lld\r\nhz:%lld\r\n"
                  "config_file:%s\r\n",
-                 GS_REDIS_VERSION, GS_VERSION, u.sysname, u.release, u.machine,
-                 (int)(sizeof(void *) * 8), (int)getpid(), (long long)n->cfg.port,
-                 (long long)uptime, (long long)(uptime / 86400), (long long)n->cfg.hz,
-                 n->config_file);
+                 GS_REDIS_VERSION, GS_VERSION, n->cluster ? "cluster" : "standalone", u.sysname,
+                 u.release, u.machine, (int)(sizeof(void *) * 8), (int)getpid(),
+                 (long long)n->cfg.port, (long long)uptime, (long long)(uptime / 86400),
+                 (long long)n->cfg.hz, n->config_file);
     }
     if (want(argc, argv, "clients", true)) {
         SECTION("Clients");
@@ -339,6 +339,11 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
         sbprintf(b, "%s", first ? "" : "\r\n");
         first = false;
         gs_origin_node_info(n, b);
+    }
+    if (want(argc, argv, "cluster", true)) {
+        /* Cluster clients (redis-py's RedisCluster) check this first. */
+        SECTION("Cluster");
+        sbprintf(b, "cluster_enabled:%d\r\n", n->cluster ? 1 : 0);
     }
     if (want(argc, argv, "keyspace", true)) {
         SECTION("Keyspace");

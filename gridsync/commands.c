@@ -71,6 +71,11 @@ const struct gs_command gs_commands[] = {
     {"info", -1, L | S, gs_cmd_info, 0, 0, 0, "server", "Get information and statistics about the server", "1.0.0"},
     {"config", -2, A | NS | L | S, gs_cmd_config, 0, 0, 0, "server", "A container for server configuration commands", "2.0.0"},
     {"command", -1, L | S, gs_cmd_command, 0, 0, 0, "server", "Get array of Redis command details", "2.8.13"},
+    /* cluster (cmd_cluster.c) */
+    {"cluster", -2, NS | L | S, gs_cmd_cluster, 0, 0, 0, "cluster", "A container for Redis Cluster commands", "3.0.0"},
+    {"readonly", 1, L | S | F, gs_cmd_readonly, 0, 0, 0, "cluster", "Enables read queries for a connection to a cluster replica node", "3.0.0"},
+    {"readwrite", 1, L | S | F, gs_cmd_readwrite, 0, 0, 0, "cluster", "Disables read queries for a connection to a cluster replica node", "3.0.0"},
+    {"asking", 1, F, gs_cmd_asking, 0, 0, 0, "cluster", "Sent by cluster clients after an -ASK redirect", "3.0.0"},
     {"shutdown", -1, A | NS | L | S, gs_cmd_shutdown, 0, 0, 0, "server", "Synchronously save the dataset to disk and then shut down the server", "1.0.0"},
     {NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, NULL},
 };

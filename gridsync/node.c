@@ -20,6 +20,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "gridsync/origin_node.h"
+#include "gridsync/cluster.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -61,6 +62,9 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->origin_max_fetches = 64;
     cfg->origin_queue = 1024;
     cfg->origin_coalesce = true;
+    strcpy(cfg->dir, "./gridsync-data");
+    cfg->cluster_replicas = 3;
+    cfg->cluster_snapshot_entries = 16384;
 }
 
 void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
@@ -103,6 +107,18 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "keys that may wait for a fetch slot; beyond, GET gets an error"},
         {"origin-coalesce", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
          "one origin fetch for concurrent misses of a key (no: one per request)"},
+        {"cluster-enabled", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "run as a cluster node (needs cluster-peers)"},
+        {"cluster-peers", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "every node's host:port, comma-separated, the same list on every node"},
+        {"dir", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "directory for the cluster's Raft logs and snapshots"},
+        {"cluster-replicas", CORE_OPT_INT, NULL, 1, 7, NULL, CORE_OPT_IMMUTABLE,
+         "copies of each slot (Raft group size)"},
+        {"cluster-linearizable-reads", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
+         "leaders confirm leadership with a Raft barrier before each batch of reads"},
+        {"cluster-snapshot-entries", CORE_OPT_INT, NULL, 16, INT32_MAX, NULL, CORE_OPT_IMMUTABLE,
+         "Raft log entries between two snapshots of a shard"},
         {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
     };
     void *ptrs[] = {&cfg->port, cfg->bind, &cfg->maxmemory, &cfg->maxmemory_policy,
@@ -111,7 +127,10 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
                     &cfg->loglevel, cfg->save, &cfg->appendonly,
                     /* gs-origin */
                     cfg->origin, &cfg->origin_timeout, &cfg->origin_ttl, &cfg->origin_negative_ttl,
-                    &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce};
+                    &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce,
+                    /* cluster */
+                    &cfg->cluster_enabled, cfg->cluster_peers, cfg->dir, &cfg->cluster_replicas,
+                    &cfg->cluster_linearizable_reads, &cfg->cluster_snapshot_entries};
     _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
     memcpy(opts, table, sizeof(table));
     for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
@@ -243,6 +262,9 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
         }
         c->authenticated = true; /* the password was removed meanwhile */
     }
+    /* Cluster mode routes commands with keys by slot (gridsync/cluster.h). */
+    if (n->cluster && gs_cluster_route(n->cluster, c, cmd, argc, argv))
+        return;
     /* Redis's processCommand: evict before a command that may add memory,
      * and refuse it when nothing more can go. */
     if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
@@ -280,6 +302,7 @@ static void on_close(struct core_conn *conn)
     if (!c)
         return;
     gs_origin_node_client_closed(c); /* gs-origin: drop its waiters */
+    gs_cluster_client_closed(c);
     gs_resp_parser_free(&c->parser);
     free(c->name);
     free(c->lib_name);
@@ -293,7 +316,8 @@ static size_t on_data(struct core_conn *conn, char *data, size_t len)
     struct gs_client *c = core_conn_data(conn);
     struct gs_node *n = c->node;
     size_t off = 0;
-    while (off < len && !core_conn_closing(conn)) {
+    /* c->wait: a replicated write is pending; the rest waits (cluster.h). */
+    while (off < len && !core_conn_closing(conn) && !c->wait) {
         size_t used, argc;
         struct gs_arg *argv;
         const char *err;
@@ -318,6 +342,13 @@ static size_t on_data(struct core_conn *conn, char *data, size_t len)
         if (argc == 0)
             continue;
         gs_execute(c, argc, argv);
+        if (c->replay) {
+            /* A linearizable read waits unconsumed; it runs when the
+             * cluster hands the input back (cluster.h). */
+            c->replay = false;
+            off -= used;
+            break;
+        }
         if (c->w.buf->len > FLUSH_EARLY && core_conn_flush(conn))
             break;
     }
@@ -345,6 +376,9 @@ static void cron_cb(uv_timer_t *t)
     resync_clock(n);
     int64_t now = gs_node_now_ms(n);
     uint64_t t0 = core_now_ns();
+    /* In cluster mode only a leader expires actively (cluster.h). */
+    if (n->cluster && !gs_cluster_may_expire(n->cluster))
+        return;
     /* Bounded active expiry (the idea of Redis's activeExpireCycle):
      * slices of EXPIRE_WORK while slices come back full (more keys are
      * due), but never past the time budget, so clients never wait long
@@ -373,6 +407,8 @@ void gs_node_apply_config(struct gs_node *n)
     core_server_set_limits(n->srv, &l);
     gs_store_configure(n->store, (uint64_t)n->cfg.maxmemory,
                        (enum gs_evict_policy)n->cfg.maxmemory_policy);
+    if (n->cluster)
+        gs_cluster_apply_config(n->cluster); /* the other shards' stores */
     core_log_init('M', (enum core_log_level)n->cfg.loglevel);
     uint64_t period = (uint64_t)(1000 / n->cfg.hz);
     uv_timer_set_repeat(&n->cron, period ? period : 1);
@@ -438,6 +474,16 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     n->cron.data = n;
     resync_clock(n);
     n->start_wall_ms = n->wall_base_ms;
+    if (cfg->cluster_enabled && (rc = gs_cluster_new(&n->cluster, n)) != 0) {
+        core_server_stop(n->srv);
+        uv_close((uv_handle_t *)&n->cron, NULL);
+        uv_run(loop, UV_RUN_DEFAULT); /* let the handles (and groups) close */
+        gs_cluster_free(n->cluster);
+        core_server_free(n->srv);
+        gs_store_free(n->store);
+        free(n);
+        return rc;
+    }
     uint64_t period = (uint64_t)(1000 / cfg->hz);
     uv_timer_start(&n->cron, cron_cb, period, period ? period : 1);
     uv_signal_init(loop, &n->sigint);
@@ -456,6 +502,8 @@ void gs_node_stop(struct gs_node *n)
     n->stopping = true;
     core_server_stop(n->srv);
     gs_origin_node_stop(n); /* gs-origin: after the clients have gone */
+    if (n->cluster)
+        gs_cluster_stop(n->cluster);
     uv_close((uv_handle_t *)&n->cron, NULL);
     uv_close((uv_handle_t *)&n->sigint, NULL);
     uv_close((uv_handle_t *)&n->sigterm, NULL);
@@ -466,6 +514,7 @@ void gs_node_free(struct gs_node *n)
     if (!n)
         return;
     core_server_free(n->srv);
+    gs_cluster_free(n->cluster);
     gs_store_free(n->store);
     core_buf_free(&n->scratch);
     free(n);

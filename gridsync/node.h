@@ -27,7 +27,7 @@ struct gs_command;
 struct gs_origin;
 struct gs_held;
 
-#define GS_NODE_NOPTS 22 /* options + terminator (7 of them gs-origin's) */
+#define GS_NODE_NOPTS 28 /* options + terminator (7 gs-origin's, 6 cluster's) */
 
 struct gs_config {
     int64_t port;
@@ -52,6 +52,13 @@ struct gs_config {
     int64_t origin_max_fetches;
     int64_t origin_queue;
     bool origin_coalesce;
+    /* Cluster mode (gridsync/cluster.h). */
+    bool cluster_enabled;
+    char cluster_peers[CORE_OPT_STRLEN]; /* host:port,host:port,... (all nodes) */
+    char dir[CORE_OPT_STRLEN];           /* Raft logs and snapshots */
+    int64_t cluster_replicas;            /* replication factor */
+    bool cluster_linearizable_reads;     /* reads wait for a Raft barrier */
+    int64_t cluster_snapshot_entries;    /* Raft log entries between snapshots */
 };
 
 struct gs_node_stats {
@@ -77,7 +84,8 @@ struct gs_node {
     struct core_buf scratch;                 /* reusable: KEYS, RENAME, INFO text */
     const struct gs_command *cmd_index[256]; /* open addressing by name hash */
     char config_file[CORE_OPT_STRLEN];
-    struct gs_origin *origin; /* gs-origin: NULL unless configured */
+    struct gs_origin *origin;   /* gs-origin: NULL unless configured */
+    struct gs_cluster *cluster; /* NULL unless cluster-enabled */
 };
 
 struct gs_client {
@@ -91,6 +99,15 @@ struct gs_client {
     const char *last_cmd;
     /* gs-origin: replies waiting on the origin, oldest first (origin_node.h) */
     struct gs_held *held_head, *held_tail;
+    /* Cluster mode: READONLY, and the replicated write this client waits
+     * for; its next requests are not parsed until it completes. */
+    bool readonly;
+    struct gs_cluster_wait *wait;
+    /* Linearizable reads: the read waits unconsumed for a barrier
+     * (replay: on_data leaves it in the input), then runs when parsed
+     * again (read_barrier 1 passed, -1 failed). */
+    bool replay;
+    signed char read_barrier;
 };
 
 /* Create a node from a filled configuration (see gs_node_options for the
@@ -169,6 +186,7 @@ gs_cmd_fn gs_cmd_expire, gs_cmd_pexpire, gs_cmd_expireat, gs_cmd_pexpireat, gs_c
     gs_cmd_persist;
 gs_cmd_fn gs_cmd_del, gs_cmd_exists, gs_cmd_type, gs_cmd_rename, gs_cmd_renamenx, gs_cmd_copy,
     gs_cmd_keys, gs_cmd_scan, gs_cmd_randomkey, gs_cmd_dbsize, gs_cmd_flushdb, gs_cmd_select;
+gs_cmd_fn gs_cmd_cluster, gs_cmd_readonly, gs_cmd_readwrite, gs_cmd_asking;
 gs_cmd_fn gs_cmd_ping, gs_cmd_echo, gs_cmd_info, gs_cmd_config, gs_cmd_command, gs_cmd_auth,
     gs_cmd_hello, gs_cmd_quit, gs_cmd_shutdown, gs_cmd_client;
 
