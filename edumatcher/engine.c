@@ -51,7 +51,9 @@
  *   2. a CONTINUOUS book is not crossed (best bid < best ask) and holds
  *      no market order;
  *   3. stop lists are in trigger order (buys: stop ascending, sells:
- *      descending, then arrival) and hold STOP orders only;
+ *      descending, then arrival) and hold STOP orders only; in CONTINUOUS
+ *      no pending stop is reached by the last trade price (the stop loop
+ *      has run);
  *   4. each open order is in the (gw, cl) index once and in its gateway's
  *      list, which is in oid order; the pool holds no other order.
  */
@@ -82,7 +84,10 @@ struct symbol {
     uint32_t lot;
     int has_ref, has_last, has_resume, has_cb_ref;
     int64_t ref, last, cb_ref; /* ticks */
-    uint32_t band, cb_band;    /* basis points, 0: none */
+    /* lowest and highest price printed since the current message began
+     * (the last trade before it included): the stops to trigger (D.6) */
+    int64_t trig_lo, trig_hi;
+    uint32_t band, cb_band; /* basis points, 0: none */
     uint64_t cb_ms, resume_at;
     uint8_t phase, halted_from;
     uint16_t id;
@@ -605,6 +610,20 @@ static void settle_resting(struct em_engine *e, struct symbol *s, uint32_t ro)
     }
 }
 
+/* A trade printed at px: it is now the last trade price, and it triggers
+ * every stop it reaches (§5.2, §5.5: "stop orders that the trades
+ * triggered"), even when later trades of the same message move the price
+ * back, so the range of printed prices is kept. */
+static void print_trade(struct symbol *s, int64_t px)
+{
+    if (!s->has_last || px < s->trig_lo)
+        s->trig_lo = px;
+    if (!s->has_last || px > s->trig_hi)
+        s->trig_hi = px;
+    s->last = px;
+    s->has_last = 1;
+}
+
 /* Match an incoming (ACTIVE) order against the book in CONTINUOUS (§5,
  * docs/alf.md D, E, F.7), then cancel or rest its remainder. */
 static int aggress(struct em_engine *e, struct symbol *s, uint32_t ao)
@@ -667,8 +686,7 @@ static int aggress(struct em_engine *e, struct symbol *s, uint32_t ao)
         fill_resting(e, s, ro, q);
         a->cum += q;
         a->leaves -= q;
-        s->last = px;
-        s->has_last = 1;
+        print_trade(s, px);
         emit_fill(e, s, r, tid, px, q); /* passive side first, §5.2 */
         emit_fill(e, s, a, tid, px, q);
         settle_resting(e, s, ro);
@@ -696,15 +714,16 @@ static int aggress(struct em_engine *e, struct symbol *s, uint32_t ao)
     return rest(e, s, ao);
 }
 
-/* docs/alf.md D.6: trigger stops one at a time while their condition
- * holds, buys (lowest stop) before sells (highest stop). */
+/* docs/alf.md D.6: trigger stops one at a time while a price printed in
+ * this message reaches them, buys (lowest stop) before sells (highest
+ * stop). */
 static int stop_loop(struct em_engine *e, struct symbol *s)
 {
     while (s->phase == EM_PHASE_CONTINUOUS && s->has_last) {
         uint32_t o = s->stops[0];
-        if (!(o && ORD(e, o)->stop <= s->last)) {
+        if (!(o && ORD(e, o)->stop <= s->trig_hi)) {
             o = s->stops[1];
-            if (!(o && ORD(e, o)->stop >= s->last))
+            if (!(o && ORD(e, o)->stop >= s->trig_lo))
                 break;
         }
         struct em_order *r = ORD(e, o);
@@ -879,8 +898,7 @@ static void uncross(struct em_engine *e, struct symbol *s)
             settle_resting(e, s, bo);
             settle_resting(e, s, so);
         }
-        s->last = P;
-        s->has_last = 1;
+        print_trade(s, P);
     }
     uint32_t n = 0;
     for (int side = 0; side < 2; side++)
@@ -893,10 +911,15 @@ static void uncross(struct em_engine *e, struct symbol *s)
 
 /* ---- phases ---- */
 
-static void set_cb_ref(struct symbol *s)
+/* A message that may trade begins (or an uncross into CONTINUOUS has
+ * just printed): fix the breaker's reference for it (F.7, H.11), and start
+ * the range of prices that trigger stops at the last trade price (§5.5:
+ * a stop whose condition holds on entry triggers at once). */
+static void set_message_refs(struct symbol *s)
 {
     s->has_cb_ref = s->has_last || s->has_ref;
     s->cb_ref = s->has_last ? s->last : s->ref;
+    s->trig_lo = s->trig_hi = s->last;
 }
 
 static int enter_continuous(struct em_engine *e, struct symbol *s)
@@ -904,7 +927,7 @@ static int enter_continuous(struct em_engine *e, struct symbol *s)
     s->has_resume = 0;
     uncross(e, s);
     s->phase = EM_PHASE_CONTINUOUS;
-    set_cb_ref(s); /* docs/alf.md H.11 */
+    set_message_refs(s); /* docs/alf.md H.11 */
     return stop_loop(e, s);
 }
 
@@ -1060,7 +1083,7 @@ static int on_new(struct em_engine *e, uint16_t gw, const struct em_msg *m)
         r->state = EM_OS_STOP;
         stop_insert(s, e, o);
         if (s->phase == EM_PHASE_CONTINUOUS) {
-            set_cb_ref(s);
+            set_message_refs(s);
             return stop_loop(e, s);
         }
         return 0;
@@ -1068,7 +1091,7 @@ static int on_new(struct em_engine *e, uint16_t gw, const struct em_msg *m)
     if (s->phase != EM_PHASE_CONTINUOUS)
         return rest(e, s, o); /* PREOPEN / AUCTION: no matching (§6) */
     r->state = EM_OS_ACTIVE;
-    set_cb_ref(s);
+    set_message_refs(s);
     int rc = aggress(e, s, o);
     if (rc)
         return rc;
@@ -1143,7 +1166,7 @@ static int on_replace(struct em_engine *e, uint16_t gw, const struct em_msg *m)
     int opp = side_ix(r) ^ 1;
     uint32_t l = em_book_best(&s->book, &e->pool, opp);
     if (s->phase == EM_PHASE_CONTINUOUS && l && crosses(r, em_lvl(&e->pool, l)->px)) {
-        set_cb_ref(s);
+        set_message_refs(s);
         int rc = aggress(e, s, o);
         if (rc)
             return rc;
@@ -1490,6 +1513,12 @@ int em_engine_check(const struct em_engine *e, const char **what)
                 open++;
                 prev = o;
             }
+        }
+        if (s->phase == EM_PHASE_CONTINUOUS && s->has_last &&
+            ((s->stops[0] && p->orders[s->stops[0]].stop <= s->last) ||
+             (s->stops[1] && p->orders[s->stops[1]].stop >= s->last))) {
+            *what = "3: a stop reached in CONTINUOUS is still pending";
+            return 3;
         }
     }
     uint64_t listed = 0;
