@@ -34,7 +34,7 @@
  *   CLOSED ───────────────────> PREOPEN ───────────────────────┐
  *     ^                                   enter_continuous():   │
  *     │ set_phase(CLOSED) from            uncross(), stop_loop()v
- *     │ any phase: expire_day()                           CONTINUOUS
+ *     │ any phase: [uncross()], expire_day()              CONTINUOUS
  *     │                                                     │   ^
  *     │              trip_breaker() in aggress()            │   │
  *     │   AUCTION <─────────────────────────────────────────┘   │
@@ -44,6 +44,9 @@
  *   on_halt(): any phase -> HALTED, remembering it and dropping a pending
  *   resume. on_resume(): back to CLOSED if it was, else
  *   enter_continuous(). set_phase() leaves HALTED too.
+ *   [uncross()]: set_phase() out of PREOPEN, AUCTION or HALTED uncrosses
+ *   the book whatever the new phase (§6, H.13), so a CLOSED book is never
+ *   crossed.
  *
  * Invariants (em_engine_check, after each message with
  * EM_CHECK_INVARIANTS):
@@ -874,32 +877,41 @@ static uint32_t uncross_head(struct em_engine *e, struct symbol *s, int side, in
 
 static void sort_by_oid(struct em_engine *e, uint32_t *a, uint32_t n);
 
-/* Uncross the book (no self-trade prevention), then cancel what is left
- * of market orders (MKT, oid order). */
-static void uncross(struct em_engine *e, struct symbol *s)
+/* Uncross the book at the price uncross_price() chooses (F.5; no
+ * self-trade prevention). Returns 1 when it traded, 0 when nothing was
+ * executable. */
+static int uncross(struct em_engine *e, struct symbol *s)
 {
     int64_t P;
     uint64_t vol;
     if (fit_to_pools(e))
-        return; /* out of memory: leave the book as it is */
-    if (uncross_price(e, s, &P, &vol)) {
-        for (;;) {
-            uint32_t bo = uncross_head(e, s, EM_BUY, P), so = uncross_head(e, s, EM_SELL, P);
-            if (!bo || !so)
-                break;
-            struct em_order *br = ORD(e, bo), *sr = ORD(e, so);
-            uint32_t q = br->shown < sr->shown ? br->shown : sr->shown;
-            uint64_t tid = ++e->next_tid;
-            e->stats.trades++;
-            fill_resting(e, s, bo, q);
-            fill_resting(e, s, so, q);
-            emit_fill(e, s, br, tid, P, q); /* buy side first, §5.2 */
-            emit_fill(e, s, sr, tid, P, q);
-            settle_resting(e, s, bo);
-            settle_resting(e, s, so);
-        }
-        print_trade(s, P);
+        return 0; /* out of memory: leave the book as it is */
+    if (!uncross_price(e, s, &P, &vol))
+        return 0;
+    for (;;) {
+        uint32_t bo = uncross_head(e, s, EM_BUY, P), so = uncross_head(e, s, EM_SELL, P);
+        if (!bo || !so)
+            break;
+        struct em_order *br = ORD(e, bo), *sr = ORD(e, so);
+        uint32_t q = br->shown < sr->shown ? br->shown : sr->shown;
+        uint64_t tid = ++e->next_tid;
+        e->stats.trades++;
+        fill_resting(e, s, bo, q);
+        fill_resting(e, s, so, q);
+        emit_fill(e, s, br, tid, P, q); /* buy side first, §5.2 */
+        emit_fill(e, s, sr, tid, P, q);
+        settle_resting(e, s, bo);
+        settle_resting(e, s, so);
     }
+    print_trade(s, P);
+    return 1;
+}
+
+/* Cancel the symbol's resting market orders (MKT, oid order): what is
+ * left of them after an uncross (F.5), or all of them on entering
+ * CONTINUOUS, where a market order never rests (H.12). */
+static void cancel_market_orders(struct em_engine *e, struct symbol *s)
+{
     uint32_t n = 0;
     for (int side = 0; side < 2; side++)
         for (uint32_t o = em_lvl(&e->pool, s->book.side[side].mkt)->head; o; o = ORD(e, o)->next)
@@ -926,6 +938,7 @@ static int enter_continuous(struct em_engine *e, struct symbol *s)
 {
     s->has_resume = 0;
     uncross(e, s);
+    cancel_market_orders(e, s);
     s->phase = EM_PHASE_CONTINUOUS;
     set_message_refs(s); /* docs/alf.md H.11 */
     return stop_loop(e, s);
@@ -993,6 +1006,12 @@ static int set_phase(struct em_engine *e, struct symbol *s, uint8_t to)
     s->has_resume = 0;
     if (to == EM_PHASE_CONTINUOUS)
         return enter_continuous(e, s);
+    /* §6: leaving PREOPEN or AUCTION uncrosses the book, and so does
+     * leaving a halt (H.13): PREOPEN -> CLOSED is a closing auction */
+    if ((s->phase == EM_PHASE_PREOPEN || s->phase == EM_PHASE_AUCTION ||
+         s->phase == EM_PHASE_HALTED) &&
+        uncross(e, s))
+        cancel_market_orders(e, s);
     s->phase = to;
     if (to == EM_PHASE_CLOSED)
         expire_day(e, s);
