@@ -974,8 +974,9 @@ static void sort_by_oid(struct em_engine *e, uint32_t *a, uint32_t n)
     }
 }
 
-/* Entering CLOSED (F.3): DAY orders (resting or stops) and resting market
- * orders expire, in oid order. */
+/* Entering CLOSED (F.3): every order but GTC limit orders and GTC
+ * pending stops expires, in oid order (resting limit orders are DAY or
+ * GTC; IOC and FOK ones never rest). */
 static void expire_day(struct em_engine *e, struct symbol *s)
 {
     uint32_t n = 0;
@@ -990,8 +991,10 @@ static void expire_day(struct em_engine *e, struct symbol *s)
             for (uint32_t o = em_lvl(p, l)->head; o; o = ORD(e, o)->next)
                 if (ORD(e, o)->tif == EM_TIF_DAY)
                     e->scratch[n++] = o;
+        /* only GTC outlives the close: a pending IOC or FOK stop is not
+         * GTC either (F.3) */
         for (uint32_t o = s->stops[side]; o; o = ORD(e, o)->next)
-            if (ORD(e, o)->tif == EM_TIF_DAY)
+            if (ORD(e, o)->tif != EM_TIF_GTC)
                 e->scratch[n++] = o;
     }
     sort_by_oid(e, e->scratch, n);
