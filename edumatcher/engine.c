@@ -585,7 +585,8 @@ static void trip_breaker(struct em_engine *e, struct symbol *s)
 {
     s->phase = EM_PHASE_AUCTION;
     s->has_resume = 1;
-    s->resume_at = e->now + s->cb_ms;
+    /* saturate: a deadline that wrapped round would be due at once */
+    s->resume_at = e->now + s->cb_ms < e->now ? UINT64_MAX : e->now + s->cb_ms;
 }
 
 /* Fill q of resting order r (head of its level) at its price. */
