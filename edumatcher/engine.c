@@ -914,6 +914,8 @@ static int uncross(struct em_engine *e, struct symbol *s)
 static void cancel_market_orders(struct em_engine *e, struct symbol *s)
 {
     uint32_t n = 0;
+    if (fit_to_pools(e))
+        return; /* out of memory: no room to sort them */
     for (int side = 0; side < 2; side++)
         for (uint32_t o = em_lvl(&e->pool, s->book.side[side].mkt)->head; o; o = ORD(e, o)->next)
             e->scratch[n++] = o;
@@ -1074,8 +1076,12 @@ static int on_new(struct em_engine *e, uint16_t gw, const struct em_msg *m)
         return EM_REJ_COLLAR;
 
     uint32_t o = em_pool_order_get(&e->pool);
-    if (!o || fit_to_pools(e))
+    if (!o)
         return CORE_ENOMEM;
+    if (fit_to_pools(e)) {
+        em_pool_order_put(&e->pool, o); /* dropped before its ACK (engine.h) */
+        return CORE_ENOMEM;
+    }
     struct em_order *r = ORD(e, o);
     r->oid = ++e->next_oid;
     r->seq = ++e->next_seq;
