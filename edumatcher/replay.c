@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/error.h"
 #include "edumatcher/alf.h"
 #include "edumatcher/engine.h"
 
@@ -79,7 +80,7 @@ static void handle_line(struct em_engine *e, const char *s, size_t n, size_t tot
     size_t gwlen = (size_t)(sp - s);
     int gw = em_engine_gateway(e, s, gwlen);
     if (gw < 0) {
-        skip(gw == -2 ? "not a gateway id" : "too many gateways");
+        skip(gw == CORE_EINVAL ? "not a gateway id" : "too many gateways");
         return;
     }
     const char *msg = sp + 1;
