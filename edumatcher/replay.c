@@ -98,8 +98,9 @@ static void handle_line(struct em_engine *e, const char *s, size_t n, size_t tot
     }
     struct em_msg m;
     int code = em_alf_parse(msg, mlen, &m);
-    if (code != EM_REJ_SYNTAX && em_engine_authorize(e, (uint16_t)gw, m.kind))
-        code = EM_REJ_AUTH; /* docs/alf.md C.4: after SYNTAX */
+    int auth = code == EM_REJ_SYNTAX ? 0 : em_engine_authorize(e, (uint16_t)gw, m.kind);
+    if (auth)
+        code = auth; /* docs/alf.md A.7, C.4: after SYNTAX, before the rest */
     if (code) {
         em_engine_reject(e, (uint16_t)gw, &m, code);
         return;
