@@ -361,7 +361,10 @@ static const char *get(const struct msg *m, const char *key)
     return NULL;
 }
 
-/* §1, A.6, A.7: unknown type, token without '=', unknown or duplicate key. */
+/* §1, A.6, A.7: unknown type, token without '=', unknown or duplicate key.
+ * An exchange → client type (§4: ACK, FILL, PONG, …) is not in msgdefs, so
+ * it is SYNTAX like any unknown type, before any other fault and before the
+ * AUTH check of C.4, from OPS too (A.7). */
 static bool syntax_ok(const struct msg *m, const struct msgdef *d)
 {
     if (!d)
