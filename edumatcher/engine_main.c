@@ -371,9 +371,9 @@ static int handle_record(const uint8_t *rec, size_t len, bool append)
             P.syms[si].changed = true; /* phase, halt, mass cancel, ... */
     }
     P.cur = &m;
-    int rc;
-    if (em_engine_authorize(P.e, (uint16_t)gw, m.kind))
-        em_engine_reject(P.e, (uint16_t)gw, &m, EM_REJ_AUTH), rc = 0;
+    int rc, refused = em_engine_authorize(P.e, (uint16_t)gw, m.kind);
+    if (refused) /* its code: SYNTAX for an event kind (A.7), else AUTH (C.4) */
+        em_engine_reject(P.e, (uint16_t)gw, &m, refused), rc = 0;
     else
         rc = em_engine_submit(P.e, (uint16_t)gw, &m);
     P.cur = NULL;

@@ -10,7 +10,8 @@
  * of known and unknown orders; mass cancels, disconnects, logouts; phase
  * changes, halts, gateway switches, clock ticks; and a small rate of faulty
  * lines that reaches every REJECT code the replay tool can produce
- * (NOT_LOGGED_IN and RATE_LIMIT cannot happen in replay, C.1).
+ * (NOT_LOGGED_IN and RATE_LIMIT cannot happen in replay, C.1), event
+ * types sent as input (A.7) included.
  *
  * Invariants that keep the test fast and the trades frequent:
  *  1. Prices cluster around a per-symbol mid that walks slowly and reverts
@@ -776,6 +777,22 @@ static void gen_faulty(void)
     case 34:
         gen_multi_fault(g);
         break;
+    case 35: /* A.7: an event type (§4) as input is SYNTAX first, from OPS too */
+    {
+        static const char *const ev[] = {"ACK",    "FILL",     "PONG",     "CANCELED",
+                                         "REJECT", "LOGGEDIN", "REPLACED", "TRIGGERED"};
+        const char *t = ev[rnd(0, 7)], *from = chance(300) ? "OPS" : gw;
+        int v = (int)rnd(0, 3);
+        if (v == 0)
+            line("%s %s", from, t);
+        else if (v == 1)
+            line("%s %s cl=f%ld oid=%ld", from, t, c, c);
+        else if (v == 2) /* faults that would be MISSING_FIELD or BAD_VALUE */
+            line("%s %s cl=f%ld qty=abc px=", from, t, c);
+        else
+            line("%s %s sym=%s gw=%s reason=AUTH", from, t, s->name, gw);
+        break;
+    }
     default: /* more of the common kinds */
         line("%s NEW cl=f%ld sym=%s side=B qty=%lld px=%s%s", gw, c, s->name, (long long)s->lot, p,
              chance(500) ? " tif=FOK peak=1" : " type=STP stop=1");

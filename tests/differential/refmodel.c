@@ -18,8 +18,9 @@
  *  2. An open order has qty = cum + leaves (§4); an iceberg shows `display`
  *     (1 ≤ display ≤ min(peak, leaves)) while resting.
  *  3. In CONTINUOUS, after every message, the book is not crossed and no
- *     pending stop's condition holds (the stop loop ran to completion),
- *     unless a circuit breaker moved the symbol to AUCTION.
+ *     pending stop is reached by a price the message printed, nor by the
+ *     last trade price (the stop loop ran to completion, D.6), unless a
+ *     circuit breaker moved the symbol to AUCTION.
  *
  * Order life cycle (the `state` field):
  *
@@ -36,8 +37,10 @@
  *
  *   SYMBOL ──► CONTINUOUS ──breaker (match)──► AUCTION
  *   AUCTION ──TICK past the deadline (on_tick)──► uncross ──► CONTINUOUS
- *   PHASE (set_phase): any ──► PREOPEN | CLOSED (expire DAY, markets)
- *                          | CONTINUOUS (uncross, then the stop loop)
+ *   PHASE (set_phase): any ──► CONTINUOUS (uncross, then the stop loop)
+ *                          | PREOPEN | CLOSED (uncross first when leaving
+ *                            PREOPEN, AUCTION or HALTED, H.13; CLOSED then
+ *                            expires all but GTC limits and GTC stops)
  *   HALT: any but HALTED ──► HALTED (remembers the phase it left)
  *   RESUME (on_halt_resume): ──► CLOSED, or uncross ──► CONTINUOUS
  */
@@ -76,9 +79,14 @@ struct symbol {
     bool has_last;   /* last trade price, in ticks */
     int64_t last;
     bool resume_pending; /* F.7: breaker resume deadline */
-    int64_t resume_at;
+    uint64_t resume_at;
     bool has_cb_ref; /* F.7: breaker reference, fixed per message */
     int64_t cb_ref;
+    /* D.6: the lowest and highest price printed in this message so far,
+     * starting at the last trade price before it (has_range: there is
+     * one); the stops that these prices reach trigger. */
+    bool has_range;
+    int64_t range_lo, range_hi;
 };
 
 struct order {
@@ -105,7 +113,7 @@ static int ndisabled;
 static struct order **live;
 static size_t nlive, live_cap;
 static uint64_t next_oid = 1, next_tid = 1, next_seq = 1; /* D.1 */
-static int64_t now_ms;
+static uint64_t now_ms;                                   /* §7 TICK: the replay clock, from 0 */
 
 /* ---------------------------------------------------------------- output */
 
@@ -353,7 +361,10 @@ static const char *get(const struct msg *m, const char *key)
     return NULL;
 }
 
-/* §1, A.6, A.7: unknown type, token without '=', unknown or duplicate key. */
+/* §1, A.6, A.7: unknown type, token without '=', unknown or duplicate key.
+ * An exchange → client type (§4: ACK, FILL, PONG, …) is not in msgdefs, so
+ * it is SYNTAX like any unknown type, before any other fault and before the
+ * AUTH check of C.4, from OPS too (A.7). */
 static bool syntax_ok(const struct msg *m, const struct msgdef *d)
 {
     if (!d)
@@ -519,7 +530,38 @@ static void after_trade(struct order *o)
     }
 }
 
+/* D.6: the range of prices that trigger stops starts at the last trade
+ * price when a message begins, and again after an uncross into CONTINUOUS
+ * (F.7: the stops a message reached before its breaker tripped trigger
+ * only on the prices printed after the resume). */
+static void start_range(struct symbol *s)
+{
+    s->has_range = s->has_last;
+    s->range_lo = s->range_hi = s->last;
+}
+
+/* A trade printed at px: it is the last trade price (§5.5), and every
+ * trade triggers the stops it reaches, even when a later trade of the same
+ * message moves the price back (§5.2, D.6), so the range widens. */
+static void print_trade(struct symbol *s, int64_t px)
+{
+    s->last = px;
+    s->has_last = true;
+    if (!s->has_range || px < s->range_lo)
+        s->range_lo = px;
+    if (!s->has_range || px > s->range_hi)
+        s->range_hi = px;
+    s->has_range = true;
+}
+
 /* ------------------------------------------------------ collar / breaker */
+
+/* The clock and the breaker deadlines stop at the top of their range
+ * instead of wrapping round (a wrapped deadline would be due at once). */
+static uint64_t add_saturating(uint64_t a, uint64_t b)
+{
+    return a + b < a ? UINT64_MAX : a + b;
+}
 
 static bool has_reference(const struct symbol *s, int64_t *r)
 {
@@ -600,7 +642,7 @@ static void match(struct order *a)
         if (breaker_outside(s, r->px)) {
             s->phase = PH_AUCTION;
             s->resume_pending = true;
-            s->resume_at = now_ms + s->cb_ms;
+            s->resume_at = add_saturating(now_ms, (uint64_t)s->cb_ms);
             break;
         }
         /* E: self-trade prevention, continuous matching only. */
@@ -643,8 +685,7 @@ static void match(struct order *a)
         uint64_t tid = next_tid++;
         fill(r, tid, r->px, q);
         fill(a, tid, r->px, q);
-        s->last = r->px;
-        s->has_last = true;
+        print_trade(s, r->px);
         after_trade(r);
     }
     finish_aggressor(a);
@@ -711,16 +752,20 @@ static void execute_incoming(struct order *a)
 }
 
 /* D.6: after a message's own matching, trigger stops one at a time while
- * the symbol is CONTINUOUS: buy stops first (lowest stop, then arrival),
- * then sell stops (highest stop, then arrival), re-evaluated each time. */
+ * the symbol is CONTINUOUS, among those that a price printed in this
+ * message (or the last trade before it) reaches: a buy stop when the
+ * highest is >= stop, a sell stop when the lowest is <= stop. Buy stops
+ * first (lowest stop, then arrival), then sell stops (highest stop, then
+ * arrival), re-evaluated each time: a stop's own trades widen the range. */
 static void run_stops(int sym)
 {
     struct symbol *s = &symbols[sym];
-    while (s->phase == PH_CONTINUOUS && s->has_last) {
+    while (s->phase == PH_CONTINUOUS && s->has_range) {
         struct order *pick = NULL;
         for (size_t i = 0; i < nlive; i++) {
             struct order *o = live[i];
-            if (o->state != ST_PENDING_STOP || o->sym != sym || o->side != BUY || s->last < o->stop)
+            if (o->state != ST_PENDING_STOP || o->sym != sym || o->side != BUY ||
+                s->range_hi < o->stop)
                 continue;
             if (!pick || o->stop < pick->stop || (o->stop == pick->stop && o->seq < pick->seq))
                 pick = o;
@@ -729,7 +774,7 @@ static void run_stops(int sym)
             for (size_t i = 0; i < nlive; i++) {
                 struct order *o = live[i];
                 if (o->state != ST_PENDING_STOP || o->sym != sym || o->side != SELL ||
-                    s->last > o->stop)
+                    s->range_lo > o->stop)
                     continue;
                 if (!pick || o->stop > pick->stop || (o->stop == pick->stop && o->seq < pick->seq))
                     pick = o;
@@ -799,8 +844,9 @@ static int64_t abs64(int64_t x)
 }
 
 /* §6, F.5: the single-price auction that ends PREOPEN, AUCTION and HALTED.
- * The caller sets the phase afterwards. */
-static void uncross(int sym)
+ * Returns whether it traded. The caller cancels what is left of market
+ * orders (cancel_markets) and sets the phase afterwards. */
+static bool uncross(int sym)
 {
     struct symbol *s = &symbols[sym];
     int64_t *cand = malloc((nlive + 1) * sizeof *cand);
@@ -889,10 +935,15 @@ static void uncross(int sym)
             after_trade(sl);
             remaining -= q;
         }
-        s->last = p;
-        s->has_last = true;
+        print_trade(s, p);
     }
-    /* D.4, F.5: what is left of market orders is canceled, in oid order. */
+    return nk > 0;
+}
+
+/* D.4, F.5: what is left of the symbol's market orders after an uncross
+ * is canceled (MKT), in oid order. */
+static void cancel_markets(int sym)
+{
     for (size_t i = 0; i < nlive; i++) {
         struct order *o = live[i];
         if (o->state == ST_RESTING && o->sym == sym && o->type == T_MKT)
@@ -906,15 +957,18 @@ static void open_continuous(int sym)
     struct symbol *s = &symbols[sym];
     s->resume_pending = false;
     uncross(sym);
+    cancel_markets(sym); /* H.12: whether or not the uncross traded */
     s->phase = PH_CONTINUOUS;
     /* H.11: the stop loop after an uncross takes the breaker reference
-     * from the last trade after that uncross. */
+     * from the last trade after that uncross; D.6, F.7: its range of
+     * trigger prices starts there too. */
     s->has_cb_ref = has_reference(s, &s->cb_ref);
+    start_range(s);
     run_stops(sym);
 }
 
 /* G: one CANCELED per open order matching the filter, in oid order. */
-static void cancel_where(const char *gw, int sym, bool day_and_market_only, const char *why)
+static void cancel_where(const char *gw, int sym, bool close_expiry, const char *why)
 {
     for (size_t i = 0; i < nlive; i++) {
         struct order *o = live[i];
@@ -924,11 +978,12 @@ static void cancel_where(const char *gw, int sym, bool day_and_market_only, cons
             continue;
         if (sym >= 0 && o->sym != sym)
             continue;
-        if (day_and_market_only) {
-            /* F.3: every DAY order, resting or pending stop, and every
-             * resting market order. */
+        if (close_expiry) {
+            /* F.3: only GTC limit orders and GTC pending stops survive the
+             * close: every DAY order, resting or pending stop, every
+             * resting market order, every pending IOC or FOK stop. */
             bool resting_mkt = o->state == ST_RESTING && o->type == T_MKT;
-            if (o->tif != TIF_DAY && !resting_mkt)
+            if (o->tif == TIF_GTC && !resting_mkt)
                 continue;
         }
         cancel_order(o, why);
@@ -943,13 +998,19 @@ static void set_phase(int sym, int to)
     s->resume_pending = false;
     if (to == PH_CONTINUOUS) {
         open_continuous(sym);
-    } else if (to == PH_CLOSED) {
-        /* H.13: no uncross on the way to CLOSED (or PREOPEN). */
-        s->phase = PH_CLOSED;
-        cancel_where(NULL, sym, true, "EXPIRED"); /* §5.7 */
-    } else {
-        s->phase = to;
+        return;
     }
+    /* §6, H.13, F.3: leaving PREOPEN, AUCTION or HALTED for CLOSED or
+     * PREOPEN uncrosses first (a closing auction from PREOPEN); market
+     * remainders are canceled only when it traded; no stop loop outside
+     * CONTINUOUS (D.6). */
+    if (s->phase == PH_PREOPEN || s->phase == PH_AUCTION || s->phase == PH_HALTED) {
+        if (uncross(sym))
+            cancel_markets(sym);
+    }
+    s->phase = to;
+    if (to == PH_CLOSED) /* §5.7, F.3: then the expiry */
+        cancel_where(NULL, sym, true, "EXPIRED");
 }
 
 /* ------------------------------------------------------ client messages */
@@ -1260,7 +1321,7 @@ static void on_tick(const struct msg *m)
         return reject("OPS", m, "MISSING_FIELD");
     if (!parse_int(ms, &d))
         return reject("OPS", m, "BAD_VALUE");
-    now_ms += d;
+    now_ms = add_saturating(now_ms, (uint64_t)d);
     for (;;) {
         int due = -1;
         for (int i = 0; i < nsymbols; i++) {
@@ -1291,9 +1352,12 @@ static void handle_message(const char *gw, char *text)
     if ((d->cls == M_OPERATOR) != from_ops)
         return reject(gw, &m, "AUTH");
 
-    /* F.7: the breaker reference of every symbol, fixed for this message. */
-    for (int i = 0; i < nsymbols; i++)
+    /* F.7: the breaker reference of every symbol, fixed for this message;
+     * D.6: the range of stop trigger prices starts at the last trade. */
+    for (int i = 0; i < nsymbols; i++) {
         symbols[i].has_cb_ref = has_reference(&symbols[i], &symbols[i].cb_ref);
+        start_range(&symbols[i]);
+    }
 
     const char *t = m.type;
     if (!strcmp(t, "NEW"))
@@ -1345,9 +1409,9 @@ static void verify_invariants(unsigned long lineno)
             broken = "live orders in oid order";
         else if (s->phase == PH_CONTINUOUS && o->state == ST_RESTING && o->type == T_MKT)
             broken = "no resting market order in CONTINUOUS";
-        else if (s->phase == PH_CONTINUOUS && s->has_last && o->state == ST_PENDING_STOP &&
-                 (o->side == BUY ? s->last >= o->stop : s->last <= o->stop))
-            broken = "no pending stop holds in CONTINUOUS";
+        else if (s->phase == PH_CONTINUOUS && s->has_range && o->state == ST_PENDING_STOP &&
+                 (o->side == BUY ? s->range_hi >= o->stop : s->range_lo <= o->stop))
+            broken = "no pending stop reached in CONTINUOUS";
     }
     for (int i = 0; i < nsymbols && !broken; i++) {
         struct order *b = best_resting(i, BUY), *a = best_resting(i, SELL);

@@ -1,8 +1,10 @@
 """EduMatcher end to end: real engine, gateway, clearing and monitor processes
 on loopback, driven by ALF sessions over TCP and a pyzmq subscriber."""
 import json
+import os
 import random
 import signal
+import struct
 import time
 
 import zmq
@@ -213,6 +215,43 @@ def test_malformed_lines_get_rejects_and_the_session_survives(exchange):
     t.sock.sendall(b"y" * 1500 + b"\nPING\n")
     assert t.line() == "REJECT reason=LINE_TOO_LONG"
     assert t.line() == "PONG"
+
+
+def msg_def_names(macro):
+    """The names of edumatcher/msg.def's EM_FIELD(...) or EM_MSG(...) lines,
+    in order: a field's bit number, a message's kind minus one."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 4)
+    with open(os.path.join(root, "edumatcher", "msg.def")) as f:
+        return [l.split("(", 1)[1].split(",", 1)[0] for l in f if l.startswith(macro + "(")]
+
+
+def frame(kind, *fields):
+    """A bus frame as em_frame_encode lays it out: [u16 length][u8 kind]
+    [u32 fields present][the values, encoded by the caller, in the
+    message's field order]."""
+    names = msg_def_names("EM_FIELD")
+    present = sum(1 << names.index(name) for name, _ in fields)
+    body = struct.pack("<BI", msg_def_names("EM_MSG").index(kind) + 1, present)
+    body += b"".join(value for _, value in fields)
+    return struct.pack("<H", 2 + len(body)) + body
+
+
+def test_engine_refuses_an_event_frame_with_syntax(exchange, zctx):
+    """A frame of an event kind pushed straight into the engine (the gateway
+    never forwards one) is refused with the code em_engine_authorize
+    returns: SYNTAX (docs/alf.md A.7), not AUTH."""
+    x = exchange()
+    t = x.trader("GW9")
+    push = zctx.socket(zmq.PUSH)
+    push.setsockopt(zmq.LINGER, 0)
+    push.connect(x.pull)
+    push.send_multipart([b"GW9", frame("PONG")])
+    assert t.line() == "REJECT reason=SYNTAX"
+    push.send_multipart([b"GW9", frame("ACK", ("cl", b"\x02e1"), ("oid", struct.pack("<Q", 1)))])
+    assert t.line() == "REJECT cl=e1 reason=SYNTAX"
+    # an operator message from a trader is still AUTH (C.4)
+    push.send_multipart([b"GW9", frame("TICK", ("ms", struct.pack("<Q", 5)))])
+    assert t.line() == "REJECT reason=AUTH"
 
 
 def strip_ids(lines):
