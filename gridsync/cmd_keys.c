@@ -205,9 +205,10 @@ void gs_cmd_keys(struct gs_client *c, size_t argc, struct gs_arg *argv)
 void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
-    /* parseScanCursorOrReply: strtoul semantics, no leading space. */
+    /* parseScanCursorOrReply: strtoul semantics, no leading space; an
+     * empty cursor is 0, as strtoul reads it. */
     char tmp[32];
-    if (argv[1].len == 0 || argv[1].len >= sizeof(tmp) || isspace((unsigned char)argv[1].p[0])) {
+    if (argv[1].len >= sizeof(tmp) || (argv[1].len && isspace((unsigned char)argv[1].p[0]))) {
         gs_error(c, "ERR invalid cursor");
         return;
     }
