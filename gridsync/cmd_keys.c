@@ -19,6 +19,17 @@ static int64_t now_ms(struct gs_client *c)
     return gs_node_now_ms(c->node);
 }
 
+/* The node's scratch buffer serves every client; one KEYS over a big key
+ * space or a RENAME of a big value would otherwise keep it at that size
+ * for good, outside used_memory and maxmemory. */
+#define SCRATCH_KEEP (256 * 1024)
+
+static void scratch_done(struct gs_node *n)
+{
+    if (n->scratch.cap > SCRATCH_KEEP)
+        core_buf_free(&n->scratch);
+}
+
 void gs_cmd_del(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     int64_t now = now_ms(c), n = 0;
@@ -78,7 +89,9 @@ static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
         gs_error_oom(c);
         return;
     }
-    if (gs_store_set(n->store, argv[2].p, argv[2].len, n->scratch.data, vlen, expire, NULL)) {
+    int rc = gs_store_set(n->store, argv[2].p, argv[2].len, n->scratch.data, vlen, expire, NULL);
+    scratch_done(n);
+    if (rc) {
         gs_error_oom(c);
         return;
     }
@@ -145,7 +158,9 @@ void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error_oom(c);
         return;
     }
-    if (gs_store_set(n->store, argv[2].p, argv[2].len, n->scratch.data, vlen, expire, NULL)) {
+    int rc = gs_store_set(n->store, argv[2].p, argv[2].len, n->scratch.data, vlen, expire, NULL);
+    scratch_done(n);
+    if (rc) {
         gs_error_oom(c);
         return;
     }
@@ -199,6 +214,7 @@ void gs_cmd_keys(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     reply_collected(c, &n->scratch);
+    scratch_done(n);
 }
 
 /* Redis's scanGenericCommand for the key space. */
@@ -256,6 +272,7 @@ void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_array(&c->w, 2);
     gs_reply_bulk_int(&c->w, (int64_t)cursor); /* Redis sends it as a string */
     reply_collected(c, &n->scratch);
+    scratch_done(n);
 }
 
 void gs_cmd_randomkey(struct gs_client *c, size_t argc, struct gs_arg *argv)

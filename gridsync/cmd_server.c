@@ -48,6 +48,17 @@ static void sbprintf(struct core_buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+/* The node's scratch buffer serves every client; one KEYS over a big key
+ * space or a RENAME of a big value would otherwise keep it at that size
+ * for good, outside used_memory and maxmemory. */
+#define SCRATCH_KEEP (256 * 1024)
+
+static void scratch_done(struct gs_node *n)
+{
+    if (n->scratch.cap > SCRATCH_KEEP)
+        core_buf_free(&n->scratch);
+}
+
 static void unknown_subcommand(struct gs_client *c, const struct gs_arg *sub, const char *cmd)
 {
     gs_errorf(c, "ERR unknown subcommand '%.*s'. Try %s HELP.",
@@ -400,6 +411,7 @@ void gs_cmd_info(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
+    scratch_done(n);
 }
 
 /* -------------------------------------------------------------- CONFIG */
@@ -910,6 +922,7 @@ static void client_list(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
+    scratch_done(n);
 }
 
 struct kill_ctx {
@@ -1070,6 +1083,7 @@ void gs_cmd_client(struct gs_client *c, size_t argc, struct gs_arg *argv)
         n->scratch.len = 0;
         client_line(n, c->conn, &n->scratch);
         gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
+        scratch_done(n);
     } else if (gs_arg_is(sub, "kill")) {
         if (argc < 3) {
             gs_error_arity(c, "client|kill");
