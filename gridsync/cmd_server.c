@@ -263,7 +263,7 @@ void gs_cmd_hello(struct gs_client *c, size_t argc, struct gs_arg *argv)
     }
     if (!c->authenticated && c->node->cfg.requirepass[0]) {
         gs_error(c, "NOAUTH HELLO must be called with the client already authenticated, "
-                    "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
+                    "otherwise the HELLO AUTH <user> <pass> option can be used to "
                     "authenticate the client and select the RESP protocol version at the same "
                     "time");
         return;

@@ -28,8 +28,8 @@ MIN = "-9223372036854775808"
 # --------------------------------------------------------------- servers
 
 
-@pytest.fixture(scope="module")
-def redis_port():
+def run_redis(*extra):
+    """Start redis-server on a free port; yields the port, stops it after."""
     exe = shutil.which("redis-server")
     if not exe:
         pytest.skip("redis-server is not installed")
@@ -37,7 +37,7 @@ def redis_port():
     # databases 1: GridSync has one database (a documented deviation).
     proc = subprocess.Popen(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--databases", "1"],
+         "--databases", "1", *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10
@@ -57,6 +57,16 @@ def redis_port():
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def redis_port():
+    yield from run_redis()
+
+
+@pytest.fixture(scope="module")
+def redis_auth_port():
+    yield from run_redis("--requirepass", "pw")
 
 
 @pytest.fixture
@@ -449,6 +459,30 @@ case("multi-key", ["MSET", "a", "1", "b", "2"], ["MGET", "a", "b", "c"],
      ["MSETNX", "a", "1", "z", "3"], ["MSETNX", "y", "1", "z", "3"], ["DEL", "a", "a", "b", "q"],
      ["EXISTS", "y", "y", "q"], ["UNLINK", "y"], ["DBSIZE"], ["INFO", "nosuch"],
      ["INFO", "keyspace"], ["SHUTDOWN", "FOO"], ["SHUTDOWN", "ABORT"])
+
+
+AUTH_CASES = [
+    [["GET", "a"], ["PING"], ["AUTH", "x"], ["AUTH", "pw"], ["GET", "a"], ["PING"]],
+    [["HELLO", "3"], ["HELLO", "3", "AUTH", "default", "x"], ["HELLO", "3", "AUTH", "bob", "pw"],
+     ["CLIENT", "ID"], ["HELLO", "2", "AUTH", "default", "pw", "SETNAME", "me"],
+     ["CLIENT", "GETNAME"], ["QUIT"]],
+    [["AUTH", "default", "pw"], ["AUTH", "nobody", "pw"], ["GET", "a"], ["AUTH", "a", "b", "c"]],
+    [["FOO"], ["GET"], ["CONFIG", "GET", "requirepass"]],
+    [[b"*20\r\n"]],
+    [[b"*2\r\n$4\r\nECHO\r\n$20000\r\n"]],
+    [[b"PING\r\n"], [b"AUTH pw\r\n"], [b"PING\r\n"]],
+]
+
+
+@pytest.mark.parametrize("cmds", AUTH_CASES)
+def test_same_replies_with_requirepass(make_server, redis_auth_port, cmds):
+    server = make_server("--requirepass", "pw")
+    g, r = Conn(server.port), Conn(redis_auth_port)
+    try:
+        compare((g, r), cmds)
+    finally:
+        g.close()
+        r.close()
 
 
 @pytest.mark.parametrize("cmds", CASES)
