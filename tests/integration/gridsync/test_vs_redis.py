@@ -134,6 +134,11 @@ class Conn:
         return line
 
     def cmd(self, *args):
+        """cmd(arg, ...) or cmd(raw_bytes) for one reply; cmd(raw_bytes, n)
+        for a pipeline of n replies (returned concatenated)."""
+        replies = 1
+        if len(args) == 2 and isinstance(args[0], bytes) and isinstance(args[1], int):
+            args, replies = args[:1], args[1]
         if len(args) == 1 and isinstance(args[0], bytes):
             payload = args[0]
         else:
@@ -142,7 +147,7 @@ class Conn:
                 b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
         try:
             self.s.sendall(payload)
-            return self.reply()
+            return b"".join(self.reply() for _ in range(replies))
         except (EOFError, ConnectionResetError, BrokenPipeError):
             return b"<closed>"
 
@@ -430,6 +435,12 @@ case("proto-huge-multibulk", [b"*3000000000\r\n"])
 case("proto-huge-bulk", [b"*1\r\n$600000000\r\n"])
 case("proto-empty-requests", [b"*0\r\n*1\r\n$4\r\nPING\r\n"], [b"*-1\r\nPING\r\n"])
 case("proto-bad-bulk-length", [b"*1\r\n$abc\r\n"])
+case("proto-bulk-without-crlf", [b"*1\r\n$4\r\nPINGXX*1\r\n$4\r\nPING\r\n"])
+case("proto-inline-too-big", [b"a" * 70000])
+case("proto-mbulk-count-too-big", [b"*" + b"1" * 70000])
+case("proto-bulk-count-too-big", [b"*1\r\n$" + b"1" * 70000])
+case("proto-bulk-count-bad", [b"*2\r\n$4\r\nECHO\r\n$-5\r\n"])
+case("proto-bulk-too-long", [b"*1\r\n$536870913\r\n"])
 case("proto-empty-value", [b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$0\r\n\r\n"], ["GET", "a"])
 
 # HELLO (RESP3 types for every reply shape after HELLO 3), AUTH, CLIENT.
@@ -453,6 +464,18 @@ case("client", ["CLIENT", "SETNAME", "a b"], ["CLIENT", "SETNAME", "ok"], ["CLIE
      ["CLIENT", "LIST", "TYPE", "pubsub"], ["CLIENT", "LIST", "TYPE", "master"],
      ["CLIENT", "LIST", "ID", "x"], ["CLIENT", "LIST", "ID", "999999", "0", "-5"],
      ["CLIENT", "LIST", "TYPE"], ["CLIENT", "LIST", "FOO", "bar"])
+case("odd-keys", ["SET", "", "empty"], ["GET", ""], ["SET", "a b\r\nc", "v"], ["KEYS", "a*"],
+     ["GET", "a b\r\nc"], ["SET", "bin\x00\xff", "\x00"], ["GET", "bin\x00\xff"],
+     ["MSET", "d", "1", "d", "2"], ["GET", "d"], ["MSETNX", "e", "1", "e", "2"], ["GET", "e"],
+     ["SETRANGE", "f", "3", "x"], ["GET", "f"], ["APPEND", "f", ""], ["STRLEN", "f"],
+     ["ECHO", "\x00\r\n"], ["PING", "\x00"], ["PEXPIRE", "d", "1500"], ["TTL", "d"],
+     ["EXISTS", "", "d", "nope"], ["DEL", ""], ["GET", ""])
+case("hello-options", ["HELLO", "3", "SETNAME"], ["HELLO", "2", "AUTH"], ["HELLO", "2", "AUTH", "x"],
+     ["HELLO", "3", "SETNAME", "a", "SETNAME", "b"], ["CLIENT", "GETNAME"], ["HELLO", "2"],
+     ["HELLO", "2", "setname", "c"], ["CLIENT", "GETNAME"], ["HELLO", "+2"], ["HELLO", "02"])
+case("pipeline", [b"INCR c\r\n" * 300 + b"GET c\r\nSET c x\r\nINCR c\r\n" * 2, 306],
+     [b"*2\r\n$3\r\nGET\r\n$1\r\nc\r\nPING\r\n*1\r\n$4\r\nPING\r\n", 3])
+case("quit", ["SET", "q", "1"], ["QUIT"])
 case("auth", ["AUTH", "x"], ["AUTH", "default", "x"], ["AUTH", "a", "b", "c"],
      ["AUTH", "foo", "bar"])
 case("multi-key", ["MSET", "a", "1", "b", "2"], ["MGET", "a", "b", "c"],
@@ -488,6 +511,28 @@ def test_same_replies_with_requirepass(make_server, redis_auth_port, cmds):
 @pytest.mark.parametrize("cmds", CASES)
 def test_same_replies_as_redis(pair, cmds):
     compare(pair, cmds)
+
+
+@pytest.mark.parametrize("count", ["1", "7", "1000"])
+def test_scan_returns_every_key(pair, count):
+    """A full SCAN iteration returns every key (possibly twice), with and
+    without MATCH; the same keys as Redis."""
+    def scan_all(c, *opts):
+        seen, cursor, rounds = set(), b"0", 0
+        while True:
+            cursor, keys = decode(c.cmd("SCAN", cursor, "COUNT", count, *opts))
+            seen.update(keys)
+            rounds += 1
+            assert rounds < 10000
+            if cursor == b"0":
+                return seen
+    for c in pair:
+        for i in range(300):
+            assert c.cmd("SET", f"key:{i}", "v") == b"+OK\r\n"
+    g, r = pair
+    assert scan_all(g) == scan_all(r) == {f"key:{i}".encode() for i in range(300)}
+    assert scan_all(g, "MATCH", "key:1*") == scan_all(r, "MATCH", "key:1*")
+    assert scan_all(g, "TYPE", "string", "MATCH", "*9") == scan_all(r, "TYPE", "string", "MATCH", "*9")
 
 
 def test_client_list_ids_in_the_order_given(server, redis_port):
