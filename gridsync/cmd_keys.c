@@ -47,6 +47,16 @@ void gs_cmd_exists(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_int(&c->w, n);
 }
 
+/* TOUCH: a read of each key (LRU and hit/miss counters), counting the
+ * keys that exist; a key named twice counts twice, as Redis. */
+void gs_cmd_touch(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t now = now_ms(c), n = 0;
+    for (size_t i = 1; i < argc; i++)
+        n += gs_store_lookup(c->node->store, argv[i].p, argv[i].len, now, 0) != NULL;
+    gs_reply_int(&c->w, n);
+}
+
 void gs_cmd_type(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_entry *e =
@@ -431,7 +441,10 @@ void gs_cmd_pexpireat(struct gs_client *c, size_t argc, struct gs_arg *argv)
     expire_generic(c, argc, argv, false, false, "pexpireat");
 }
 
-static void ttl_generic(struct gs_client *c, struct gs_arg *key, bool ms)
+/* Redis's ttlGenericCommand: TTL/PTTL (relative) and EXPIRETIME/
+ * PEXPIRETIME (absolute, Redis 7.0); -2 no key, -1 no expiry; seconds are
+ * rounded to the nearest. */
+static void ttl_generic(struct gs_client *c, struct gs_arg *key, bool ms, bool absolute)
 {
     int64_t now = now_ms(c);
     struct gs_entry *e = gs_store_lookup(c->node->store, key->p, key->len, now, GS_LOOKUP_NOTOUCH);
@@ -444,7 +457,7 @@ static void ttl_generic(struct gs_client *c, struct gs_arg *key, bool ms)
         gs_reply_int(&c->w, -1);
         return;
     }
-    int64_t ttl = exp - now;
+    int64_t ttl = absolute ? exp : exp - now;
     if (ttl < 0)
         ttl = 0;
     gs_reply_int(&c->w, ms ? ttl : (ttl + 500) / 1000);
@@ -452,12 +465,22 @@ static void ttl_generic(struct gs_client *c, struct gs_arg *key, bool ms)
 
 void gs_cmd_ttl(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    ttl_generic(c, &argv[1], false);
+    ttl_generic(c, &argv[1], false, false);
 }
 
 void gs_cmd_pttl(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    ttl_generic(c, &argv[1], true);
+    ttl_generic(c, &argv[1], true, false);
+}
+
+void gs_cmd_expiretime(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    ttl_generic(c, &argv[1], false, true);
+}
+
+void gs_cmd_pexpiretime(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    ttl_generic(c, &argv[1], true, true);
 }
 
 void gs_cmd_persist(struct gs_client *c, size_t argc, struct gs_arg *argv)

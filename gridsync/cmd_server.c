@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 static void sbprintf(struct core_buf *b, const char *fmt, ...)
@@ -127,6 +128,17 @@ void gs_cmd_ping(struct gs_client *c, size_t argc, struct gs_arg *argv)
 void gs_cmd_echo(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     gs_reply_bulk(&c->w, argv[1].p, argv[1].len);
+}
+
+/* TIME: the wall clock read now (not the loop's cached time), as two bulk
+ * strings, seconds and microseconds. */
+void gs_cmd_time(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gs_reply_array(&c->w, 2);
+    gs_reply_bulk_int(&c->w, (int64_t)ts.tv_sec);
+    gs_reply_bulk_int(&c->w, (int64_t)(ts.tv_nsec / 1000));
 }
 
 void gs_cmd_quit(struct gs_client *c, size_t argc, struct gs_arg *argv)

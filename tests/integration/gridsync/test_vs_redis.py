@@ -476,6 +476,13 @@ case("hello-options", ["HELLO", "3", "SETNAME"], ["HELLO", "2", "AUTH"], ["HELLO
 case("pipeline", [b"INCR c\r\n" * 300 + b"GET c\r\nSET c x\r\nINCR c\r\n" * 2, 306],
      [b"*2\r\n$3\r\nGET\r\n$1\r\nc\r\nPING\r\n*1\r\n$4\r\nPING\r\n", 3])
 case("quit", ["SET", "q", "1"], ["QUIT"])
+case("expiretime-touch-substr", ["EXPIRETIME", "k"], ["PEXPIRETIME", "k"], ["SET", "k", "hello"],
+     ["EXPIRETIME", "k"], ["PEXPIRETIME", "k"], ["EXPIREAT", "k", "4102444800"],
+     ["EXPIRETIME", "k"], ["PEXPIRETIME", "k"], ["PEXPIREAT", "k", "4102444800499"],
+     ["EXPIRETIME", "k"], ["PEXPIREAT", "k", "4102444800500"], ["EXPIRETIME", "k"],
+     ["PEXPIRETIME", "k"], ["EXPIRETIME"], ["EXPIRETIME", "a", "b"],
+     ["TOUCH", "k", "k", "nokey"], ["TOUCH"], ["SUBSTR", "k", "1", "-2"], ["SUBSTR", "k", "x", "1"],
+     ["SUBSTR", "nokey", "0", "-1"], ["TIME", "x"])
 case("auth", ["AUTH", "x"], ["AUTH", "default", "x"], ["AUTH", "a", "b", "c"],
      ["AUTH", "foo", "bar"])
 case("multi-key", ["MSET", "a", "1", "b", "2"], ["MGET", "a", "b", "c"],
@@ -511,6 +518,14 @@ def test_same_replies_with_requirepass(make_server, redis_auth_port, cmds):
 @pytest.mark.parametrize("cmds", CASES)
 def test_same_replies_as_redis(pair, cmds):
     compare(pair, cmds)
+
+
+def test_time(pair):
+    """TIME: two bulk strings, seconds and microseconds, of the wall clock."""
+    for c in pair:
+        sec, usec = decode(c.cmd("TIME"))
+        assert abs(int(sec) - time.time()) < 60
+        assert 0 <= int(usec) < 1000000
 
 
 @pytest.mark.parametrize("count", ["1", "7", "1000"])
