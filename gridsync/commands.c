@@ -39,6 +39,12 @@ const struct gs_command gs_commands[] = {
     {"getrange", 4, R, gs_cmd_getrange, 1, 1, 1, "string", "Get a substring of the string stored at a key", "2.4.0"},
     {"substr", 4, R, gs_cmd_getrange, 1, 1, 1, "string", "Get a substring of the string stored at a key", "1.0.0"},
     {"setrange", 4, W | M, gs_cmd_setrange, 1, 1, 1, "string", "Overwrite part of a string at key starting at the specified offset", "2.2.0"},
+    /* bitmaps (cmd_bits.c) */
+    {"getbit", 3, R | F, gs_cmd_getbit, 1, 1, 1, "bitmap", "Returns the bit value at offset in the string value stored at key", "2.2.0"},
+    {"setbit", 4, W | M, gs_cmd_setbit, 1, 1, 1, "bitmap", "Sets or clears the bit at offset in the string value stored at key", "2.2.0"},
+    {"bitcount", -2, R, gs_cmd_bitcount, 1, 1, 1, "bitmap", "Count set bits in a string", "2.6.0"},
+    {"bitpos", -3, R, gs_cmd_bitpos, 1, 1, 1, "bitmap", "Find first bit set or clear in a string", "2.8.7"},
+    {"bitop", -4, W | M, gs_cmd_bitop, 2, -1, 1, "bitmap", "Perform bitwise operations between strings", "2.6.0"},
     /* expiry */
     {"expire", -3, W | F, gs_cmd_expire, 1, 1, 1, "generic", "Set a key's time to live in seconds", "1.0.0"},
     {"pexpire", -3, W | F, gs_cmd_pexpire, 1, 1, 1, "generic", "Set a key's time to live in milliseconds", "2.6.0"},

@@ -396,6 +396,43 @@ case("config-set", ["CONFIG", "FOO"], ["CONFIG", "SET", "hz"], ["CONFIG", "SET",
      ["CONFIG", "RESETSTAT", "x"], ["CONFIG", "REWRITE", "x"], ["CONFIG", "HELP", "x"],
      ["CONFIG"])
 
+# Bitmaps: offsets at the edges, BYTE and BIT ranges, BITOP.
+case("getbit-setbit", ["GETBIT", "b", "0"], ["SETBIT", "b", "7", "1"], ["GET", "b"],
+     ["SETBIT", "b", "7", "0"], ["SETBIT", "b", "100", "1"], ["STRLEN", "b"], ["GETBIT", "b", "100"],
+     ["GETBIT", "b", "101"], ["GETBIT", "b", "100000"], ["SETBIT", "b", "-1", "1"],
+     ["SETBIT", "b", "x", "1"], ["SETBIT", "b", "1", "2"], ["SETBIT", "b", "1", "-1"],
+     ["SETBIT", "b", "1", "x"], ["SETBIT", "b", "4294967296", "1"], ["GETBIT", "b", "4294967295"],
+     ["SETBIT", "b", "4294967295", "x"], ["GETBIT", "b", "-1"], ["GETBIT", "b", BIG],
+     ["SET", "s", "hello"], ["GETBIT", "s", "1"], ["SETBIT", "s", "0", "1"], ["GET", "s"],
+     ["SET", "n", "123"], ["SETBIT", "n", "7", "0"], ["GET", "n"], ["SETBIT", "e", "0", "0"],
+     ["GET", "e"])
+for i, args in enumerate([[], ["0", "-1"], ["1", "1"], ["-2", "-1"], ["-1", "-2"], ["5", "1"],
+                          ["0", "100"], ["-100", "-50"], ["x", "1"], ["0"], ["0", "-1", "BIT"],
+                          ["1", "9", "BIT"], ["5", "30", "bit"], ["-3", "-1", "BIT"],
+                          ["0", "-1", "BYTE"], ["0", "-1", "WORD"], ["0", "0", "BIT", "x"],
+                          ["-1", "-5", "BIT"], ["7", "7", "BIT"], ["0", BIG, "BIT"],
+                          [MIN, "-1", "BIT"]]):
+    case(f"bitcount{i}", ["SET", "k", "foobar\xff\x00\x81"], ["BITCOUNT", "k", *args],
+         ["BITCOUNT", "nokey", *args], ["SET", "z", ""], ["BITCOUNT", "z", *args])
+for i, args in enumerate([["1"], ["0"], ["2"], ["x"], ["1", "0"], ["0", "0"], ["1", "2"],
+                          ["0", "2", "-1"], ["1", "-3"], ["0", "-1", "-2"], ["1", "0", "-1", "BIT"],
+                          ["0", "0", "-1", "BIT"], ["1", "3", "13", "BIT"], ["0", "3", "13", "bit"],
+                          ["1", "9", "9", "BIT"], ["0", "9", "9", "BIT"], ["0", "0", "7", "BIT"],
+                          ["1", "-5", "-1", "BIT"], ["0", "-5", "-1", "BIT"], ["1", "0", "0", "WORD"],
+                          ["1", "5", "2"], ["0", "100"], ["1", "0", "1", "BYTE"], ["1", "0", "1", "BIT", "x"],
+                          ["1", "x"], ["1", "0", "x"], ["0", "17", "23", "BIT"]]):
+    case(f"bitpos{i}", ["SET", "k", "\x00\xff\xf0\x0f\x00\xff"], ["BITPOS", "k", *args],
+         ["SET", "ones", "\xff\xff"], ["BITPOS", "ones", *args], ["SET", "zeros", "\x00\x00"],
+         ["BITPOS", "zeros", *args], ["BITPOS", "nokey", *args], ["SET", "z", ""],
+         ["BITPOS", "z", *args])
+case("bitop", ["SET", "a", "\xff\x0f\x55"], ["SET", "b", "\xf0"], ["BITOP", "AND", "d", "a", "b"],
+     ["GET", "d"], ["BITOP", "OR", "d", "a", "b"], ["GET", "d"], ["BITOP", "XOR", "d", "a", "b", "a"],
+     ["GET", "d"], ["BITOP", "NOT", "d", "a"], ["GET", "d"], ["BITOP", "NOT", "d", "a", "b"],
+     ["BITOP", "NAND", "d", "a"], ["BITOP", "AND", "d", "nokey", "a"], ["GET", "d"],
+     ["SET", "d", "v", "EX", "100"], ["BITOP", "OR", "d", "nokey", "nokey2"], ["EXISTS", "d"],
+     ["BITOP", "OR", "d", "a"], ["TTL", "d"], ["BITOP", "and", "a", "a", "b"], ["GET", "a"],
+     ["BITOP", "NOT", "d", "nokey"], ["EXISTS", "d"], ["BITOP", "OR", "d"])
+
 # Arity, unknown commands and subcommands.
 case("arity", ["GET"], ["GET", "a", "b"], ["SET", "a"], ["MSET", "a"], ["MSET", "a", "b", "c"],
      ["MSETNX", "a"], ["MSETNX", "a", "1", "b"], ["EXPIRE", "a"], ["PING", "a", "b"], ["ECHO"],
