@@ -21,8 +21,7 @@ static int64_t now_ms(struct gs_client *c)
 static bool bit_offset(struct gs_client *c, const struct gs_arg *a, uint64_t *out)
 {
     int64_t v;
-    if (!gs_string2ll(a->p, a->len, &v) || v < 0 ||
-        (v >> 3) >= c->node->cfg.proto_max_bulk_len) {
+    if (!gs_string2ll(a->p, a->len, &v) || v < 0 || (v >> 3) >= c->node->cfg.proto_max_bulk_len) {
         gs_error(c, "ERR bit offset is not an integer or out of range");
         return false;
     }
