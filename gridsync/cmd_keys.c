@@ -460,7 +460,9 @@ static void ttl_generic(struct gs_client *c, struct gs_arg *key, bool ms, bool a
     int64_t ttl = absolute ? exp : exp - now;
     if (ttl < 0)
         ttl = 0;
-    gs_reply_int(&c->w, ms ? ttl : (ttl + 500) / 1000);
+    /* ttl >= 0 here; unsigned, as the sum overflows for an expiry near
+     * INT64_MAX (PEXPIREAT k 9223372036854775807 is allowed). */
+    gs_reply_int(&c->w, ms ? ttl : (int64_t)(((uint64_t)ttl + 500) / 1000));
 }
 
 void gs_cmd_ttl(struct gs_client *c, size_t argc, struct gs_arg *argv)

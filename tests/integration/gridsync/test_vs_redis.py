@@ -517,7 +517,10 @@ case("expiretime-touch-substr", ["EXPIRETIME", "k"], ["PEXPIRETIME", "k"], ["SET
      ["EXPIRETIME", "k"], ["PEXPIRETIME", "k"], ["EXPIREAT", "k", "4102444800"],
      ["EXPIRETIME", "k"], ["PEXPIRETIME", "k"], ["PEXPIREAT", "k", "4102444800499"],
      ["EXPIRETIME", "k"], ["PEXPIREAT", "k", "4102444800500"], ["EXPIRETIME", "k"],
-     ["PEXPIRETIME", "k"], ["EXPIRETIME"], ["EXPIRETIME", "a", "b"],
+     ["PEXPIRETIME", "k"], ["EXPIRETIME"], ["EXPIRETIME", "a", "b"], ["PEXPIREAT", "k", BIG],
+     ["EXPIRETIME", "k"], ["PEXPIRETIME", "k"], ["TTL", "k"], ["SET", "k", "v", "PXAT", BIG],
+     ["EXPIRETIME", "k"], ["SET", "k", "v", "EXAT", "9223372036854775"], ["EXPIRETIME", "k"],
+     ["PEXPIRETIME", "k"], ["SET", "k", "hello"],
      ["TOUCH", "k", "k", "nokey"], ["TOUCH"], ["SUBSTR", "k", "1", "-2"], ["SUBSTR", "k", "x", "1"],
      ["SUBSTR", "nokey", "0", "-1"], ["TIME", "x"])
 case("auth", ["AUTH", "x"], ["AUTH", "default", "x"], ["AUTH", "a", "b", "c"],
