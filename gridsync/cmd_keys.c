@@ -122,6 +122,25 @@ void gs_cmd_renamenx(struct gs_client *c, size_t argc, struct gs_arg *argv)
     rename_generic(c, argv, true);
 }
 
+/* A DB index argument (SELECT, COPY ... DB): Redis's
+ * getIntFromObjectOrReply, then selectDb. Only 0 exists. Returns false
+ * after replying with the error. */
+static bool db_zero(struct gs_client *c, const struct gs_arg *a)
+{
+    int64_t db;
+    if (!gs_arg_int(c, a, &db, NULL))
+        return false;
+    if (db < INT32_MIN || db > INT32_MAX) {
+        gs_error(c, "ERR value is out of range, value must between -2147483648 and 2147483647");
+        return false;
+    }
+    if (db != 0) {
+        gs_error(c, "ERR DB index is out of range");
+        return false;
+    }
+    return true;
+}
+
 /* Redis's copyCommand. */
 void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
@@ -131,13 +150,8 @@ void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
         if (gs_arg_is(&argv[j], "replace")) {
             replace = true;
         } else if (gs_arg_is(&argv[j], "db") && j + 1 < argc) {
-            int64_t db;
-            if (!gs_arg_int(c, &argv[j + 1], &db, NULL))
+            if (!db_zero(c, &argv[j + 1]))
                 return;
-            if (db != 0) {
-                gs_error(c, "ERR DB index is out of range");
-                return;
-            }
             j++;
         } else {
             gs_error_syntax(c);
@@ -317,14 +331,8 @@ void gs_cmd_flushdb(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_select(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    int64_t db;
-    if (!gs_arg_int(c, &argv[1], &db, NULL))
-        return;
-    if (db != 0) {
-        gs_error(c, "ERR DB index is out of range");
-        return;
-    }
-    gs_reply_ok(&c->w);
+    if (db_zero(c, &argv[1]))
+        gs_reply_ok(&c->w);
 }
 
 /* ------------------------------------------------------------- expiry */

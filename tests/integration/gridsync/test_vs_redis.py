@@ -288,7 +288,8 @@ case("getex", ["SET", "k", "v"], ["GETEX", "k", "EX", "100"], ["TTL", "k"], ["GE
      ["TTL", "k"], ["GETEX", "k", "PERSIST", "EX", "10"], ["GETEX", "k", "NX"],
      ["GETEX", "k", "KEEPTTL"], ["GETEX", "k", "GET"], ["GETEX", "k", "EX", "0"],
      ["GETEX", "k", "EX", "-1"], ["GETEX", "k", "PX"], ["GETEX", "nokey", "EX", "10"],
-     ["GETEX", "nokey", "FOO"], ["GETEX", "k", "EXAT", "1"], ["EXISTS", "k"], ["GETEX"])
+     ["GETEX", "nokey", "FOO"], ["GETEX", "nokey", "PXAT", "x"], ["GETEX", "nokey", "EX", "0"],
+     ["GETEX", "k", "PX", "x"], ["GETEX", "k", "EXAT", "1"], ["EXISTS", "k"], ["GETEX"])
 
 # INCR family on values that are and are not integers, and at the edges.
 for i, v in enumerate(["", " 1", "1 ", "+1", "-0", "01", "1.0", "abc", BIG, MIN,
@@ -358,7 +359,9 @@ case("copy", ["COPY", "a", "b"], ["SET", "a", "1", "EX", "100"], ["COPY", "a", "
      ["COPY", "a", "b", "REPLACE"], ["GET", "b"], ["TTL", "b"], ["COPY", "a", "b", "DB", "0"],
      ["COPY", "a", "b", "DB", "1"], ["COPY", "a", "b", "DB", "x"], ["COPY", "a", "b", "DB"],
      ["COPY", "a", "b", "FOO"], ["COPY", "a", "b", "REPLACE", "REPLACE"],
-     ["COPY", "a", "b", "DB", "-1"], ["COPY", "nokey", "nokey"], ["COPY", "a", "a", "FOO"])
+     ["COPY", "a", "b", "DB", "-1"], ["COPY", "nokey", "nokey"], ["COPY", "a", "a", "FOO"],
+     ["COPY", "a", "b", "DB", "4102444800"], ["COPY", "a", "a", "DB", "1"],
+     ["SELECT", "4102444800"], ["SELECT", "-2147483649"], ["SELECT", "2147483647"])
 
 # SCAN's cursor and options, KEYS' glob.
 case("scan", ["SET", "a1", "1"], ["SET", "a2", "1"], ["SET", "b1", "1"], ["SCAN", "x"],
