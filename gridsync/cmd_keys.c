@@ -19,6 +19,17 @@ static int64_t now_ms(struct gs_client *c)
     return gs_node_now_ms(c->node);
 }
 
+/* The node's scratch buffer serves every client; one KEYS over a big key
+ * space or a RENAME of a big value would otherwise keep it at that size
+ * for good, outside used_memory and maxmemory. */
+#define SCRATCH_KEEP (256 * 1024)
+
+static void scratch_done(struct gs_node *n)
+{
+    if (n->scratch.cap > SCRATCH_KEEP)
+        core_buf_free(&n->scratch);
+}
+
 void gs_cmd_del(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     int64_t now = now_ms(c), n = 0;
@@ -33,6 +44,16 @@ void gs_cmd_exists(struct gs_client *c, size_t argc, struct gs_arg *argv)
     for (size_t i = 1; i < argc; i++) /* a key named twice counts twice, as Redis */
         n +=
             gs_store_lookup(c->node->store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH) != NULL;
+    gs_reply_int(&c->w, n);
+}
+
+/* TOUCH: a read of each key (LRU and hit/miss counters), counting the
+ * keys that exist; a key named twice counts twice, as Redis. */
+void gs_cmd_touch(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t now = now_ms(c), n = 0;
+    for (size_t i = 1; i < argc; i++)
+        n += gs_store_lookup(c->node->store, argv[i].p, argv[i].len, now, 0) != NULL;
     gs_reply_int(&c->w, n);
 }
 
@@ -78,7 +99,9 @@ static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
         gs_error_oom(c);
         return;
     }
-    if (gs_store_set(n->store, argv[2].p, argv[2].len, n->scratch.data, vlen, expire, NULL)) {
+    int rc = gs_store_set(n->store, argv[2].p, argv[2].len, n->scratch.data, vlen, expire, NULL);
+    scratch_done(n);
+    if (rc) {
         gs_error_oom(c);
         return;
     }
@@ -99,6 +122,25 @@ void gs_cmd_renamenx(struct gs_client *c, size_t argc, struct gs_arg *argv)
     rename_generic(c, argv, true);
 }
 
+/* A DB index argument (SELECT, COPY ... DB): Redis's
+ * getIntFromObjectOrReply, then selectDb. Only 0 exists. Returns false
+ * after replying with the error. */
+static bool db_zero(struct gs_client *c, const struct gs_arg *a)
+{
+    int64_t db;
+    if (!gs_arg_int(c, a, &db, NULL))
+        return false;
+    if (db < INT32_MIN || db > INT32_MAX) {
+        gs_error(c, "ERR value is out of range, value must between -2147483648 and 2147483647");
+        return false;
+    }
+    if (db != 0) {
+        gs_error(c, "ERR DB index is out of range");
+        return false;
+    }
+    return true;
+}
+
 /* Redis's copyCommand. */
 void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
@@ -108,13 +150,8 @@ void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
         if (gs_arg_is(&argv[j], "replace")) {
             replace = true;
         } else if (gs_arg_is(&argv[j], "db") && j + 1 < argc) {
-            int64_t db;
-            if (!gs_arg_int(c, &argv[j + 1], &db, NULL))
+            if (!db_zero(c, &argv[j + 1]))
                 return;
-            if (db != 0) {
-                gs_error(c, "ERR DB index is out of range");
-                return;
-            }
             j++;
         } else {
             gs_error_syntax(c);
@@ -145,7 +182,9 @@ void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error_oom(c);
         return;
     }
-    if (gs_store_set(n->store, argv[2].p, argv[2].len, n->scratch.data, vlen, expire, NULL)) {
+    int rc = gs_store_set(n->store, argv[2].p, argv[2].len, n->scratch.data, vlen, expire, NULL);
+    scratch_done(n);
+    if (rc) {
         gs_error_oom(c);
         return;
     }
@@ -199,15 +238,17 @@ void gs_cmd_keys(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     reply_collected(c, &n->scratch);
+    scratch_done(n);
 }
 
 /* Redis's scanGenericCommand for the key space. */
 void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
-    /* parseScanCursorOrReply: strtoul semantics, no leading space. */
+    /* parseScanCursorOrReply: strtoul semantics, no leading space; an
+     * empty cursor is 0, as strtoul reads it. */
     char tmp[32];
-    if (argv[1].len == 0 || argv[1].len >= sizeof(tmp) || isspace((unsigned char)argv[1].p[0])) {
+    if (argv[1].len >= sizeof(tmp) || (argv[1].len && isspace((unsigned char)argv[1].p[0]))) {
         gs_error(c, "ERR invalid cursor");
         return;
     }
@@ -255,6 +296,7 @@ void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_array(&c->w, 2);
     gs_reply_bulk_int(&c->w, (int64_t)cursor); /* Redis sends it as a string */
     reply_collected(c, &n->scratch);
+    scratch_done(n);
 }
 
 void gs_cmd_randomkey(struct gs_client *c, size_t argc, struct gs_arg *argv)
@@ -289,14 +331,8 @@ void gs_cmd_flushdb(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_select(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    int64_t db;
-    if (!gs_arg_int(c, &argv[1], &db, NULL))
-        return;
-    if (db != 0) {
-        gs_error(c, "ERR DB index is out of range");
-        return;
-    }
-    gs_reply_ok(&c->w);
+    if (db_zero(c, &argv[1]))
+        gs_reply_ok(&c->w);
 }
 
 /* ------------------------------------------------------------- expiry */
@@ -413,7 +449,10 @@ void gs_cmd_pexpireat(struct gs_client *c, size_t argc, struct gs_arg *argv)
     expire_generic(c, argc, argv, false, false, "pexpireat");
 }
 
-static void ttl_generic(struct gs_client *c, struct gs_arg *key, bool ms)
+/* Redis's ttlGenericCommand: TTL/PTTL (relative) and EXPIRETIME/
+ * PEXPIRETIME (absolute, Redis 7.0); -2 no key, -1 no expiry; seconds are
+ * rounded to the nearest. */
+static void ttl_generic(struct gs_client *c, struct gs_arg *key, bool ms, bool absolute)
 {
     int64_t now = now_ms(c);
     struct gs_entry *e = gs_store_lookup(c->node->store, key->p, key->len, now, GS_LOOKUP_NOTOUCH);
@@ -426,20 +465,32 @@ static void ttl_generic(struct gs_client *c, struct gs_arg *key, bool ms)
         gs_reply_int(&c->w, -1);
         return;
     }
-    int64_t ttl = exp - now;
+    int64_t ttl = absolute ? exp : exp - now;
     if (ttl < 0)
         ttl = 0;
-    gs_reply_int(&c->w, ms ? ttl : (ttl + 500) / 1000);
+    /* ttl >= 0 here; unsigned, as the sum overflows for an expiry near
+     * INT64_MAX (PEXPIREAT k 9223372036854775807 is allowed). */
+    gs_reply_int(&c->w, ms ? ttl : (int64_t)(((uint64_t)ttl + 500) / 1000));
 }
 
 void gs_cmd_ttl(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    ttl_generic(c, &argv[1], false);
+    ttl_generic(c, &argv[1], false, false);
 }
 
 void gs_cmd_pttl(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    ttl_generic(c, &argv[1], true);
+    ttl_generic(c, &argv[1], true, false);
+}
+
+void gs_cmd_expiretime(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    ttl_generic(c, &argv[1], false, true);
+}
+
+void gs_cmd_pexpiretime(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    ttl_generic(c, &argv[1], true, true);
 }
 
 void gs_cmd_persist(struct gs_client *c, size_t argc, struct gs_arg *argv)

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 static void sbprintf(struct core_buf *b, const char *fmt, ...)
@@ -27,22 +28,73 @@ static void sbprintf(struct core_buf *b, const char *fmt, ...)
 
 static void sbprintf(struct core_buf *b, const char *fmt, ...)
 {
-    char tmp[1024];
+    /* Formats straight into the buffer, however long the result: a line
+     * cut short (a long client name in CLIENT LIST) would lose its '\n'
+     * and run into the next client's line. */
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    char *dst = core_buf_reserve(b, 256);
+    int n = dst ? vsnprintf(dst, b->cap - b->len, fmt, ap) : -1;
     va_end(ap);
     if (n < 0)
         return;
-    if ((size_t)n >= sizeof(tmp))
-        n = sizeof(tmp) - 1;
-    core_buf_append(b, tmp, (size_t)n);
+    if ((size_t)n >= b->cap - b->len) {
+        dst = core_buf_reserve(b, (size_t)n + 1);
+        if (!dst)
+            return;
+        va_start(ap, fmt);
+        vsnprintf(dst, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    b->len += (size_t)n;
+}
+
+/* The node's scratch buffer serves every client; one KEYS over a big key
+ * space or a RENAME of a big value would otherwise keep it at that size
+ * for good, outside used_memory and maxmemory. */
+#define SCRATCH_KEEP (256 * 1024)
+
+static void scratch_done(struct gs_node *n)
+{
+    if (n->scratch.cap > SCRATCH_KEEP)
+        core_buf_free(&n->scratch);
 }
 
 static void unknown_subcommand(struct gs_client *c, const struct gs_arg *sub, const char *cmd)
 {
     gs_errorf(c, "ERR unknown subcommand '%.*s'. Try %s HELP.",
               (int)(sub->len < 128 ? sub->len : 128), sub->p, cmd);
+}
+
+/* A container command's subcommand, with Redis 7.0's arity for it (its
+ * commands.def): the same convention as the command table, counting the
+ * container's name. */
+struct subcommand {
+    const char *name;
+    int arity;
+    const char *fullname; /* "client|list": arity errors and CLIENT LIST's cmd= */
+};
+
+/* Redis 7's processCommand for container commands: an unknown subcommand
+ * is "unknown subcommand", a known one with the wrong argument count is
+ * "wrong number of arguments for 'client|getname' command". Returns false
+ * after replying with the error. */
+static bool subcommand_ok(struct gs_client *c, size_t argc, struct gs_arg *argv,
+                          const struct subcommand *table, const char *container)
+{
+    for (const struct subcommand *s = table; s->name; s++) {
+        if (!gs_arg_is(&argv[1], s->name))
+            continue;
+        if ((s->arity > 0 && argc != (size_t)s->arity) ||
+            (s->arity < 0 && argc < (size_t)-s->arity)) {
+            gs_error_arity(c, s->fullname);
+            return false;
+        }
+        c->last_cmd = s->fullname;
+        return true;
+    }
+    unknown_subcommand(c, &argv[1], container);
+    return false;
 }
 
 static void reply_help(struct gs_client *c, const char *cmd, const char *const *lines)
@@ -76,6 +128,17 @@ void gs_cmd_ping(struct gs_client *c, size_t argc, struct gs_arg *argv)
 void gs_cmd_echo(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     gs_reply_bulk(&c->w, argv[1].p, argv[1].len);
+}
+
+/* TIME: the wall clock read now (not the loop's cached time), as two bulk
+ * strings, seconds and microseconds. */
+void gs_cmd_time(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gs_reply_array(&c->w, 2);
+    gs_reply_bulk_int(&c->w, (int64_t)ts.tv_sec);
+    gs_reply_bulk_int(&c->w, (int64_t)(ts.tv_nsec / 1000));
 }
 
 void gs_cmd_quit(struct gs_client *c, size_t argc, struct gs_arg *argv)
@@ -212,7 +275,7 @@ void gs_cmd_hello(struct gs_client *c, size_t argc, struct gs_arg *argv)
     }
     if (!c->authenticated && c->node->cfg.requirepass[0]) {
         gs_error(c, "NOAUTH HELLO must be called with the client already authenticated, "
-                    "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
+                    "otherwise the HELLO AUTH <user> <pass> option can be used to "
                     "authenticate the client and select the RESP protocol version at the same "
                     "time");
         return;
@@ -365,20 +428,36 @@ void gs_cmd_info(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
+    scratch_done(n);
 }
 
 /* -------------------------------------------------------------- CONFIG */
 
+static bool has_glob(const struct gs_arg *a)
+{
+    for (size_t i = 0; i < a->len; i++)
+        if (a->p[i] == '*' || a->p[i] == '?' || a->p[i] == '[')
+            return true;
+    return false;
+}
+
+/* Redis 7.0's configGetCommand: each option once, however many patterns
+ * match it; a name given without glob characters is echoed as the client
+ * spelt it (CONFIG GET MAXMEMORY answers "MAXMEMORY"), a glob match with
+ * the option's own name. */
 static void config_get(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
+    const struct gs_arg *as_given[GS_NODE_NOPTS] = {NULL};
     bool match[GS_NODE_NOPTS] = {false};
     size_t count = 0;
     for (size_t i = 2; i < argc; i++) {
+        bool glob = has_glob(&argv[i]);
         for (size_t k = 0; n->opts[k].name; k++) {
             const char *name = n->opts[k].name;
             if (!match[k] && gs_glob_match(argv[i].p, argv[i].len, name, strlen(name), true)) {
                 match[k] = true;
+                as_given[k] = glob ? NULL : &argv[i];
                 count++;
             }
         }
@@ -389,16 +468,79 @@ static void config_get(struct gs_client *c, size_t argc, struct gs_arg *argv)
             continue;
         char val[CORE_OPT_STRLEN + 32];
         core_config_format(&n->opts[k], val, sizeof(val));
-        gs_reply_bulk_cstr(&c->w, n->opts[k].name);
+        if (as_given[k])
+            gs_reply_bulk(&c->w, as_given[k]->p, as_given[k]->len);
+        else
+            gs_reply_bulk_cstr(&c->w, n->opts[k].name);
         gs_reply_bulk_cstr(&c->w, val);
     }
+}
+
+/* Check one CONFIG SET value as Redis 7.0's config.c does, with its error
+ * texts (core_config_set's are written for the command line); `hz` is
+ * clamped into [1, 500] as Redis's updateHz does. Returns false after
+ * writing the reason into why. */
+static bool config_value_ok(const struct core_option *o, char *value, char *why, size_t len)
+{
+    int64_t v;
+    int rc;
+    switch (o->type) {
+    case CORE_OPT_INT:
+        if (core_parse_int64(value, strlen(value), &v)) {
+            snprintf(why, len, "argument couldn't be parsed into an integer");
+            return false;
+        }
+        if (strcmp(o->name, "hz") == 0) {
+            if (v < 0 || v > INT32_MAX) {
+                snprintf(why, len, "argument must be between 0 and 2147483647 inclusive");
+                return false;
+            }
+            snprintf(value, CORE_OPT_STRLEN, "%lld",
+                     (long long)(v < o->min   ? o->min
+                                 : v > o->max ? o->max
+                                              : v));
+            return true;
+        }
+        rc = 0;
+        break;
+    case CORE_OPT_MEMORY:
+        rc = core_parse_memory(value, &v);
+        if (rc) { /* Redis's memtoull: also for negative and overflowing values */
+            snprintf(why, len, "argument must be a memory value");
+            return false;
+        }
+        break;
+    case CORE_OPT_BOOL:
+        if (strcasecmp(value, "yes") && strcasecmp(value, "no")) {
+            snprintf(why, len, "argument must be 'yes' or 'no'");
+            return false;
+        }
+        return true;
+    case CORE_OPT_ENUM: {
+        for (size_t i = 0; o->choices[i]; i++)
+            if (strcasecmp(o->choices[i], value) == 0)
+                return true;
+        size_t used = (size_t)snprintf(why, len, "argument(s) must be one of the following: ");
+        for (size_t i = 0; o->choices[i] && used < len; i++)
+            used += (size_t)snprintf(why + used, len - used, "%s%s", i ? ", " : "", o->choices[i]);
+        return false;
+    }
+    default:
+        return true;
+    }
+    if (rc || v < o->min || v > o->max) {
+        snprintf(why, len, "argument must be between %lld and %lld inclusive", (long long)o->min,
+                 (long long)o->max);
+        return false;
+    }
+    return true;
 }
 
 static void config_set(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
-    if (argc < 4 || argc % 2 != 0) {
-        gs_error_arity(c, "config|set");
+    if (argc % 2 != 0) { /* Redis 7.0's configSetCommand */
+        gs_error_syntax(c);
         return;
     }
     /* All or nothing, as Redis 7: restore the old values on any failure. */
@@ -417,7 +559,22 @@ static void config_set(struct gs_client *c, size_t argc, struct gs_arg *argv)
         name[argv[i].len] = 0;
         memcpy(value, argv[i + 1].p, argv[i + 1].len);
         value[argv[i + 1].len] = 0;
-        int rc = core_config_set(n->opts, name, value, false, why, sizeof(why));
+        const struct core_option *o = core_config_find(n->opts, name);
+        bool dup = false;
+        for (size_t j = 2; j < i && o; j += 2)
+            dup |= argv[j].len == argv[i].len && strncasecmp(argv[j].p, name, argv[i].len) == 0;
+        int rc = 0;
+        if (dup) {
+            snprintf(why, sizeof(why), "duplicate parameter");
+            rc = CORE_EINVAL;
+        } else if (o && !(o->flags & CORE_OPT_IMMUTABLE) &&
+                   !config_value_ok(o, value, why, sizeof(why))) {
+            rc = CORE_EINVAL;
+        } else {
+            rc = core_config_set(n->opts, name, value, false, why, sizeof(why));
+            if (rc == CORE_EINVAL && o && (o->flags & CORE_OPT_IMMUTABLE))
+                snprintf(why, sizeof(why), "can't set immutable config");
+        }
         if (rc) {
             n->cfg = saved;
             if (rc == CORE_ENOTFOUND)
@@ -432,9 +589,20 @@ static void config_set(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_ok(&c->w);
 }
 
+static const struct subcommand config_subs[] = {
+    {"get", -3, "config|get"},
+    {"set", -4, "config|set"},
+    {"resetstat", 2, "config|resetstat"},
+    {"rewrite", 2, "config|rewrite"},
+    {"help", 2, "config|help"},
+    {NULL, 0, NULL},
+};
+
 void gs_cmd_config(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_arg *sub = &argv[1];
+    if (!subcommand_ok(c, argc, argv, config_subs, "CONFIG"))
+        return;
     if (gs_arg_is(sub, "get")) {
         if (argc < 3)
             gs_error_arity(c, "config|get");
@@ -524,6 +692,100 @@ static size_t command_count(void)
     return n;
 }
 
+/* The ACL categories COMMAND LIST FILTERBY ACLCAT knows, derived from a
+ * command's flags and group (there are no ACLs here; COMMAND INFO leaves
+ * categories empty). */
+static bool in_aclcat(const struct gs_command *cmd, const struct gs_arg *cat)
+{
+    return (gs_arg_is(cat, "read") && (cmd->flags & GS_CMD_READONLY)) ||
+           (gs_arg_is(cat, "write") && (cmd->flags & GS_CMD_WRITE)) ||
+           (gs_arg_is(cat, "fast") && (cmd->flags & GS_CMD_FAST)) ||
+           (gs_arg_is(cat, "slow") && !(cmd->flags & GS_CMD_FAST)) ||
+           (gs_arg_is(cat, "admin") && (cmd->flags & GS_CMD_ADMIN)) ||
+           (gs_arg_is(cat, "dangerous") && (cmd->flags & GS_CMD_ADMIN)) ||
+           (gs_arg_is(cat, "string") && strcmp(cmd->group, "string") == 0) ||
+           (gs_arg_is(cat, "keyspace") && strcmp(cmd->group, "generic") == 0) ||
+           (gs_arg_is(cat, "connection") && strcmp(cmd->group, "connection") == 0);
+}
+
+/* Redis 7.0's commandListCommand: COMMAND LIST [FILTERBY MODULE m |
+ * ACLCAT c | PATTERN p]; any other shape is a syntax error. */
+static void command_list(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    const struct gs_arg *module = NULL, *aclcat = NULL, *pattern = NULL;
+    for (size_t i = 2; i < argc; i++) {
+        if (gs_arg_is(&argv[i], "filterby") && argc - 1 - i == 2) {
+            if (gs_arg_is(&argv[i + 1], "module"))
+                module = &argv[i + 2];
+            else if (gs_arg_is(&argv[i + 1], "aclcat"))
+                aclcat = &argv[i + 2];
+            else if (gs_arg_is(&argv[i + 1], "pattern"))
+                pattern = &argv[i + 2];
+            else {
+                gs_error_syntax(c);
+                return;
+            }
+            i += 2;
+        } else {
+            gs_error_syntax(c);
+            return;
+        }
+    }
+    size_t n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            gs_reply_array(&c->w, n);
+        for (const struct gs_command *cmd = gs_commands; cmd->name; cmd++) {
+            if (module || (aclcat && !in_aclcat(cmd, aclcat)) ||
+                (pattern &&
+                 !gs_glob_match(pattern->p, pattern->len, cmd->name, strlen(cmd->name), true)))
+                continue; /* no command comes from a module */
+            if (pass == 0)
+                n++;
+            else
+                gs_reply_bulk_cstr(&c->w, cmd->name);
+        }
+    }
+}
+
+/* Redis 7.0's getKeysSubcommandImpl: the keys of a full command line,
+ * from the table's first/last/step positions. */
+static void command_getkeys(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    const struct gs_command *cmd = gs_command_lookup(c->node, argv[2].p, argv[2].len);
+    size_t n = argc - 2; /* the inner command's argc */
+    if (!cmd) {
+        gs_error(c, "ERR Invalid command specified");
+        return;
+    }
+    if (cmd->first_key == 0) {
+        gs_error(c, "ERR The command has no key arguments");
+        return;
+    }
+    if ((cmd->arity > 0 && n != (size_t)cmd->arity) ||
+        (cmd->arity < 0 && n < (size_t)-cmd->arity)) {
+        gs_error(c, "ERR Invalid number of arguments specified for command");
+        return;
+    }
+    size_t first = (size_t)cmd->first_key, step = (size_t)cmd->key_step;
+    size_t last = cmd->last_key < 0 ? n - (size_t)-cmd->last_key : (size_t)cmd->last_key;
+    if (last >= n) /* MSET a: a key without its value */
+        last = n - 1;
+    gs_reply_array(&c->w, (last - first) / step + 1);
+    for (size_t i = first; i <= last; i += step)
+        gs_reply_bulk(&c->w, argv[2 + i].p, argv[2 + i].len);
+}
+
+static const struct subcommand command_subs[] = {
+    {"count", 2, "command|count"},
+    {"list", -2, "command|list"},
+    {"info", -2, "command|info"},
+    {"docs", -2, "command|docs"},
+    {"getkeys", -4, "command|getkeys"},
+    {"help", 2, "command|help"},
+    {NULL, 0, NULL},
+};
+
 void gs_cmd_command(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
@@ -534,12 +796,14 @@ void gs_cmd_command(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     struct gs_arg *sub = &argv[1];
+    if (!subcommand_ok(c, argc, argv, command_subs, "COMMAND"))
+        return;
     if (gs_arg_is(sub, "count") && argc == 2) {
         gs_reply_int(&c->w, (int64_t)command_count());
-    } else if (gs_arg_is(sub, "list") && argc == 2) {
-        gs_reply_array(&c->w, command_count());
-        for (const struct gs_command *cmd = gs_commands; cmd->name; cmd++)
-            gs_reply_bulk_cstr(&c->w, cmd->name);
+    } else if (gs_arg_is(sub, "list")) {
+        command_list(c, argc, argv);
+    } else if (gs_arg_is(sub, "getkeys")) {
+        command_getkeys(c, argc, argv);
     } else if (gs_arg_is(sub, "info")) {
         if (argc == 2) {
             gs_reply_array(&c->w, command_count());
@@ -553,7 +817,7 @@ void gs_cmd_command(struct gs_client *c, size_t argc, struct gs_arg *argv)
             if (cmd)
                 reply_command_info(c, cmd);
             else
-                gs_reply_null_array(&c->w);
+                gs_reply_null(&c->w); /* Redis's addReplyNull: $-1 in RESP2 */
         }
     } else if (gs_arg_is(sub, "docs")) {
         if (argc == 2) {
@@ -572,17 +836,20 @@ void gs_cmd_command(struct gs_client *c, size_t argc, struct gs_arg *argv)
                 reply_command_docs(c, cmd);
         }
     } else if (gs_arg_is(sub, "help")) {
-        static const char *const lines[] = {"(no subcommand)",
-                                            "    Return details about all commands.",
-                                            "COUNT",
-                                            "    Return the total number of commands.",
-                                            "DOCS [<command-name> ...]",
-                                            "    Return documentation details about commands.",
-                                            "INFO [<command-name> ...]",
-                                            "    Return details about the given commands.",
-                                            "LIST",
-                                            "    Return a list of all commands.",
-                                            NULL};
+        static const char *const lines[] = {
+            "(no subcommand)",
+            "    Return details about all commands.",
+            "COUNT",
+            "    Return the total number of commands.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about commands.",
+            "INFO [<command-name> ...]",
+            "    Return details about the given commands.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+            "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+            "    Return a list of all commands in this Redis server.",
+            NULL};
         reply_help(c, "COMMAND", lines);
     } else {
         unknown_subcommand(c, sub, "COMMAND");
@@ -599,35 +866,80 @@ static void client_line(struct gs_node *n, struct core_conn *conn, struct core_b
     size_t omem = core_conn_output_pending(conn);
     sbprintf(b,
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=N db=0 sub=0 "
-             "psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 obl=0 "
-             "oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=default redir=-1 resp=%d "
-             "lib-name=%s lib-ver=%s\n",
+             "psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu "
+             "rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=default redir=-1 "
+             "resp=%d lib-name=%s lib-ver=%s\n",
              (unsigned long long)core_conn_id(conn), core_conn_peer(conn), core_conn_local(conn),
              core_conn_fd(conn), c && c->name ? c->name : "",
              (unsigned long long)((now - core_conn_created_ms(conn)) / 1000),
              (unsigned long long)((now - core_conn_last_active_ms(conn)) / 1000), qbuf, qcap - qbuf,
-             omem, qcap + omem + sizeof(*c), c ? c->last_cmd : "NULL", c ? c->w.proto : 2,
-             c && c->lib_name ? c->lib_name : "", c && c->lib_ver ? c->lib_ver : "");
+             qcap, qcap, omem, qcap + omem + sizeof(*c), c ? c->last_cmd : "NULL",
+             c ? c->w.proto : 2, c && c->lib_name ? c->lib_name : "",
+             c && c->lib_ver ? c->lib_ver : "");
 }
 
 struct list_ctx {
     struct gs_node *node;
     struct core_buf *buf;
-    const uint64_t *ids; /* CLIENT LIST ID filter, or NULL */
-    size_t nids;
 };
 
 static void list_one(struct core_conn *conn, void *arg)
 {
     struct list_ctx *ctx = arg;
-    if (ctx->ids) {
-        bool hit = false;
-        for (size_t i = 0; i < ctx->nids && !hit; i++)
-            hit = ctx->ids[i] == core_conn_id(conn);
-        if (!hit)
-            return;
-    }
     client_line(ctx->node, conn, ctx->buf);
+}
+
+/* Redis's getClientTypeByName: every client here is a normal one, the
+ * other types are valid names that match nobody. Returns false for an
+ * unknown name. */
+static bool client_type(const struct gs_arg *a, bool *normal)
+{
+    *normal = gs_arg_is(a, "normal");
+    return *normal || gs_arg_is(a, "slave") || gs_arg_is(a, "replica") || gs_arg_is(a, "pubsub") ||
+           gs_arg_is(a, "master");
+}
+
+/* Redis 7.0's CLIENT LIST [TYPE t | ID id ...]: IDs are listed in the
+ * order given (an unknown ID is skipped). */
+static void client_list(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_node *n = c->node;
+    struct list_ctx ctx = {n, &n->scratch};
+    bool normal = true;
+    n->scratch.len = 0;
+    if (argc == 4 && gs_arg_is(&argv[2], "type")) {
+        if (!client_type(&argv[3], &normal)) {
+            gs_errorf(c, "ERR Unknown client type '%.*s'", (int)argv[3].len, argv[3].p);
+            return;
+        }
+        if (normal)
+            core_server_foreach(n->srv, list_one, &ctx);
+    } else if (argc > 3 && gs_arg_is(&argv[2], "id")) {
+        for (size_t i = 3; i < argc; i++) {
+            int64_t id;
+            if (!gs_arg_int(c, &argv[i], &id, "ERR Invalid client ID"))
+                return;
+        }
+        for (size_t i = 3; i < argc; i++) {
+            int64_t id;
+            gs_string2ll(argv[i].p, argv[i].len, &id);
+            struct core_conn *conn = id > 0 ? core_server_find(n->srv, (uint64_t)id) : NULL;
+            if (conn)
+                client_line(n, conn, &n->scratch);
+        }
+    } else if (argc != 2) {
+        gs_error_syntax(c);
+        return;
+    } else {
+        core_server_foreach(n->srv, list_one, &ctx);
+    }
+    if (n->scratch.oom) {
+        core_buf_free(&n->scratch);
+        gs_error_oom(c);
+        return;
+    }
+    gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
+    scratch_done(n);
 }
 
 struct kill_ctx {
@@ -635,6 +947,7 @@ struct kill_ctx {
     int64_t id; /* 0 = any */
     const struct gs_arg *addr, *laddr;
     bool skipme;
+    bool nobody; /* a filter no client here can match */
     int64_t killed;
 };
 
@@ -646,6 +959,8 @@ static bool arg_equals_str(const struct gs_arg *a, const char *s)
 static void kill_one(struct core_conn *conn, void *arg)
 {
     struct kill_ctx *k = arg;
+    if (k->nobody)
+        return;
     if (k->id && (uint64_t)k->id != core_conn_id(conn))
         return;
     if (k->addr && !arg_equals_str(k->addr, core_conn_peer(conn)))
@@ -705,10 +1020,13 @@ static void client_kill(struct gs_client *c, size_t argc, struct gs_arg *argv)
                 return;
             }
         } else if (gs_arg_is(&argv[i], "type")) {
-            if (!gs_arg_is(v, "normal")) {
-                gs_reply_int(&c->w, 0); /* no replica or pubsub clients here */
+            bool normal;
+            if (!client_type(v, &normal)) {
+                gs_errorf(c, "ERR Unknown client type '%.*s'", (int)v->len, v->p);
                 return;
             }
+            if (!normal)
+                k.nobody = true; /* no replica or pubsub clients here */
         } else {
             gs_error_syntax(c);
             return;
@@ -718,10 +1036,24 @@ static void client_kill(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_int(&c->w, k.killed);
 }
 
+static const struct subcommand client_subs[] = {
+    {"id", 2, "client|id"},
+    {"setname", 3, "client|setname"},
+    {"getname", 2, "client|getname"},
+    {"setinfo", 4, "client|setinfo"},
+    {"list", -2, "client|list"},
+    {"info", 2, "client|info"},
+    {"kill", -3, "client|kill"},
+    {"help", 2, "client|help"},
+    {NULL, 0, NULL},
+};
+
 void gs_cmd_client(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
     struct gs_arg *sub = &argv[1];
+    if (!subcommand_ok(c, argc, argv, client_subs, "CLIENT"))
+        return;
     if (gs_arg_is(sub, "id") && argc == 2) {
         gs_reply_int(&c->w, (int64_t)core_conn_id(c->conn));
     } else if (gs_arg_is(sub, "setname")) {
@@ -763,33 +1095,12 @@ void gs_cmd_client(struct gs_client *c, size_t argc, struct gs_arg *argv)
         *slot = argv[3].len ? dup_arg(&argv[3]) : NULL;
         gs_reply_ok(&c->w);
     } else if (gs_arg_is(sub, "list")) {
-        uint64_t ids[64];
-        struct list_ctx ctx = {n, &n->scratch, NULL, 0};
-        for (size_t i = 2; i < argc; i++) {
-            if (gs_arg_is(&argv[i], "type") && i + 1 < argc) {
-                i++;
-            } else if (gs_arg_is(&argv[i], "id") && i + 1 < argc) {
-                ctx.ids = ids;
-                for (i++; i < argc && ctx.nids < 64; i++) {
-                    int64_t id;
-                    if (!gs_string2ll(argv[i].p, argv[i].len, &id) || id <= 0) {
-                        gs_errorf(c, "ERR Invalid client ID");
-                        return;
-                    }
-                    ids[ctx.nids++] = (uint64_t)id;
-                }
-            } else {
-                gs_error_syntax(c);
-                return;
-            }
-        }
-        n->scratch.len = 0;
-        core_server_foreach(n->srv, list_one, &ctx);
-        gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
+        client_list(c, argc, argv);
     } else if (gs_arg_is(sub, "info") && argc == 2) {
         n->scratch.len = 0;
         client_line(n, c->conn, &n->scratch);
         gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
+        scratch_done(n);
     } else if (gs_arg_is(sub, "kill")) {
         if (argc < 3) {
             gs_error_arity(c, "client|kill");

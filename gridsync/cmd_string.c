@@ -235,11 +235,13 @@ void gs_cmd_getex(struct gs_client *c, size_t argc, struct gs_arg *argv)
     const struct gs_arg *ex = NULL;
     if (!parse_set_options(c, argc, argv, 2, FOR_GETEX, &flags, &ex))
         return;
-    int64_t expire = -1;
-    if (ex && !expire_ms(c, ex, flags, "getex", &expire))
-        return;
     int64_t now = now_ms(c);
     struct gs_entry *e = gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now, 0);
+    /* Redis's getexCommand: a missing key is nil before the expire time
+     * is validated; a bad time on an existing key is an error. */
+    int64_t expire = -1;
+    if (e && ex && !expire_ms(c, ex, flags, "getex", &expire))
+        return;
     reply_value(c, e);
     if (!e)
         return;

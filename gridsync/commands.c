@@ -37,7 +37,14 @@ const struct gs_command gs_commands[] = {
     {"append", 3, W | M | F, gs_cmd_append, 1, 1, 1, "string", "Append a value to a key", "2.0.0"},
     {"strlen", 2, R | F, gs_cmd_strlen, 1, 1, 1, "string", "Get the length of the value stored in a key", "2.2.0"},
     {"getrange", 4, R, gs_cmd_getrange, 1, 1, 1, "string", "Get a substring of the string stored at a key", "2.4.0"},
+    {"substr", 4, R, gs_cmd_getrange, 1, 1, 1, "string", "Get a substring of the string stored at a key", "1.0.0"},
     {"setrange", 4, W | M, gs_cmd_setrange, 1, 1, 1, "string", "Overwrite part of a string at key starting at the specified offset", "2.2.0"},
+    /* bitmaps (cmd_bits.c) */
+    {"getbit", 3, R | F, gs_cmd_getbit, 1, 1, 1, "bitmap", "Returns the bit value at offset in the string value stored at key", "2.2.0"},
+    {"setbit", 4, W | M, gs_cmd_setbit, 1, 1, 1, "bitmap", "Sets or clears the bit at offset in the string value stored at key", "2.2.0"},
+    {"bitcount", -2, R, gs_cmd_bitcount, 1, 1, 1, "bitmap", "Count set bits in a string", "2.6.0"},
+    {"bitpos", -3, R, gs_cmd_bitpos, 1, 1, 1, "bitmap", "Find first bit set or clear in a string", "2.8.7"},
+    {"bitop", -4, W | M, gs_cmd_bitop, 2, -1, 1, "bitmap", "Perform bitwise operations between strings", "2.6.0"},
     /* expiry */
     {"expire", -3, W | F, gs_cmd_expire, 1, 1, 1, "generic", "Set a key's time to live in seconds", "1.0.0"},
     {"pexpire", -3, W | F, gs_cmd_pexpire, 1, 1, 1, "generic", "Set a key's time to live in milliseconds", "2.6.0"},
@@ -46,10 +53,13 @@ const struct gs_command gs_commands[] = {
     {"ttl", 2, R | F, gs_cmd_ttl, 1, 1, 1, "generic", "Get the time to live for a key in seconds", "1.0.0"},
     {"pttl", 2, R | F, gs_cmd_pttl, 1, 1, 1, "generic", "Get the time to live for a key in milliseconds", "2.6.0"},
     {"persist", 2, W | F, gs_cmd_persist, 1, 1, 1, "generic", "Remove the expiration from a key", "2.2.0"},
+    {"expiretime", 2, R | F, gs_cmd_expiretime, 1, 1, 1, "generic", "Get the expiration Unix timestamp for a key", "7.0.0"},
+    {"pexpiretime", 2, R | F, gs_cmd_pexpiretime, 1, 1, 1, "generic", "Get the expiration Unix timestamp for a key in milliseconds", "7.0.0"},
     /* key space */
     {"del", -2, W, gs_cmd_del, 1, -1, 1, "generic", "Delete a key", "1.0.0"},
     {"unlink", -2, W | F, gs_cmd_del, 1, -1, 1, "generic", "Delete a key (the same as DEL here: values are freed at once)", "4.0.0"},
     {"exists", -2, R | F, gs_cmd_exists, 1, -1, 1, "generic", "Determine if a key exists", "1.0.0"},
+    {"touch", -2, R | F, gs_cmd_touch, 1, -1, 1, "generic", "Alters the last access time of a key(s). Returns the number of existing keys specified.", "3.2.1"},
     {"type", 2, R | F, gs_cmd_type, 1, 1, 1, "generic", "Determine the type stored at key", "1.0.0"},
     {"rename", 3, W, gs_cmd_rename, 1, 2, 1, "generic", "Rename a key", "1.0.0"},
     {"renamenx", 3, W | F, gs_cmd_renamenx, 1, 2, 1, "generic", "Rename a key, only if the new key does not exist", "1.0.0"},
@@ -64,6 +74,7 @@ const struct gs_command gs_commands[] = {
     /* connection and server */
     {"ping", -1, F | S, gs_cmd_ping, 0, 0, 0, "connection", "Ping the server", "1.0.0"},
     {"echo", 2, F, gs_cmd_echo, 0, 0, 0, "connection", "Echo the given string", "1.0.0"},
+    {"time", 1, L | S | F, gs_cmd_time, 0, 0, 0, "server", "Return the current server time", "2.6.0"},
     {"auth", -2, NS | L | S | F | NA, gs_cmd_auth, 0, 0, 0, "connection", "Authenticate to the server", "1.0.0"},
     {"hello", -1, NS | L | S | F | NA, gs_cmd_hello, 0, 0, 0, "connection", "Handshake with Redis", "6.0.0"},
     {"quit", -1, NS | L | S | F | NA, gs_cmd_quit, 0, 0, 0, "connection", "Close the connection", "1.0.0"},

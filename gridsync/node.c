@@ -349,7 +349,9 @@ static size_t on_data(struct core_conn *conn, char *data, size_t len)
             off -= used;
             break;
         }
-        if (c->w.buf->len > FLUSH_EARLY && core_conn_flush(conn))
+        /* gs-origin: replies held behind a fetch count toward the limit */
+        if (c->w.buf->len > FLUSH_EARLY &&
+            (core_conn_flush(conn) || gs_origin_node_over_output_limit(c)))
             break;
     }
     return off;

@@ -41,6 +41,11 @@ struct gs_held {
     int http_status;        /* with error == CORE_EPROTO */
     struct core_buf values; /* slot values, copied when known */
     struct core_buf after;  /* replies of the commands after this one */
+    /* Output-limit accounting (gs_origin_node_over_output_limit): size is
+     * this held's bytes when it stopped being the tail (its `after` grows
+     * no more); the head's queued is the sum of size over every held but
+     * the tail. */
+    size_t size, queued;
     struct slot slots[];
 };
 
@@ -101,6 +106,11 @@ static void write_reply(struct gs_held *h, struct core_buf *out)
 
 /* Move every answered reply at the head of the client's queue (and what
  * was held behind it) to the connection, in order (invariant 1). */
+static size_t held_bytes(const struct gs_held *h)
+{
+    return sizeof(*h) + h->nkeys * sizeof(struct slot) + h->after.len + h->values.len;
+}
+
 static void release_ready(struct gs_client *c)
 {
     struct core_buf *out = core_conn_out(c->conn);
@@ -113,6 +123,8 @@ static void release_ready(struct gs_client *c)
         c->held_head = h->next;
         if (c->held_head == NULL)
             c->held_tail = NULL;
+        else /* h was not the tail: its size is in queued */
+            c->held_head->queued = h->queued - h->size;
         held_free(h);
         moved = true;
     }
@@ -185,12 +197,33 @@ static struct gs_held *held_new(struct gs_client *c, size_t nkeys, bool mget)
  * it: what the next commands reply waits behind it (invariant 1). */
 static void held_enqueue(struct gs_client *c, struct gs_held *h)
 {
-    if (c->held_tail)
-        c->held_tail->next = h;
-    else
+    if (c->held_tail) {
+        struct gs_held *t = c->held_tail;
+        t->size = held_bytes(t);
+        c->held_head->queued += t->size;
+        t->next = h;
+    } else {
         c->held_head = h;
+    }
     c->held_tail = h;
     c->w.buf = &h->after;
+    gs_origin_node_over_output_limit(c); /* many held misses in one pipeline */
+}
+
+bool gs_origin_node_over_output_limit(struct gs_client *c)
+{
+    const struct gs_held *t = c->held_tail;
+    int64_t lim = c->node->cfg.output_buf_limit;
+    if (t == NULL || lim <= 0 || core_conn_closing(c->conn))
+        return false;
+    size_t total = c->held_head->queued + held_bytes(t) + core_conn_output_pending(c->conn);
+    if (total <= (size_t)lim)
+        return false;
+    CORE_DEBUG("closing client id=%llu addr=%s: output buffer limit reached (replies held "
+               "behind origin fetches)",
+               (unsigned long long)core_conn_id(c->conn), core_conn_peer(c->conn));
+    core_conn_close(c->conn);
+    return true;
 }
 
 /* Start slot i's fetch. Returns 1 when it waits, 0 when it is answered

@@ -61,6 +61,13 @@ bool gs_origin_node_get(struct gs_client *c, const struct gs_arg *key);
  * is configured. */
 bool gs_origin_node_mget(struct gs_client *c, size_t argc, struct gs_arg *argv);
 
+/* client-output-buffer-limit for a client with held replies: the replies
+ * queued behind origin fetches (and the values already fetched for them)
+ * count with its unsent output, since they are output it will be sent.
+ * Over the limit, the client is closed (as core_conn_flush closes a client
+ * over the limit) and true is returned. O(1). */
+bool gs_origin_node_over_output_limit(struct gs_client *c);
+
 /* The client is going away: cancel its waiters, drop its held replies. */
 void gs_origin_node_client_closed(struct gs_client *c);
 

@@ -24,6 +24,10 @@
 #include <string.h>
 
 #define ARGS_INITIAL 1024 /* as Redis: min(multibulk length, 1024) */
+/* Argument arrays that grew beyond this for one request are freed before
+ * the next one (Redis frees argv after every command), so a single huge
+ * MSET does not pin them for the connection's lifetime. */
+#define ARGS_KEEP ARGS_INITIAL
 
 bool gs_string2ll(const char *s, size_t slen, int64_t *out)
 {
@@ -362,6 +366,8 @@ int gs_resp_parse(struct gs_resp_parser *p, char *buf, size_t len, size_t *consu
 {
     if (len == 0)
         return GS_RESP_NEED_MORE;
+    if (p->mode == 0 && (p->cap > ARGS_KEEP || p->argv_cap > ARGS_KEEP))
+        gs_resp_parser_free(p); /* the previous request's argv is done with */
     if (p->mode == 0)
         p->mode = buf[0] == '*' ? '*' : 'i';
     if (p->mode == '*')

@@ -77,7 +77,9 @@ void gs_resp_parser_free(struct gs_resp_parser *p);
  * available. Returns:
  *  - GS_RESP_REQUEST: *consumed is the request's length; *argc and *argv
  *    hold its arguments (pointers into buf, valid until buf changes; argv
- *    owned by the parser). *argc may be 0 (an empty line or "*0"): skip it.
+ *    owned by the parser and valid until the next call, which frees
+ *    arrays a very long request made grow). *argc may be 0 (an empty
+ *    line or "*0"): skip it.
  *  - GS_RESP_NEED_MORE: nothing consumed; the parser remembers how far it
  *    got. Call again with the same bytes plus more (they may have moved).
  *  - CORE_EPROTO: *errmsg is Redis's error text (without "-ERR "),

@@ -9,6 +9,7 @@ answers by the key's first word after a delay:
   boom-*     500 after SLOW seconds
   hang-*     200 after HANG seconds, longer than the server's origin-timeout
   short-*    200 with Cache-Control: max-age=1
+  block-*    200 once the test sets origin.release (or after HANG * 6)
 
 "Concurrent" requests are sent on many connections before any reply is
 read, so they all reach the server while the origin is still answering the
@@ -55,6 +56,7 @@ class Origin:
     def __init__(self):
         self.counts = {}
         self.lock = threading.Lock()
+        self.release = threading.Event()
         origin = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -78,6 +80,8 @@ class Origin:
                     status, body = 500, b"internal error"
                 elif key.startswith("hang"):
                     time.sleep(HANG)
+                elif key.startswith("block"):
+                    origin.release.wait(HANG * 6)
                 elif key.startswith("short"):
                     headers["Cache-Control"] = "public, max-age=1"
                 try:
@@ -105,6 +109,7 @@ class Origin:
             return self.counts.get("/items/" + key, 0)
 
     def close(self):
+        self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -244,6 +249,34 @@ def test_pipelined_replies_stay_in_order(origin, node):
         assert read_replies(s, 5) == [b"value-of-slow-p1", b"+OK", b"1", b"value-of-slow-p2",
                                       b"+PONG"]
     assert origin.count("slow-p1") == 1 and origin.count("slow-p2") == 1
+
+
+@pytest.mark.parametrize("behind", ["big values", "many misses"])
+def test_replies_held_behind_a_fetch_count_toward_the_output_limit(make_server, origin, behind):
+    """A client that pipelines behind a miss whose fetch is pending must
+    not make the server buffer more than client-output-buffer-limit for
+    it: the replies held back count as its output. It is disconnected
+    while the origin has still not answered."""
+    node = make_server(*origin_args(origin, "--origin-timeout", "60000",
+                                    "--client-output-buffer-limit", "1mb"))
+    c = node.client()
+    c.set("big", b"x" * 100000)
+    victim = socket.create_connection(("127.0.0.1", node.port), timeout=10)
+    try:
+        victim.sendall(b"CLIENT ID\r\n")
+        vid = int(read_replies(victim, 1)[0][1:])
+        if behind == "big values":  # 3 MB of replies behind one miss
+            victim.sendall(b"GET block-1\r\n" + b"GET big\r\n" * 30)
+        else:  # 30000 held misses, coalesced on one fetch
+            victim.sendall(b"GET block-2\r\n" * 30000)
+        deadline = time.monotonic() + 60
+        while str(vid) in [str(x["id"]) for x in c.client_list()]:
+            assert time.monotonic() < deadline, "still connected: held output is not limited"
+            time.sleep(0.05)
+        assert not origin.release.is_set()  # closed while the fetch was pending
+        assert c.ping()
+    finally:
+        victim.close()
 
 
 def test_mget_fetches_each_missing_key_once(origin, node):

@@ -130,10 +130,37 @@ static void test_get_set_do_not_allocate(void **state)
     teardown_harness(h);
 }
 
+/* Not the hot path, but the same harness: KEYS and RENAME go through the
+ * node's shared scratch buffer, which must not stay at the size of the
+ * biggest key list or value it ever carried. */
+static void test_scratch_given_back(void **state)
+{
+    struct harness *h = setup_harness();
+    struct gs_node *n = &h->node;
+    size_t big = 1 << 20;
+    char *v = calloc(1, big);
+    assert_int_equal(gs_store_set(n->store, "big", 3, v, big, -1, NULL), 0);
+    free(v);
+    run(h, "RENAME big big2\r\n");
+    assert_memory_equal(h->out.data, "+OK\r\n", 5);
+    assert_true(n->scratch.cap <= 256 * 1024);
+    for (int i = 0; i < 30000; i++) {
+        char k[16];
+        int kl = snprintf(k, sizeof(k), "k%d", i);
+        assert_int_equal(gs_store_set(n->store, k, (size_t)kl, "v", 1, -1, NULL), 0);
+    }
+    h->out.len = 0;
+    run(h, "KEYS *\r\n");
+    assert_memory_equal(h->out.data, "*30001\r\n", 8);
+    assert_true(n->scratch.cap <= 256 * 1024);
+    teardown_harness(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get_set_do_not_allocate),
+        cmocka_unit_test(test_scratch_given_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -224,6 +224,15 @@ static void test_many_args(void **state)
     assert_int_equal(r.rc, GS_RESP_REQUEST);
     assert_int_equal(r.argc, nargs);
     assert_arg(&r.argv[2999], "2999", 4);
+    /* The next request gives the grown arrays back: one huge request must
+     * not pin them for the connection's lifetime. */
+    char ping[] = "*1\r\n$4\r\nPING\r\n";
+    r = parse(&p, ping, sizeof(ping) - 1);
+    assert_int_equal(r.rc, GS_RESP_REQUEST);
+    assert_int_equal(r.argc, 1);
+    assert_arg(&r.argv[0], "PING", 4);
+    assert_true(p.cap <= 1024);
+    assert_true(p.argv_cap <= 1024);
     free(buf);
     gs_resp_parser_free(&p);
 }
