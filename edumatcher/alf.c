@@ -294,22 +294,10 @@ int em_alf_parse(const char *s, size_t n, struct em_msg *out)
             return fail(s, n, out, EM_REJ_BAD_VALUE);
     }
     out->present = seen;
-    if (out->kind == EM_MSG_NEW) {
-        uint8_t t = (seen & EM_BIT(ord_type)) ? out->ord_type : EM_OTYPE_LMT;
-        uint8_t tif = (seen & EM_BIT(tif)) ? out->tif : EM_TIF_DAY;
-        if ((seen & EM_BIT(px)) && (t == EM_OTYPE_MKT || t == EM_OTYPE_STP))
-            return fail(s, n, out, EM_REJ_BAD_VALUE);
-        if ((seen & EM_BIT(stop)) && (t == EM_OTYPE_LMT || t == EM_OTYPE_MKT))
-            return fail(s, n, out, EM_REJ_BAD_VALUE);
-        if ((seen & EM_BIT(peak)) &&
-            (t != EM_OTYPE_LMT || tif == EM_TIF_IOC || tif == EM_TIF_FOK || out->peak >= out->qty))
-            return fail(s, n, out, EM_REJ_BAD_VALUE);
-    } else if (out->kind == EM_MSG_PHASE) {
-        /* §7: an operator sets PREOPEN, CONTINUOUS or CLOSED only. */
-        if (out->phase != EM_PHASE_PREOPEN && out->phase != EM_PHASE_CONTINUOUS &&
-            out->phase != EM_PHASE_CLOSED)
-            return fail(s, n, out, EM_REJ_BAD_VALUE);
-    }
+    /* MISSING_FIELD was settled above, so only BAD_VALUE is left here */
+    int rule = em_msg_check_rules(out);
+    if (rule)
+        return fail(s, n, out, rule);
     return 0;
 }
 

@@ -15,6 +15,10 @@ _Static_assert(sizeof(struct em_order) <= 124, "a resting order must stay within
 
 /* ---- pools ---- */
 
+/* Records are named by uint32_t ids and a pool doubles: stay where
+ * doubling cannot wrap round. */
+#define POOL_MAX (1u << 31)
+
 /* Grow the order pool to ncap records (> the current capacity). */
 static int grow_orders_to(struct em_pool *p, uint32_t ncap)
 {
@@ -37,11 +41,15 @@ static int grow_orders_to(struct em_pool *p, uint32_t ncap)
 
 static int grow_orders(struct em_pool *p)
 {
+    if (p->norders_cap > POOL_MAX / 2)
+        return CORE_ENOMEM;
     return grow_orders_to(p, p->norders_cap * 2);
 }
 
 static int grow_levels(struct em_pool *p)
 {
+    if (p->nlevels_cap > POOL_MAX / 2)
+        return CORE_ENOMEM;
     uint32_t ncap = p->nlevels_cap ? p->nlevels_cap * 2 : 64;
     struct em_level *n = realloc(p->levels, (size_t)ncap * sizeof *n);
     if (!n)
@@ -61,6 +69,8 @@ static int grow_levels(struct em_pool *p)
 int em_pool_init(struct em_pool *p, uint32_t orders, uint32_t levels)
 {
     memset(p, 0, sizeof *p);
+    if (orders >= POOL_MAX || levels > POOL_MAX)
+        return CORE_ENOMEM;
     /* exactly the size asked (a server sizes its pools at start), at least
      * a few records; they double later only if they must */
     p->norders_cap = 0;

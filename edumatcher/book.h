@@ -99,7 +99,8 @@ struct em_book {
 #define EM_SELL 1
 
 /* Pools: initialise with room for `orders` orders and `levels` levels
- * (both grow by doubling when exhausted). Returns 0 or CORE_ENOMEM. */
+ * (both grow by doubling when exhausted, up to 2^31 records). Returns 0
+ * or CORE_ENOMEM (also for a size beyond that). */
 int em_pool_init(struct em_pool *p, uint32_t orders, uint32_t levels);
 void em_pool_free(struct em_pool *p);
 /* Take a zeroed order / give it back. 0 when memory is exhausted. */

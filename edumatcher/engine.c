@@ -34,7 +34,7 @@
  *   CLOSED ───────────────────> PREOPEN ───────────────────────┐
  *     ^                                   enter_continuous():   │
  *     │ set_phase(CLOSED) from            uncross(), stop_loop()v
- *     │ any phase: expire_day()                           CONTINUOUS
+ *     │ any phase: [uncross()], expire_day()              CONTINUOUS
  *     │                                                     │   ^
  *     │              trip_breaker() in aggress()            │   │
  *     │   AUCTION <─────────────────────────────────────────┘   │
@@ -44,6 +44,9 @@
  *   on_halt(): any phase -> HALTED, remembering it and dropping a pending
  *   resume. on_resume(): back to CLOSED if it was, else
  *   enter_continuous(). set_phase() leaves HALTED too.
+ *   [uncross()]: set_phase() out of PREOPEN, AUCTION or HALTED uncrosses
+ *   the book whatever the new phase (§6, H.13), so a CLOSED book is never
+ *   crossed.
  *
  * Invariants (em_engine_check, after each message with
  * EM_CHECK_INVARIANTS):
@@ -51,7 +54,9 @@
  *   2. a CONTINUOUS book is not crossed (best bid < best ask) and holds
  *      no market order;
  *   3. stop lists are in trigger order (buys: stop ascending, sells:
- *      descending, then arrival) and hold STOP orders only;
+ *      descending, then arrival) and hold STOP orders only; in CONTINUOUS
+ *      no pending stop is reached by the last trade price (the stop loop
+ *      has run);
  *   4. each open order is in the (gw, cl) index once and in its gateway's
  *      list, which is in oid order; the pool holds no other order.
  */
@@ -82,7 +87,10 @@ struct symbol {
     uint32_t lot;
     int has_ref, has_last, has_resume, has_cb_ref;
     int64_t ref, last, cb_ref; /* ticks */
-    uint32_t band, cb_band;    /* basis points, 0: none */
+    /* lowest and highest price printed since the current message began
+     * (the last trade before it included): the stops to trigger (D.6) */
+    int64_t trig_lo, trig_hi;
+    uint32_t band, cb_band; /* basis points, 0: none */
     uint64_t cb_ms, resume_at;
     uint8_t phase, halted_from;
     uint16_t id;
@@ -234,6 +242,8 @@ int em_engine_authorize(const struct em_engine *e, uint16_t gw, unsigned kind)
 {
     if (kind == EM_MSG__NONE || kind >= EM_MSG__COUNT)
         return 0;
+    if (em_msgs[kind].cls == EM_CLASS_EVENT)
+        return EM_REJ_SYNTAX; /* A.7: known, but not a message one sends */
     int oper = em_msgs[kind].cls == EM_CLASS_OPER;
     return oper != (gw == e->ops) ? EM_REJ_AUTH : 0;
 }
@@ -577,7 +587,8 @@ static void trip_breaker(struct em_engine *e, struct symbol *s)
 {
     s->phase = EM_PHASE_AUCTION;
     s->has_resume = 1;
-    s->resume_at = e->now + s->cb_ms;
+    /* saturate: a deadline that wrapped round would be due at once */
+    s->resume_at = e->now + s->cb_ms < e->now ? UINT64_MAX : e->now + s->cb_ms;
 }
 
 /* Fill q of resting order r (head of its level) at its price. */
@@ -603,6 +614,20 @@ static void settle_resting(struct em_engine *e, struct symbol *s, uint32_t ro)
         r->seq = ++e->next_seq;
         em_book_requeue(&s->book, &e->pool, ro);
     }
+}
+
+/* A trade printed at px: it is now the last trade price, and it triggers
+ * every stop it reaches (§5.2, §5.5: "stop orders that the trades
+ * triggered"), even when later trades of the same message move the price
+ * back, so the range of printed prices is kept. */
+static void print_trade(struct symbol *s, int64_t px)
+{
+    if (!s->has_last || px < s->trig_lo)
+        s->trig_lo = px;
+    if (!s->has_last || px > s->trig_hi)
+        s->trig_hi = px;
+    s->last = px;
+    s->has_last = 1;
 }
 
 /* Match an incoming (ACTIVE) order against the book in CONTINUOUS (§5,
@@ -667,8 +692,7 @@ static int aggress(struct em_engine *e, struct symbol *s, uint32_t ao)
         fill_resting(e, s, ro, q);
         a->cum += q;
         a->leaves -= q;
-        s->last = px;
-        s->has_last = 1;
+        print_trade(s, px);
         emit_fill(e, s, r, tid, px, q); /* passive side first, §5.2 */
         emit_fill(e, s, a, tid, px, q);
         settle_resting(e, s, ro);
@@ -696,15 +720,16 @@ static int aggress(struct em_engine *e, struct symbol *s, uint32_t ao)
     return rest(e, s, ao);
 }
 
-/* docs/alf.md D.6: trigger stops one at a time while their condition
- * holds, buys (lowest stop) before sells (highest stop). */
+/* docs/alf.md D.6: trigger stops one at a time while a price printed in
+ * this message reaches them, buys (lowest stop) before sells (highest
+ * stop). */
 static int stop_loop(struct em_engine *e, struct symbol *s)
 {
     while (s->phase == EM_PHASE_CONTINUOUS && s->has_last) {
         uint32_t o = s->stops[0];
-        if (!(o && ORD(e, o)->stop <= s->last)) {
+        if (!(o && ORD(e, o)->stop <= s->trig_hi)) {
             o = s->stops[1];
-            if (!(o && ORD(e, o)->stop >= s->last))
+            if (!(o && ORD(e, o)->stop >= s->trig_lo))
                 break;
         }
         struct em_order *r = ORD(e, o);
@@ -855,34 +880,44 @@ static uint32_t uncross_head(struct em_engine *e, struct symbol *s, int side, in
 
 static void sort_by_oid(struct em_engine *e, uint32_t *a, uint32_t n);
 
-/* Uncross the book (no self-trade prevention), then cancel what is left
- * of market orders (MKT, oid order). */
-static void uncross(struct em_engine *e, struct symbol *s)
+/* Uncross the book at the price uncross_price() chooses (F.5; no
+ * self-trade prevention). Returns 1 when it traded, 0 when nothing was
+ * executable. */
+static int uncross(struct em_engine *e, struct symbol *s)
 {
     int64_t P;
     uint64_t vol;
     if (fit_to_pools(e))
-        return; /* out of memory: leave the book as it is */
-    if (uncross_price(e, s, &P, &vol)) {
-        for (;;) {
-            uint32_t bo = uncross_head(e, s, EM_BUY, P), so = uncross_head(e, s, EM_SELL, P);
-            if (!bo || !so)
-                break;
-            struct em_order *br = ORD(e, bo), *sr = ORD(e, so);
-            uint32_t q = br->shown < sr->shown ? br->shown : sr->shown;
-            uint64_t tid = ++e->next_tid;
-            e->stats.trades++;
-            fill_resting(e, s, bo, q);
-            fill_resting(e, s, so, q);
-            emit_fill(e, s, br, tid, P, q); /* buy side first, §5.2 */
-            emit_fill(e, s, sr, tid, P, q);
-            settle_resting(e, s, bo);
-            settle_resting(e, s, so);
-        }
-        s->last = P;
-        s->has_last = 1;
+        return 0; /* out of memory: leave the book as it is */
+    if (!uncross_price(e, s, &P, &vol))
+        return 0;
+    for (;;) {
+        uint32_t bo = uncross_head(e, s, EM_BUY, P), so = uncross_head(e, s, EM_SELL, P);
+        if (!bo || !so)
+            break;
+        struct em_order *br = ORD(e, bo), *sr = ORD(e, so);
+        uint32_t q = br->shown < sr->shown ? br->shown : sr->shown;
+        uint64_t tid = ++e->next_tid;
+        e->stats.trades++;
+        fill_resting(e, s, bo, q);
+        fill_resting(e, s, so, q);
+        emit_fill(e, s, br, tid, P, q); /* buy side first, §5.2 */
+        emit_fill(e, s, sr, tid, P, q);
+        settle_resting(e, s, bo);
+        settle_resting(e, s, so);
     }
+    print_trade(s, P);
+    return 1;
+}
+
+/* Cancel the symbol's resting market orders (MKT, oid order): what is
+ * left of them after an uncross (F.5), or all of them on entering
+ * CONTINUOUS, where a market order never rests (H.12). */
+static void cancel_market_orders(struct em_engine *e, struct symbol *s)
+{
     uint32_t n = 0;
+    if (fit_to_pools(e))
+        return; /* out of memory: no room to sort them */
     for (int side = 0; side < 2; side++)
         for (uint32_t o = em_lvl(&e->pool, s->book.side[side].mkt)->head; o; o = ORD(e, o)->next)
             e->scratch[n++] = o;
@@ -893,18 +928,24 @@ static void uncross(struct em_engine *e, struct symbol *s)
 
 /* ---- phases ---- */
 
-static void set_cb_ref(struct symbol *s)
+/* A message that may trade begins (or an uncross into CONTINUOUS has
+ * just printed): fix the breaker's reference for it (F.7, H.11), and start
+ * the range of prices that trigger stops at the last trade price (§5.5:
+ * a stop whose condition holds on entry triggers at once). */
+static void set_message_refs(struct symbol *s)
 {
     s->has_cb_ref = s->has_last || s->has_ref;
     s->cb_ref = s->has_last ? s->last : s->ref;
+    s->trig_lo = s->trig_hi = s->last;
 }
 
 static int enter_continuous(struct em_engine *e, struct symbol *s)
 {
     s->has_resume = 0;
     uncross(e, s);
+    cancel_market_orders(e, s);
     s->phase = EM_PHASE_CONTINUOUS;
-    set_cb_ref(s); /* docs/alf.md H.11 */
+    set_message_refs(s); /* docs/alf.md H.11 */
     return stop_loop(e, s);
 }
 
@@ -938,8 +979,9 @@ static void sort_by_oid(struct em_engine *e, uint32_t *a, uint32_t n)
     }
 }
 
-/* Entering CLOSED (F.3): DAY orders (resting or stops) and resting market
- * orders expire, in oid order. */
+/* Entering CLOSED (F.3): every order but GTC limit orders and GTC
+ * pending stops expires, in oid order (resting limit orders are DAY or
+ * GTC; IOC and FOK ones never rest). */
 static void expire_day(struct em_engine *e, struct symbol *s)
 {
     uint32_t n = 0;
@@ -954,8 +996,10 @@ static void expire_day(struct em_engine *e, struct symbol *s)
             for (uint32_t o = em_lvl(p, l)->head; o; o = ORD(e, o)->next)
                 if (ORD(e, o)->tif == EM_TIF_DAY)
                     e->scratch[n++] = o;
+        /* only GTC outlives the close: a pending IOC or FOK stop is not
+         * GTC either (F.3) */
         for (uint32_t o = s->stops[side]; o; o = ORD(e, o)->next)
-            if (ORD(e, o)->tif == EM_TIF_DAY)
+            if (ORD(e, o)->tif != EM_TIF_GTC)
                 e->scratch[n++] = o;
     }
     sort_by_oid(e, e->scratch, n);
@@ -970,6 +1014,12 @@ static int set_phase(struct em_engine *e, struct symbol *s, uint8_t to)
     s->has_resume = 0;
     if (to == EM_PHASE_CONTINUOUS)
         return enter_continuous(e, s);
+    /* §6: leaving PREOPEN or AUCTION uncrosses the book, and so does
+     * leaving a halt (H.13): PREOPEN -> CLOSED is a closing auction */
+    if ((s->phase == EM_PHASE_PREOPEN || s->phase == EM_PHASE_AUCTION ||
+         s->phase == EM_PHASE_HALTED) &&
+        uncross(e, s))
+        cancel_market_orders(e, s);
     s->phase = to;
     if (to == EM_PHASE_CLOSED)
         expire_day(e, s);
@@ -1028,8 +1078,12 @@ static int on_new(struct em_engine *e, uint16_t gw, const struct em_msg *m)
         return EM_REJ_COLLAR;
 
     uint32_t o = em_pool_order_get(&e->pool);
-    if (!o || fit_to_pools(e))
+    if (!o)
         return CORE_ENOMEM;
+    if (fit_to_pools(e)) {
+        em_pool_order_put(&e->pool, o); /* dropped before its ACK (engine.h) */
+        return CORE_ENOMEM;
+    }
     struct em_order *r = ORD(e, o);
     r->oid = ++e->next_oid;
     r->seq = ++e->next_seq;
@@ -1060,7 +1114,7 @@ static int on_new(struct em_engine *e, uint16_t gw, const struct em_msg *m)
         r->state = EM_OS_STOP;
         stop_insert(s, e, o);
         if (s->phase == EM_PHASE_CONTINUOUS) {
-            set_cb_ref(s);
+            set_message_refs(s);
             return stop_loop(e, s);
         }
         return 0;
@@ -1068,7 +1122,7 @@ static int on_new(struct em_engine *e, uint16_t gw, const struct em_msg *m)
     if (s->phase != EM_PHASE_CONTINUOUS)
         return rest(e, s, o); /* PREOPEN / AUCTION: no matching (§6) */
     r->state = EM_OS_ACTIVE;
-    set_cb_ref(s);
+    set_message_refs(s);
     int rc = aggress(e, s, o);
     if (rc)
         return rc;
@@ -1143,7 +1197,7 @@ static int on_replace(struct em_engine *e, uint16_t gw, const struct em_msg *m)
     int opp = side_ix(r) ^ 1;
     uint32_t l = em_book_best(&s->book, &e->pool, opp);
     if (s->phase == EM_PHASE_CONTINUOUS && l && crosses(r, em_lvl(&e->pool, l)->px)) {
-        set_cb_ref(s);
+        set_message_refs(s);
         int rc = aggress(e, s, o);
         if (rc)
             return rc;
@@ -1490,6 +1544,12 @@ int em_engine_check(const struct em_engine *e, const char **what)
                 open++;
                 prev = o;
             }
+        }
+        if (s->phase == EM_PHASE_CONTINUOUS && s->has_last &&
+            ((s->stops[0] && p->orders[s->stops[0]].stop <= s->last) ||
+             (s->stops[1] && p->orders[s->stops[1]].stop >= s->last))) {
+            *what = "3: a stop reached in CONTINUOUS is still pending";
+            return 3;
         }
     }
     uint64_t listed = 0;

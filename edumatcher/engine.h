@@ -60,10 +60,12 @@ int em_engine_gateway(struct em_engine *e, const char *name, size_t n);
 /* Name of gateway id gw (NUL-terminated, owned by the engine). */
 const char *em_engine_gateway_name(const struct em_engine *e, uint16_t gw);
 
-/* Whether gateway gw may send messages of this kind: 0, or EM_REJ_AUTH
- * (operator messages only from OPS, client messages only from others;
- * docs/alf.md C.4). A front end checks this after SYNTAX and before the
- * other parse faults. */
+/* Whether gateway gw may send messages of this kind: 0, EM_REJ_SYNTAX for
+ * an event (ACK, FILL, ...: not an input message, docs/alf.md A.7), or
+ * EM_REJ_AUTH (operator messages only from OPS, client messages only from
+ * others; C.4). A front end checks this after a parse that found no
+ * SYNTAX fault and answers with the code it returns, before the other
+ * parse faults. */
 int em_engine_authorize(const struct em_engine *e, uint16_t gw, unsigned kind);
 
 /* Process one message from gateway gw. m must have passed em_alf_parse or

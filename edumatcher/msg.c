@@ -194,6 +194,36 @@ static int field_ok(const struct em_msg *m, unsigned f)
     return 0;
 }
 
+int em_msg_check_rules(const struct em_msg *m)
+{
+    uint32_t f = m->present;
+    if (m->kind == EM_MSG_NEW) {
+        /* ALF §3; docs/alf.md A.6, A.10 */
+        uint8_t t = (f & EM_BIT(ord_type)) ? m->ord_type : EM_OTYPE_LMT;
+        uint8_t tif = (f & EM_BIT(tif)) ? m->tif : EM_TIF_DAY;
+        if ((t == EM_OTYPE_LMT || t == EM_OTYPE_STL) && !(f & EM_BIT(px)))
+            return EM_REJ_MISSING_FIELD;
+        if ((t == EM_OTYPE_STP || t == EM_OTYPE_STL) && !(f & EM_BIT(stop)))
+            return EM_REJ_MISSING_FIELD;
+        if ((f & EM_BIT(px)) && (t == EM_OTYPE_MKT || t == EM_OTYPE_STP))
+            return EM_REJ_BAD_VALUE;
+        if ((f & EM_BIT(stop)) && (t == EM_OTYPE_LMT || t == EM_OTYPE_MKT))
+            return EM_REJ_BAD_VALUE;
+        if ((f & EM_BIT(peak)) &&
+            (t != EM_OTYPE_LMT || tif == EM_TIF_IOC || tif == EM_TIF_FOK || m->peak >= m->qty))
+            return EM_REJ_BAD_VALUE;
+    } else if (m->kind == EM_MSG_REPLACE) {
+        if (!(f & (EM_BIT(qty) | EM_BIT(px))))
+            return EM_REJ_MISSING_FIELD;
+    } else if (m->kind == EM_MSG_PHASE) {
+        /* §7: an operator sets PREOPEN, CONTINUOUS or CLOSED only */
+        if (m->phase != EM_PHASE_PREOPEN && m->phase != EM_PHASE_CONTINUOUS &&
+            m->phase != EM_PHASE_CLOSED)
+            return EM_REJ_BAD_VALUE;
+    }
+    return 0;
+}
+
 int em_msg_check(const struct em_msg *m)
 {
     if (m->kind == EM_MSG__NONE || m->kind >= EM_MSG__COUNT)
@@ -208,7 +238,7 @@ int em_msg_check(const struct em_msg *m)
         if ((m->present & (1u << f)) && !field_ok(m, f))
             return EM_REJ_BAD_VALUE;
     }
-    return 0;
+    return em_msg_check_rules(m);
 }
 
 /* ---- binary codec ---- */

@@ -11,7 +11,9 @@
  *
  * Invariants of a valid message (em_msg_check):
  *   1. every present field belongs to the message; every REQ field is set;
- *   2. every string has its ALF §2 form and length; every number its range.
+ *   2. every string has its ALF §2 form and length; every number its range;
+ *   3. the fields agree with each other (em_msg_check_rules): the engine
+ *      relies on it whether the message came as text or as a frame.
  *
  * Binary frame (little-endian, no padding; used between processes):
  *   u16 total length (including these two bytes) | u8 kind | u32 present |
@@ -214,11 +216,16 @@ int em_valid_cl(const char *s, size_t n);
 int em_valid_sym(const char *s, size_t n);
 int em_valid_token(const char *s, size_t n);
 
-/* Check a whole message against its definition: invariants 1–2 above.
+/* Check a whole message against its definition: invariants 1–3 above.
  * Returns 0, or EM_REJ_MISSING_FIELD / EM_REJ_BAD_VALUE / EM_REJ_SYNTAX
- * (a field that does not belong, or an unknown kind). Does not apply the
- * per-message rules that need more than one field (see em_alf_check). */
+ * (a field that does not belong, or an unknown kind). */
 int em_msg_check(const struct em_msg *m);
+
+/* Invariant 3 alone, on a message whose fields are each valid: the rules
+ * that tie fields together (ALF §3, §7; docs/alf.md A.6, A.10): NEW's px
+ * and stop by order type, peak (LMT, not IOC/FOK, < qty), REPLACE's qty or
+ * px, PHASE's phase. Returns 0, EM_REJ_MISSING_FIELD or EM_REJ_BAD_VALUE. */
+int em_msg_check_rules(const struct em_msg *m);
 
 /* ---- binary frames ---- */
 #define EM_FRAME_MAX 512

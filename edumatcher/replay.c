@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/error.h"
 #include "edumatcher/alf.h"
 #include "edumatcher/engine.h"
 
@@ -79,7 +80,7 @@ static void handle_line(struct em_engine *e, const char *s, size_t n, size_t tot
     size_t gwlen = (size_t)(sp - s);
     int gw = em_engine_gateway(e, s, gwlen);
     if (gw < 0) {
-        skip(gw == -2 ? "not a gateway id" : "too many gateways");
+        skip(gw == CORE_EINVAL ? "not a gateway id" : "too many gateways");
         return;
     }
     const char *msg = sp + 1;
@@ -97,8 +98,9 @@ static void handle_line(struct em_engine *e, const char *s, size_t n, size_t tot
     }
     struct em_msg m;
     int code = em_alf_parse(msg, mlen, &m);
-    if (code != EM_REJ_SYNTAX && em_engine_authorize(e, (uint16_t)gw, m.kind))
-        code = EM_REJ_AUTH; /* docs/alf.md C.4: after SYNTAX */
+    int auth = code == EM_REJ_SYNTAX ? 0 : em_engine_authorize(e, (uint16_t)gw, m.kind);
+    if (auth)
+        code = auth; /* docs/alf.md A.7, C.4: after SYNTAX, before the rest */
     if (code) {
         em_engine_reject(e, (uint16_t)gw, &m, code);
         return;

@@ -23,8 +23,9 @@ static inline int em_drive_line(struct em_engine *e, const char *s, size_t n)
     size_t mlen = n - (size_t)(msg - s);
     struct em_msg m;
     int code = em_alf_parse(msg, mlen, &m);
-    if (code != EM_REJ_SYNTAX && em_engine_authorize(e, (uint16_t)gw, m.kind))
-        code = EM_REJ_AUTH;
+    int auth = code == EM_REJ_SYNTAX ? 0 : em_engine_authorize(e, (uint16_t)gw, m.kind);
+    if (auth)
+        code = auth;
     if (code) {
         em_engine_reject(e, (uint16_t)gw, &m, code);
         return 0;

@@ -1,13 +1,17 @@
 /* Allocation count: once warmed up, the engine allocates nothing per
  * message (issue #3). malloc, calloc and realloc are wrapped at link time
- * (ld --wrap, see CMakeLists.txt) and counted. */
+ * (ld --wrap, see CMakeLists.txt) and counted; a calloc can be made to
+ * fail, to check what the engine promises when memory runs out. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
+
+#include "core/error.h"
 
 #include "edumatcher/engine.h"
 #include "em_drive.h"
@@ -21,6 +25,7 @@ void *__wrap_calloc(size_t n, size_t k);
 void *__wrap_realloc(void *p, size_t n);
 
 static unsigned long allocs;
+static int fail_next_calloc;
 
 void *__wrap_malloc(size_t n)
 {
@@ -31,6 +36,10 @@ void *__wrap_malloc(size_t n)
 void *__wrap_calloc(size_t n, size_t k)
 {
     allocs++;
+    if (fail_next_calloc) {
+        fail_next_calloc = 0;
+        return NULL;
+    }
     return __real_calloc(n, k);
 }
 
@@ -80,11 +89,40 @@ static void test_the_counter_counts(void **state)
     em_engine_free(e);
 }
 
+/* engine.h: "a NEW that cannot get a record is dropped before its ACK
+ * with no effect". The order pool grows, then the index that must follow
+ * it cannot: the record goes back to the pool. */
+static void test_new_dropped_when_out_of_memory(void **state)
+{
+    struct em_engine_config cfg = {.sink = sink, .orders_hint = 16};
+    struct em_engine *e = em_engine_new(&cfg);
+    assert_non_null(e);
+    char line[128];
+    strcpy(line, "OPS SYMBOL sym=ABC tick=1");
+    em_drive_line(e, line, strlen(line));
+    for (int i = 0; i < 16; i++) { /* fill the pool */
+        sprintf(line, "G NEW cl=c%d sym=ABC side=B qty=1 px=%d", i, 10 + i);
+        assert_int_equal(em_drive_line(e, line, strlen(line)), 0);
+    }
+    uint64_t ev0 = events;
+    fail_next_calloc = 1; /* the (gw, cl) index of the grown pool */
+    strcpy(line, "G NEW cl=x sym=ABC side=B qty=1 px=5");
+    assert_int_equal(em_drive_line(e, line, strlen(line)), CORE_ENOMEM);
+    assert_int_equal(events, ev0);
+    const char *what = "";
+    assert_int_equal(em_engine_check(e, &what), 0);
+    struct em_engine_stats st;
+    em_engine_stats(e, &st);
+    assert_int_equal(st.open_orders, 16);
+    em_engine_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_counter_counts),
         cmocka_unit_test(test_no_allocation_per_message_when_warm),
+        cmocka_unit_test(test_new_dropped_when_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

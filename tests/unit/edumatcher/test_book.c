@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "edumatcher/book.h"
 #include "edumatcher/msg.h"
 
@@ -168,6 +169,17 @@ static void test_random_against_model(void **state)
     assert_int_equal(em_book_check(&book, &pool), 0);
 }
 
+/* Pool sizes beyond 32-bit ids are refused, not wrapped round (a server
+ * takes orders_hint from its configuration). */
+static void test_pool_size_limits(void **state)
+{
+    struct em_pool p;
+    assert_int_equal(em_pool_init(&p, UINT32_MAX, 0), CORE_ENOMEM);
+    em_pool_free(&p);
+    assert_int_equal(em_pool_init(&p, 16, UINT32_MAX), CORE_ENOMEM);
+    em_pool_free(&p);
+}
+
 static void test_order_record_size(void **state)
 {
     /* a resting order with its index bucket within 128 bytes (issue #3) */
@@ -181,6 +193,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_prices_far_outside_the_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_random_against_model, setup, teardown),
         cmocka_unit_test(test_order_record_size),
+        cmocka_unit_test(test_pool_size_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

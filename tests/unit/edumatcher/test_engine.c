@@ -130,6 +130,26 @@ static void test_injected_clock_fires_breaker_resume(void **state)
     em_engine_free(e);
 }
 
+/* A breaker resume due beyond the clock's range never fires: the deadline
+ * saturates instead of wrapping round to a time already past. */
+static void test_breaker_resume_near_the_end_of_time(void **state)
+{
+    struct capture c = {0};
+    struct em_engine_config cfg = {.sink = sink, .sink_ctx = &c, .start_ms = UINT64_MAX - 100};
+    struct em_engine *e = em_engine_new(&cfg);
+    feed(e, "OPS SYMBOL sym=ABC tick=1 ref=100 cb_band=1 cb_ms=500");
+    feed(e, "S NEW cl=s1 sym=ABC side=S qty=1 px=110");
+    feed(e, "B NEW cl=b1 sym=ABC side=B qty=1 px=110"); /* outside the band: auction */
+    assert_string_equal(c.last, "ACK cl=b1 oid=2");
+    uint64_t before = c.events;
+    feed(e, "OPS TICK ms=0");
+    em_engine_set_time(e, UINT64_MAX - 1);
+    assert_int_equal(c.events, before); /* still in AUCTION */
+    feed(e, "B NEW cl=b2 sym=ABC side=B qty=1 px=110 tif=IOC");
+    assert_string_equal(c.last, "REJECT cl=b2 reason=PHASE");
+    em_engine_free(e);
+}
+
 static void test_depth_snapshot(void **state)
 {
     struct capture c = {0};
@@ -172,6 +192,7 @@ int main(void)
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_binary_frames_drive_the_engine),
         cmocka_unit_test(test_injected_clock_fires_breaker_resume),
+        cmocka_unit_test(test_breaker_resume_near_the_end_of_time),
         cmocka_unit_test(test_depth_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -124,6 +124,70 @@ static void test_decode_rejects_bad_frames(void **state)
     assert_int_equal(em_frame_encode(&m, f, 10), CORE_ETOOBIG);
 }
 
+/* Encode the message of ALF line s after clearing the fields in `drop`,
+ * then decode it: the decoder's result. */
+static int decode_without(const char *s, uint32_t drop, struct em_msg *d)
+{
+    struct em_msg m;
+    uint8_t f[EM_FRAME_MAX];
+    assert_int_equal(em_alf_parse(s, strlen(s), &m), 0);
+    m.present &= ~drop;
+    int n = em_frame_encode(&m, f, sizeof f);
+    assert_true(n > 0);
+    return em_frame_decode(f, (size_t)n, d);
+}
+
+/* A frame comes from another process: the decoder applies the rules that
+ * tie fields together (ALF §3, docs/alf.md A.6, A.10) as the ALF parser
+ * does, or the engine would take a limit order without a price. */
+static void test_decode_applies_message_rules(void **state)
+{
+    struct em_msg d;
+    uint8_t f[EM_FRAME_MAX];
+    assert_true(decode_without("NEW cl=a sym=A side=B qty=2 px=1 peak=1", 0, &d) > 0);
+    /* LMT, STL need px; STP, STL need stop; REPLACE needs qty or px */
+    assert_int_equal(decode_without("NEW cl=a sym=A side=B qty=1 px=1", EM_BIT(px), &d),
+                     CORE_EPROTO);
+    assert_int_equal(
+        decode_without("NEW cl=a sym=A side=B qty=1 px=1 type=STL stop=1", EM_BIT(stop), &d),
+        CORE_EPROTO);
+    assert_int_equal(
+        decode_without("NEW cl=a sym=A side=B qty=1 type=STP stop=1", EM_BIT(stop), &d),
+        CORE_EPROTO);
+    assert_int_equal(decode_without("REPLACE cl=a qty=1 px=1", EM_BIT(qty) | EM_BIT(px), &d),
+                     CORE_EPROTO);
+    /* fields the order type does not allow */
+    struct em_msg m;
+    const char *mkt = "NEW cl=a sym=A side=B qty=2 type=MKT";
+    assert_int_equal(em_alf_parse(mkt, strlen(mkt), &m), 0);
+    m.present |= EM_BIT(px);
+    m.px = (struct em_price){1, 0};
+    assert_int_equal(em_frame_decode(f, (size_t)em_frame_encode(&m, f, sizeof f), &d), CORE_EPROTO);
+    m.present &= ~EM_BIT(px);
+    m.present |= EM_BIT(peak);
+    m.peak = 1;
+    assert_int_equal(em_frame_decode(f, (size_t)em_frame_encode(&m, f, sizeof f), &d), CORE_EPROTO);
+    const char *lmt = "NEW cl=a sym=A side=B qty=2 px=1 peak=1";
+    assert_int_equal(em_alf_parse(lmt, strlen(lmt), &m), 0);
+    m.peak = 2; /* peak >= qty */
+    assert_int_equal(em_frame_decode(f, (size_t)em_frame_encode(&m, f, sizeof f), &d), CORE_EPROTO);
+    m.peak = 1;
+    m.present |= EM_BIT(tif);
+    m.tif = EM_TIF_IOC;
+    assert_int_equal(em_frame_decode(f, (size_t)em_frame_encode(&m, f, sizeof f), &d), CORE_EPROTO);
+    m.tif = EM_TIF_GTC;
+    m.present |= EM_BIT(stop);
+    m.stop = (struct em_price){1, 0};
+    assert_int_equal(em_frame_decode(f, (size_t)em_frame_encode(&m, f, sizeof f), &d), CORE_EPROTO);
+    /* an operator sets PREOPEN, CONTINUOUS or CLOSED only (§7) */
+    const char *ph = "PHASE sym=A phase=PREOPEN";
+    assert_int_equal(em_alf_parse(ph, strlen(ph), &m), 0);
+    m.phase = EM_PHASE_AUCTION;
+    assert_int_equal(em_frame_decode(f, (size_t)em_frame_encode(&m, f, sizeof f), &d), CORE_EPROTO);
+    m.phase = EM_PHASE_HALTED;
+    assert_int_equal(em_frame_decode(f, (size_t)em_frame_encode(&m, f, sizeof f), &d), CORE_EPROTO);
+}
+
 static void test_fast_builders_match_encoder(void **state)
 {
     uint64_t x = 88172645463325252ull;
@@ -232,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_alf_round_trip),
         cmocka_unit_test(test_binary_round_trip),
         cmocka_unit_test(test_decode_rejects_bad_frames),
+        cmocka_unit_test(test_decode_applies_message_rules),
         cmocka_unit_test(test_fast_builders_match_encoder),
         cmocka_unit_test(test_parse_fault_order),
         cmocka_unit_test(test_price_format),
