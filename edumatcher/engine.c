@@ -1648,10 +1648,11 @@ static void out_bytes(struct snap_out *w, const void *p, size_t n)
 
 static void out_u(struct snap_out *w, uint64_t v, unsigned width)
 {
-    unsigned char b[8];
+    if (w->len + width > sizeof w->buf)
+        out_flush(w);
     for (unsigned i = 0; i < width; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-    out_bytes(w, b, width);
+        w->buf[w->len + i] = (unsigned char)(v >> (8 * i));
+    w->len += width;
 }
 
 static void out_order(struct snap_out *w, const struct em_order *r)
@@ -1947,6 +1948,34 @@ static int in_symbol(struct em_engine *e, struct snap_in *in, uint32_t id)
     return 0;
 }
 
+struct oid_ix {
+    uint64_t oid;
+    uint32_t o;
+};
+
+/* Sort a[0..n) by oid (all <= max), tmp[0..n) and count[2^16] as room:
+ * LSD radix sort on 16-bit digits, O(n) per digit in sequential passes (a
+ * comparison sort that reads the oids through the pool misses the cache
+ * on every step). */
+static void sort_oid_ix(struct oid_ix *a, struct oid_ix *tmp, uint32_t *count, uint32_t n,
+                        uint64_t max)
+{
+    for (unsigned shift = 0; shift < 64 && (max >> shift); shift += 16) {
+        memset(count, 0, (1u << 16) * sizeof *count);
+        for (uint32_t i = 0; i < n; i++)
+            count[(a[i].oid >> shift) & 0xffff]++;
+        uint32_t sum = 0;
+        for (uint32_t d = 0; d < (1u << 16); d++) {
+            uint32_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            tmp[count[(a[i].oid >> shift) & 0xffff]++] = a[i];
+        memcpy(a, tmp, (size_t)n * sizeof *a);
+    }
+}
+
 int em_engine_restore(struct em_engine *e, const void *blob, size_t len)
 {
     if (e->ngws != 1 || e->nsyms != 0 || e->pool.orders_used != 0 || e->next_oid || e->next_seq ||
@@ -1993,26 +2022,36 @@ int em_engine_restore(struct em_engine *e, const void *blob, size_t len)
     if (in.left)
         return CORE_EPROTO; /* trailing bytes */
 
-    /* Index and gateway lists (oid order), rebuilt from the pool. */
+    /* Index and gateway lists (oid order), rebuilt from the pool. A
+     * (gw, cl) given twice leaves one of the two unreachable in the index,
+     * which em_engine_check reports below. */
     if (fit_to_pools(e))
         return CORE_ENOMEM;
     memset(e->buckets, 0, ((size_t)e->bucket_mask + 1) * sizeof *e->buckets);
     uint32_t n = 0;
+    struct oid_ix *byoid = malloc(2 * (size_t)(e->stats.open_orders + 1) * sizeof *byoid);
+    uint32_t *count = malloc((1u << 16) * sizeof *count);
+    if (!byoid || !count) {
+        free(byoid);
+        free(count);
+        return CORE_ENOMEM;
+    }
     for (uint32_t o = 1; o < e->pool.norders_cap; o++) {
         struct em_order *r = ORD(e, o);
         if (r->state == EM_OS_FREE)
             continue;
-        if (idx_find(e, r->gw, r->cl, r->cllen))
-            return CORE_EPROTO; /* (gw, cl) twice */
         idx_put(e, o);
-        e->scratch[n++] = o;
+        byoid[n++] = (struct oid_ix){r->oid, o};
     }
-    sort_by_oid(e, e->scratch, n);
+    sort_oid_ix(byoid, byoid + n, count, n, e->next_oid);
+    free(count);
     for (uint32_t k = 0; k < n; k++) {
-        uint32_t o = e->scratch[k];
+        uint32_t o = byoid[k].o;
         struct em_order *r = ORD(e, o);
-        if (k && ORD(e, e->scratch[k - 1])->oid == r->oid)
+        if (k && byoid[k - 1].oid == r->oid) {
+            free(byoid);
             return CORE_EPROTO; /* oid twice */
+        }
         struct gateway *g = &e->gws[r->gw];
         r->gprev = g->tail;
         r->gnext = 0;
@@ -2022,6 +2061,7 @@ int em_engine_restore(struct em_engine *e, const void *blob, size_t len)
             g->head = o;
         g->tail = o;
     }
+    free(byoid);
     const char *what = "";
     return em_engine_check(e, &what) ? CORE_EPROTO : 0;
 }
