@@ -184,6 +184,7 @@ struct engine_proc {
     /* snapshots: the blob being built, when the last one was taken */
     unsigned char *snap;
     size_t snap_len, snap_cap;
+    bool snap_oom;
     uint64_t snap_ns;
     uint64_t snapshots, snapshot_failures;
     int64_t snapshot_seq, restored_seq;
@@ -532,8 +533,10 @@ static int snap_add(void *ctx, const void *data, size_t len)
         while (cap < P.snap_len + len)
             cap *= 2;
         unsigned char *n = realloc(P.snap, cap);
-        if (!n)
+        if (!n) {
+            P.snap_oom = true; /* sticky: a blob with a hole is never written */
             return CORE_ENOMEM;
+        }
         P.snap = n;
         P.snap_cap = cap;
     }
@@ -564,6 +567,7 @@ static void maybe_snapshot(void)
         return;
     P.snap_ns = now;
     P.snap_len = 0;
+    P.snap_oom = false;
     snap_add(NULL, PROC_MAGIC, sizeof PROC_MAGIC);
     snap_u(1, 4);
     snap_u(P.engine_ms, 8);
@@ -579,12 +583,15 @@ static void maybe_snapshot(void)
         snap_u(s->volume, 8);
         snap_u(s->trades, 8);
     }
-    size_t before = P.snap_len;
     int rc = em_engine_snapshot(P.e, snap_add, NULL);
-    if (rc == 0 && P.snap_len == before)
-        rc = CORE_ENOMEM; /* the header did not fit either */
+    if (rc == 0 && P.snap_oom)
+        rc = CORE_ENOMEM;
     if (rc == 0)
         rc = em_journal_snapshot(&P.journal, P.snap, P.snap_len);
+    /* the blob is as large as the books: do not hold it between snapshots */
+    free(P.snap);
+    P.snap = NULL;
+    P.snap_cap = 0;
     if (rc) {
         P.snapshot_failures++;
         CORE_WARN("engine: snapshot failed: %s", core_strerror(rc));
@@ -640,6 +647,10 @@ static int restore_snapshot(const void *data, size_t len, uint64_t seq, void *ud
         name[n] = 0;
         p += n;
         left -= n;
+        if (sym_index(name) >= 0) {
+            bad = true; /* each symbol once */
+            break;
+        }
         sym_add(name);
         struct sym_md *s = &P.syms[P.nsyms - 1];
         s->last.mant = (int64_t)get_u(&p, &left, 8, &bad);

@@ -16,7 +16,11 @@
  * for timing a real process restart with and without a snapshot
  * (bench/edumatcher/snapshot-restart).
  *
- * Usage: em-snap [--orders N] [--journal DIR]
+ * --churn K then adds K orders that are placed and canceled at once (2K
+ * more records, the same books at the end): a journal's length grows with
+ * the flow, a snapshot's only with the open orders.
+ *
+ * Usage: em-snap [--orders N] [--churn K] [--journal DIR]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,15 +88,17 @@ static void journal_add(struct em_journal *j, const char *gw, const struct em_ms
 
 int main(int argc, char **argv)
 {
-    uint32_t norders = 1000000;
+    uint32_t norders = 1000000, churn = 0;
     const char *jdir = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--orders"))
             norders = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--churn"))
+            churn = (uint32_t)strtoul(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--journal"))
             jdir = argv[i + 1];
         else {
-            fprintf(stderr, "usage: em-snap [--orders N] [--journal DIR]\n");
+            fprintf(stderr, "usage: em-snap [--orders N] [--churn K] [--journal DIR]\n");
             return 2;
         }
     }
@@ -144,6 +150,25 @@ int main(int argc, char **argv)
             m.peak = 1 + m.qty / 4;
         }
         int g = (int)(rnd() % 64);
+        em_engine_submit(e, gws[g], &m);
+        if (jdir)
+            journal_add(&j, names[g], &m);
+    }
+    for (uint32_t i = 0; i < churn; i++) {
+        int g = (int)(rnd() % 64);
+        memset(&m, 0, sizeof m);
+        m.kind = EM_MSG_NEW;
+        m.present = EM_BIT(cl) | EM_BIT(sym) | EM_BIT(side) | EM_BIT(qty) | EM_BIT(px);
+        snprintf(m.cl, sizeof m.cl, "k%u", i);
+        strcpy(m.sym, "ABC");
+        m.side = EM_SIDE_BUY;
+        m.qty = 1 + (uint32_t)(rnd() % 100);
+        m.px = (struct em_price){5000 + (int64_t)(rnd() % 4000), 2};
+        em_engine_submit(e, gws[g], &m);
+        if (jdir)
+            journal_add(&j, names[g], &m);
+        m.kind = EM_MSG_CANCEL;
+        m.present = EM_BIT(cl);
         em_engine_submit(e, gws[g], &m);
         if (jdir)
             journal_add(&j, names[g], &m);
