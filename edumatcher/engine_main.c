@@ -107,7 +107,7 @@ static const struct core_option options[] = {
     {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
     {"snapshot-records", CORE_OPT_INT, &snapshot_records, 0, INT64_MAX, NULL, 0,
      "snapshot the state after this many journal records (0: not by count)"},
-    {"snapshot-interval-ms", CORE_OPT_INT, &snapshot_interval_ms, 0, INT64_MAX, NULL, 0,
+    {"snapshot-interval-ms", CORE_OPT_INT, &snapshot_interval_ms, 0, 604800000, NULL, 0,
      "snapshot the state this often when records came in (0: not by time)"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
