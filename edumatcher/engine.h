@@ -118,4 +118,40 @@ void em_engine_stats(const struct em_engine *e, struct em_engine_stats *out);
  * static description of the first violation. */
 int em_engine_check(const struct em_engine *e, const char **what);
 
+/* ---- snapshots (bounded journal replay; docs/edumatcher-exchange.md) ---- */
+
+/* Receives the bytes of a snapshot in order, in pieces of any size. data
+ * is valid only during the call. Returns 0, or a negative code that stops
+ * the snapshot (em_engine_snapshot returns it). */
+typedef int (*em_snapshot_write_fn)(void *ctx, const void *data, size_t len);
+
+#define EM_SNAPSHOT_VERSION 1
+
+/* Serialise the engine's complete state between messages (never from a
+ * sink) as a versioned little-endian blob, handed to write in pieces:
+ * counters and clock, gateways (name, enabled), then every symbol with its
+ * configuration, phase, prices, breaker and its orders (resting market
+ * orders, price levels best first, each in time priority, then pending
+ * stops in trigger order) with every field. The same state gives the same
+ * bytes. The (gw, cl) index, pool layout and book window are not saved:
+ * em_engine_restore rebuilds them. Does not allocate; O(open orders).
+ * Returns 0 or write's negative code. */
+int em_engine_snapshot(const struct em_engine *e, em_snapshot_write_fn write, void *ctx);
+
+/* Load a snapshot blob[0..len) (owned by the caller, not kept) into e, an
+ * engine fresh from em_engine_new (no message submitted, no gateway
+ * interned but OPS). Every field read is validated and the result must
+ * pass em_engine_check. Returns 0; CORE_EINVAL when e is not fresh;
+ * CORE_EPROTO for a corrupt, truncated or unknown-version blob;
+ * CORE_ENOMEM. After a failure e holds a partial state: free it. No event
+ * is emitted. */
+int em_engine_restore(struct em_engine *e, const void *blob, size_t len);
+
+/* Call fn for every open order (resting or pending stop), in no defined
+ * order: its oid, symbol name and side (enum em_side). For a process that
+ * keeps its own per-order notes and rebuilds them after a restore. */
+void em_engine_for_each_order(const struct em_engine *e,
+                              void (*fn)(void *ctx, uint64_t oid, const char *sym, uint8_t side),
+                              void *ctx);
+
 #endif

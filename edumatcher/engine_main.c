@@ -28,6 +28,16 @@
  * file is applied (and journaled) only when the journal is empty; after
  * that the journal is the source of truth.
  *
+ * Snapshots bound the replay: between messages (after a batch is published,
+ * or on the clock timer), every --snapshot-records journal records or
+ * --snapshot-interval-ms, the process writes its state through
+ * em_journal_snapshot (temp file, fsync, rename; older segments are then
+ * deleted). The blob is the process's own part (the engine clock and each
+ * symbol's market-data totals) followed by em_engine_snapshot's bytes. On
+ * start the journal hands over the latest valid snapshot, which is restored
+ * (the per-order notes rebuilt from the engine's open orders), and only the
+ * records after it are replayed.
+ *
  * Schedules: `AT <ms> <operator line>` in the symbols file fires that
  * message (journaled, as a message from OPS) when the engine clock
  * reaches <ms>, e.g. `AT 3600000 PHASE sym=ABC phase=CLOSED`.
@@ -66,6 +76,8 @@ static int64_t tick_ms = 100;
 static int64_t beacon_ms = 1000;
 static int64_t grace_ms = 300;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
+static int64_t snapshot_records = 1000000;
+static int64_t snapshot_interval_ms = 600000;
 
 static const struct core_option options[] = {
     {"pull", CORE_OPT_STRING, pull_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -93,6 +105,10 @@ static const struct core_option options[] = {
     {"startup-grace-ms", CORE_OPT_INT, &grace_ms, 0, 60000, NULL, CORE_OPT_IMMUTABLE,
      "after binding PUB, wait this long for subscribers before taking input"},
     {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
+    {"snapshot-records", CORE_OPT_INT, &snapshot_records, 0, INT64_MAX, NULL, 0,
+     "snapshot the state after this many journal records (0: not by count)"},
+    {"snapshot-interval-ms", CORE_OPT_INT, &snapshot_interval_ms, 0, 604800000, NULL, 0,
+     "snapshot the state this often when records came in (0: not by time)"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
@@ -165,6 +181,13 @@ struct engine_proc {
         struct em_msg m;
     } * sched;
     size_t nsched, next_sched;
+    /* snapshots: the blob being built, when the last one was taken */
+    unsigned char *snap;
+    size_t snap_len, snap_cap;
+    bool snap_oom;
+    uint64_t snap_ns;
+    uint64_t snapshots, snapshot_failures;
+    int64_t snapshot_seq, restored_seq;
 };
 
 static struct engine_proc P;
@@ -216,6 +239,7 @@ static const struct oinfo *order_info(uint64_t oid)
 /* ---- staging and publishing ---- */
 
 static void publish_staged(void);
+static void maybe_snapshot(void);
 
 static void flush_and_publish(void)
 {
@@ -436,12 +460,14 @@ static void on_batch(struct em_bus_sock *s, unsigned handled, void *data)
 {
     P.last_batch = handled;
     flush_and_publish();
+    maybe_snapshot();
 }
 
 static void on_tick_timer(uv_timer_t *t)
 {
     advance_clock();
     flush_and_publish();
+    maybe_snapshot();
 }
 
 /* Append `key=px:shown:orders,...` for one side's best levels. */
@@ -491,6 +517,160 @@ static void on_md_timer(uv_timer_t *t)
     }
 }
 
+/* ---- snapshots ----
+ *
+ * Blob: "EMENGPRC" u32 version(1) u64 engine_ms u32 nsyms, per symbol
+ * u8 len name[len] i64 last.mant u8 last.dec u32 last_qty u64 volume
+ * u64 trades; then the engine's snapshot (engine.h) to the end. Integers
+ * little-endian. */
+
+static const char PROC_MAGIC[8] = {'E', 'M', 'E', 'N', 'G', 'P', 'R', 'C'};
+
+static int snap_add(void *ctx, const void *data, size_t len)
+{
+    if (P.snap_len + len > P.snap_cap) {
+        size_t cap = P.snap_cap ? P.snap_cap : 1u << 20;
+        while (cap < P.snap_len + len)
+            cap *= 2;
+        unsigned char *n = realloc(P.snap, cap);
+        if (!n) {
+            P.snap_oom = true; /* sticky: a blob with a hole is never written */
+            return CORE_ENOMEM;
+        }
+        P.snap = n;
+        P.snap_cap = cap;
+    }
+    memcpy(P.snap + P.snap_len, data, len);
+    P.snap_len += len;
+    return 0;
+}
+
+static void snap_u(uint64_t v, unsigned width)
+{
+    unsigned char b[8];
+    for (unsigned i = 0; i < width; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    snap_add(NULL, b, width);
+}
+
+/* The snapshot step: between messages only, when enough records or time
+ * have gone by. Rare slow work (O(open orders)); a failure is logged and
+ * the journal simply keeps growing. */
+static void maybe_snapshot(void)
+{
+    uint64_t last_rec = P.journal.next_seq - 1, since = last_rec - P.journal.snapshot_seq;
+    uint64_t now = core_now_ns();
+    bool by_count = snapshot_records > 0 && since >= (uint64_t)snapshot_records;
+    bool by_time = snapshot_interval_ms > 0 && since > 0 &&
+                   now - P.snap_ns >= (uint64_t)snapshot_interval_ms * 1000000u;
+    if (P.replaying || !(by_count || by_time))
+        return;
+    P.snap_ns = now;
+    P.snap_len = 0;
+    P.snap_oom = false;
+    snap_add(NULL, PROC_MAGIC, sizeof PROC_MAGIC);
+    snap_u(1, 4);
+    snap_u(P.engine_ms, 8);
+    snap_u(P.nsyms, 4);
+    for (unsigned i = 0; i < P.nsyms; i++) {
+        const struct sym_md *s = &P.syms[i];
+        size_t n = strlen(s->name);
+        snap_u(n, 1);
+        snap_add(NULL, s->name, n);
+        snap_u((uint64_t)s->last.mant, 8);
+        snap_u(s->last.dec, 1);
+        snap_u(s->last_qty, 4);
+        snap_u(s->volume, 8);
+        snap_u(s->trades, 8);
+    }
+    int rc = em_engine_snapshot(P.e, snap_add, NULL);
+    if (rc == 0 && P.snap_oom)
+        rc = CORE_ENOMEM;
+    if (rc == 0)
+        rc = em_journal_snapshot(&P.journal, P.snap, P.snap_len);
+    /* the blob is as large as the books: do not hold it between snapshots */
+    free(P.snap);
+    P.snap = NULL;
+    P.snap_cap = 0;
+    if (rc) {
+        P.snapshot_failures++;
+        CORE_WARN("engine: snapshot failed: %s", core_strerror(rc));
+        return;
+    }
+    P.snapshots++;
+    P.snapshot_seq = (int64_t)P.journal.snapshot_seq;
+    CORE_INFO("engine: snapshot after record %" PRIu64 " (%zu bytes, %.1f ms)",
+              P.journal.snapshot_seq, P.snap_len, (double)(core_now_ns() - now) / 1e6);
+}
+
+static uint64_t get_u(const unsigned char **p, size_t *left, unsigned width, bool *bad)
+{
+    if (*bad || *left < width) {
+        *bad = true;
+        return 0;
+    }
+    uint64_t v = 0;
+    for (unsigned i = 0; i < width; i++)
+        v |= (uint64_t)(*p)[i] << (8 * i);
+    *p += width;
+    *left -= width;
+    return v;
+}
+
+static void note_open_order(void *ctx, uint64_t oid, const char *sym, uint8_t side)
+{
+    order_note(oid, sym_index(sym), side);
+}
+
+/* The restore step: the journal's latest valid snapshot, before replay. */
+static int restore_snapshot(const void *data, size_t len, uint64_t seq, void *ud)
+{
+    const unsigned char *p = data;
+    size_t left = len;
+    bool bad = len < sizeof PROC_MAGIC || memcmp(p, PROC_MAGIC, sizeof PROC_MAGIC) != 0;
+    if (!bad) {
+        p += sizeof PROC_MAGIC;
+        left -= sizeof PROC_MAGIC;
+    }
+    if (get_u(&p, &left, 4, &bad) != 1)
+        bad = true;
+    P.engine_ms = get_u(&p, &left, 8, &bad);
+    uint64_t nsyms = get_u(&p, &left, 4, &bad);
+    for (uint64_t i = 0; !bad && i < nsyms; i++) {
+        size_t n = (size_t)get_u(&p, &left, 1, &bad);
+        if (bad || n == 0 || n > EM_SYM_MAX || left < n || P.nsyms == MAX_SYMS) {
+            bad = true;
+            break;
+        }
+        char name[EM_SYM_MAX + 1];
+        memcpy(name, p, n);
+        name[n] = 0;
+        p += n;
+        left -= n;
+        if (sym_index(name) >= 0) {
+            bad = true; /* each symbol once */
+            break;
+        }
+        sym_add(name);
+        struct sym_md *s = &P.syms[P.nsyms - 1];
+        s->last.mant = (int64_t)get_u(&p, &left, 8, &bad);
+        s->last.dec = (uint8_t)get_u(&p, &left, 1, &bad);
+        s->last_qty = (uint32_t)get_u(&p, &left, 4, &bad);
+        s->volume = get_u(&p, &left, 8, &bad);
+        s->trades = get_u(&p, &left, 8, &bad);
+        s->changed = true;
+    }
+    int rc = bad ? CORE_EPROTO : em_engine_restore(P.e, p, left);
+    if (rc) {
+        CORE_WARN("engine: snapshot after record %" PRIu64 " cannot be restored: %s", seq,
+                  core_strerror(rc));
+        return CORE_EIO;
+    }
+    em_engine_for_each_order(P.e, note_open_order, NULL);
+    P.restored_seq = (int64_t)seq;
+    return 0;
+}
+
 /* ---- start-up ---- */
 
 static void on_grace_over(uv_timer_t *t)
@@ -504,8 +684,9 @@ static void on_grace_over(uv_timer_t *t)
     P.pull.on_batch = on_batch;
     uv_close((uv_handle_t *)t, NULL);
     /* the ready line: tests and scripts wait for it */
-    printf("edumatcher-engine pull %s pub %s journal %s replayed %" PRIu64 "\n", pull_ep, pub_ep,
-           journal_dir, P.replayed);
+    printf("edumatcher-engine pull %s pub %s journal %s replayed %" PRIu64 " snapshot %" PRId64
+           "\n",
+           pull_ep, pub_ep, journal_dir, P.replayed, P.restored_seq);
     fflush(stdout);
 }
 
@@ -657,7 +838,7 @@ int main(int argc, char **argv)
                                  .fsync_interval_ms = (uint64_t)fsync_interval_ms};
     struct em_journal_replay_stats st;
     uint64_t t0 = core_now_ns();
-    rc = em_journal_open(&P.journal, &jo, NULL, replay_record, NULL, &st);
+    rc = em_journal_open(&P.journal, &jo, restore_snapshot, replay_record, NULL, &st);
     if (rc) {
         CORE_WARN("engine: cannot open the journal in %s: %s", journal_dir, core_strerror(rc));
         return 1;
@@ -665,9 +846,12 @@ int main(int argc, char **argv)
     P.replaying = false;
     P.have_pending = false;
     P.replayed = st.records;
-    CORE_INFO("engine: replayed %" PRIu64 " journal records in %.1f ms (torn bytes %" PRIu64
-              ", engine clock %" PRIu64 " ms)",
-              st.records, (double)(core_now_ns() - t0) / 1e6, st.torn_bytes, P.engine_ms);
+    CORE_INFO("engine: restored the snapshot after record %" PRIu64 " and replayed %" PRIu64
+              " journal records in %.1f ms (torn bytes %" PRIu64 ", engine clock %" PRIu64 " ms)",
+              st.snapshot_seq, st.records, (double)(core_now_ns() - t0) / 1e6, st.torn_bytes,
+              P.engine_ms);
+    P.snap_ns = core_now_ns();
+    P.snapshot_seq = (int64_t)st.snapshot_seq;
     P.base_ns = core_now_ns();
     P.base_engine_ms = P.engine_ms;
 
@@ -679,10 +863,11 @@ int main(int argc, char **argv)
         return 1;
     }
     if (symbols_file[0]) {
-        if (load_symbols_file(symbols_file, st.records == 0) != 0)
+        bool fresh = st.records == 0 && st.snapshot_seq == 0;
+        if (load_symbols_file(symbols_file, fresh) != 0)
             return 1;
         flush_and_publish();
-        if (st.records)
+        if (!fresh)
             CORE_INFO("engine: journal not empty; only the AT lines of %s are used (the "
                       "journal rules)",
                       symbols_file);
@@ -699,6 +884,10 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "journal_syncs", &P.journal.syncs);
     core_metrics_gauge(mt, "open_orders", &P.open_orders);
     core_metrics_gauge(mt, "queue_depth", &P.last_batch);
+    core_metrics_counter(mt, "snapshots", &P.snapshots);
+    core_metrics_counter(mt, "snapshot_failures", &P.snapshot_failures);
+    core_metrics_gauge(mt, "snapshot_seq", &P.snapshot_seq);
+    core_metrics_gauge(mt, "restored_seq", &P.restored_seq);
     rc =
         em_health_start(&P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms, on_health, NULL);
     if (rc)

@@ -7,6 +7,7 @@ import signal
 import struct
 import time
 
+import pytest
 import zmq
 
 import subprocess
@@ -258,11 +259,16 @@ def strip_ids(lines):
     return [" ".join(w for w in l.split() if not w.startswith(("oid=", "tid="))) for l in lines]
 
 
-def test_crash_recovery(exchange):
+@pytest.mark.parametrize("snapshots", [False, True], ids=["journal", "snapshot"])
+def test_crash_recovery(exchange, snapshots):
     """kill -9 the engine mid-stream and restart it: every acknowledged order
     is still there, ids continue, and what follows matches an uninterrupted
-    run (edumatcher-replay over the acknowledged input)."""
-    x = exchange()
+    run (edumatcher-replay over the acknowledged input). With snapshots
+    every 40 records, the restart restores the latest and replays only the
+    records after it."""
+    args = ["--snapshot-records", "40"] if snapshots else ["--snapshot-records", "0",
+                                                            "--snapshot-interval-ms", "0"]
+    x = exchange(engine_args=args)
     g1, g2, g3 = x.trader("GW1"), x.trader("GW2"), x.trader("GW3")
     steps = scenario(random.Random(11), 60)
     replay_in = ["GW1 LOGIN gw=GW1", "GW2 LOGIN gw=GW2"]
@@ -291,8 +297,19 @@ def test_crash_recovery(exchange):
             break
         if l.startswith("ACK"):
             acked3.append(l.split()[1][3:])
+    # the snapshots on disk at the crash: the restart must use the latest
+    snaps = sorted(f for f in os.listdir(x.journal) if f.startswith("snapshot-"))
     x.engine = x.start_engine()
-    assert "replayed" in x.engine.ready
+    words = x.engine.ready.split()
+    replayed = int(words[words.index("replayed") + 1])
+    snapshot_seq = int(words[words.index("snapshot") + 1])
+    if snapshots:
+        # records 1..snapshot_seq came from the snapshot, not from replay
+        assert snapshot_seq >= 40, x.engine.ready
+        assert snaps and snaps[-1] == f"snapshot-{snapshot_seq:020d}.snap", snaps
+        assert "restored the snapshot after record %d" % snapshot_seq in x.engine.stderr()
+    else:
+        assert not snaps and snapshot_seq == 0 and replayed > 0, x.engine.ready
 
     # Every GW3 order acknowledged before the crash is still live. (GW3's
     # messages caught in the crash may be answered now: drain them.)
