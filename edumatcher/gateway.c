@@ -1,11 +1,14 @@
 /*
  * edumatcher-gateway: the ALF front door (spec/ALF.md §1–4).
  *
- *   trader --ALF lines/TCP--> gateway --PUSH [gw][binary frame]--> engine
- *   trader <--ALF lines------ gateway <--SUB order.ack.<gw> [frame]-- engine
+ *   trader --ALF lines/TCP--> gateway --PUSH [gw][binary frames]--> engine
+ *   trader <--ALF lines------ gateway <--SUB order.ack.<gw> [frames]-- engine
  *
  * The TCP side is the shared libuv scaffold (core/uv_server.h): one read,
- * every complete line handled, one write per batch. Each connection is one
+ * every complete line handled, one write per batch. The frames one read
+ * forwards go to the engine as one bus message (batch_flush: when the
+ * session changes, the message is full, or the loop turn ends). Each
+ * connection is one
  * trader session with its own gateway id (`gw`, ALF §2); many gateway
  * processes can run at once, each with its own sessions.
  *
@@ -121,7 +124,15 @@ static struct {
     struct em_bus_sock push, sub;
     struct em_health health;
     uv_timer_t login_timer;
+    uv_check_t flush_check; /* sends the pending bus batch once per loop turn */
     uv_signal_t sigint, sigterm;
+    /* frames for the engine not sent yet: all of one session (batch_sess),
+     * sent as one bus message when the session changes, the batch is full,
+     * or the loop turn ends (flush_check) */
+    struct session *batch_sess;
+    size_t batch_len;
+    unsigned batch_frames;
+    uint8_t batch[EM_BUS_PAYLOAD_MAX];
     struct session *by_gw[HASH_BUCKETS];
     struct session *logging_in;
     struct session **dirty;
@@ -134,6 +145,7 @@ static struct {
     size_t ntokens;
     /* metrics (totals) */
     uint64_t msgs_in, forwarded, events_out, rejects, rate_limited, bus_full, bad_events, unrouted;
+    uint64_t bus_msgs_out, bus_msgs_in;
     int64_t sessions;
 } G;
 
@@ -216,19 +228,62 @@ static void mark_dirty(struct session *s)
 
 /* ---- to the engine ---- */
 
+/*
+ * Send the pending batch: one bus message [gw][frame frame ...]. When the
+ * engine's queue is full (PUSH at its high-water mark) nothing of it was
+ * sent, and each frame's order is answered RATE_LIMIT, as one refused
+ * alone would be: back off.
+ */
+static void batch_flush(void)
+{
+    struct session *s = G.batch_sess;
+    if (!s || G.batch_len == 0)
+        return;
+    size_t len = G.batch_len;
+    unsigned frames = G.batch_frames;
+    G.batch_len = 0;
+    G.batch_frames = 0;
+    G.batch_sess = NULL;
+    if (em_bus_send(&G.push, &s->in_topic, G.batch, len) == 0) {
+        G.forwarded += frames;
+        G.bus_msgs_out++;
+        return;
+    }
+    G.bus_full += frames;
+    if (core_conn_closing(s->conn))
+        return;
+    for (size_t off = 0; off < len;) {
+        struct em_msg m;
+        int n = em_frame_decode(G.batch + off, len - off, &m);
+        if (n <= 0)
+            break;
+        if (m.kind != EM_MSG_LOGIN && m.kind != EM_MSG_DISCONNECT && m.kind != EM_MSG_LOGOUT)
+            reply_reject(s, &m, EM_REJ_RATE_LIMIT);
+        off += (size_t)n;
+    }
+    core_conn_flush(s->conn);
+}
+
+/* Queue m for the engine in s's batch (docs/perf.md: one bus message per
+ * read rather than per line). Returns 0 or CORE_ETOOBIG (not encodable). */
 static int forward(struct session *s, const struct em_msg *m)
 {
     uint8_t frame[EM_FRAME_MAX];
     int n = em_frame_encode(m, frame, sizeof frame);
     if (n < 0)
         return n;
-    int rc = em_bus_send(&G.push, &s->in_topic, frame, (size_t)n);
-    if (rc) {
-        G.bus_full++;
-        return rc;
-    }
-    G.forwarded++;
+    if (G.batch_sess != s || G.batch_len + (size_t)n > sizeof G.batch)
+        batch_flush();
+    G.batch_sess = s;
+    memcpy(G.batch + G.batch_len, frame, (size_t)n);
+    G.batch_len += (size_t)n;
+    G.batch_frames++;
     return 0;
+}
+
+static void on_flush_check(uv_check_t *h)
+{
+    batch_flush();
 }
 
 static void send_login(struct session *s)
@@ -379,8 +434,7 @@ static void handle_line(struct session *s, const char *line, size_t n)
         reply_reject(s, &m, EM_REJ_RATE_LIMIT);
         return;
     }
-    if (forward(s, &m) != 0)
-        reply_reject(s, &m, EM_REJ_RATE_LIMIT); /* the engine's queue is full: back off */
+    forward(s, &m); /* a full engine queue is answered at batch_flush */
 }
 
 /* Split data into lines and handle them, stopping when a LOGIN starts
@@ -467,6 +521,7 @@ static void on_close(struct core_conn *c)
         /* cancel-on-disconnect (ALF §8) */
         struct em_msg m = {.kind = EM_MSG_DISCONNECT};
         forward(s, &m);
+        batch_flush(); /* the batch refers to s, which goes now */
         hash_remove(s);
         em_bus_unsubscribe(&G.sub, s->sub_prefix);
     }
@@ -475,6 +530,8 @@ static void on_close(struct core_conn *c)
     for (size_t i = 0; i < G.ndirty; i++)
         if (G.dirty[i] == s)
             G.dirty[i] = NULL;
+    if (G.batch_sess == s) /* NEW/DONE sessions: nothing of theirs may wait */
+        batch_flush();
     core_buf_free(&s->held);
     free(s);
     G.sessions--;
@@ -493,37 +550,22 @@ static void go_live(struct session *s)
         process_held(s); /* lines that arrived while logging in, in order */
 }
 
-static void on_event(struct em_bus_sock *b, const char *topic, size_t tl, const void *payload,
-                     size_t len, void *data)
+/* One event for session s. */
+static void handle_event(struct session *s, const struct em_msg *ev)
 {
-    static const char prefix[] = "order.ack.";
-    if (tl <= sizeof prefix - 1 || memcmp(topic, prefix, sizeof prefix - 1) != 0) {
-        G.unrouted++;
-        return;
-    }
-    /* exact match: order.ack.GW1 is also a prefix of order.ack.GW10 */
-    struct session *s = find_gw(topic + sizeof prefix - 1, tl - (sizeof prefix - 1));
-    if (!s || core_conn_closing(s->conn)) {
-        G.unrouted++;
-        return;
-    }
-    struct em_msg ev;
-    if (em_frame_decode(payload, len, &ev) != (int)len) {
-        G.bad_events++;
-        return;
-    }
-    if (ev.kind == EM_MSG_LOGGEDIN || (s->ops && s->state == S_LOGGING_IN)) {
+    if (ev->kind == EM_MSG_LOGGEDIN || (s->ops && s->state == S_LOGGING_IN)) {
         /* The engine answers a trader's LOGIN with LOGGEDIN, and the
          * operator's with REJECT AUTH (LOGIN is a client message, docs/alf.md
          * C.4): either proves the path. */
+        mark_dirty(s); /* first: go_live may end the session (a held LOGOUT) */
         if (s->state == S_LOGGING_IN)
             go_live(s);
-        mark_dirty(s);
         return; /* a re-sent LOGIN's extra answers are dropped */
     }
     if (s->state != S_LIVE)
         return;
-    if (s->ops && ev.kind == EM_MSG_REJECT && ev.rej == EM_REJ_AUTH && !(ev.present & EM_BIT(cl))) {
+    if (s->ops && ev->kind == EM_MSG_REJECT && ev->rej == EM_REJ_AUTH &&
+        !(ev->present & EM_BIT(cl))) {
         if (s->ops_pings) { /* the answer to an operator PING's probe */
             s->ops_pings--;
             out(s, "PONG\n", 5);
@@ -532,11 +574,45 @@ static void on_event(struct em_bus_sock *b, const char *topic, size_t tl, const 
         return;
     }
     char line[EM_ALF_FORMAT_MAX + 1];
-    size_t n = em_alf_format(&ev, line);
+    size_t n = em_alf_format(ev, line);
     line[n++] = '\n';
     out(s, line, n);
     G.events_out++;
     mark_dirty(s);
+}
+
+/* One bus message: `order.ack.<gw>` and one or more event frames for that
+ * session, in the engine's order. */
+static void on_event(struct em_bus_sock *b, const char *topic, size_t tl, const void *payload,
+                     size_t len, void *data)
+{
+    static const char prefix[] = "order.ack.";
+    G.bus_msgs_in++;
+    if (tl <= sizeof prefix - 1 || memcmp(topic, prefix, sizeof prefix - 1) != 0) {
+        G.unrouted++;
+        return;
+    }
+    const char *gw = topic + sizeof prefix - 1;
+    size_t gwlen = tl - (sizeof prefix - 1);
+    const uint8_t *p = payload, *end = p + len;
+    while (p < end) {
+        /* Looked up per event: an event can end the session (go_live
+         * handles held lines, a LOGOUT among them). Exact match:
+         * order.ack.GW1 is also a prefix of order.ack.GW10. */
+        struct session *s = find_gw(gw, gwlen);
+        if (!s || core_conn_closing(s->conn)) {
+            G.unrouted++;
+            return;
+        }
+        struct em_msg ev;
+        int n = em_frame_decode(p, (size_t)(end - p), &ev);
+        if (n <= 0) {
+            G.bad_events++;
+            return;
+        }
+        handle_event(s, &ev);
+        p += n;
+    }
 }
 
 /* After a batch of events: one write per touched connection. */
@@ -604,6 +680,7 @@ static void on_signal(uv_signal_t *sig, int signum)
     em_bus_close(&G.push);
     em_health_stop(&G.health);
     uv_close((uv_handle_t *)&G.login_timer, NULL);
+    uv_close((uv_handle_t *)&G.flush_check, NULL);
     uv_close((uv_handle_t *)&G.sigint, NULL);
     uv_close((uv_handle_t *)&G.sigterm, NULL);
 }
@@ -655,6 +732,8 @@ int main(int argc, char **argv)
     struct core_metrics *mt = &G.health.metrics;
     core_metrics_counter(mt, "msgs_in", &G.msgs_in);
     core_metrics_counter(mt, "forwarded", &G.forwarded);
+    core_metrics_counter(mt, "bus_msgs_out", &G.bus_msgs_out);
+    core_metrics_counter(mt, "bus_msgs_in", &G.bus_msgs_in);
     core_metrics_counter(mt, "events_out", &G.events_out);
     core_metrics_counter(mt, "rejects", &G.rejects);
     core_metrics_counter(mt, "rate_limited", &G.rate_limited);
@@ -668,6 +747,10 @@ int main(int argc, char **argv)
     uv_timer_init(G.loop, &G.login_timer);
     uv_timer_start(&G.login_timer, on_login_timer, (uint64_t)login_retry_ms,
                    (uint64_t)login_retry_ms);
+    /* Runs after each loop turn's I/O callbacks: what every read of the
+     * turn forwarded leaves before the loop sleeps again. */
+    uv_check_init(G.loop, &G.flush_check);
+    uv_check_start(&G.flush_check, on_flush_check);
     uv_signal_init(G.loop, &G.sigint);
     uv_signal_init(G.loop, &G.sigterm);
     uv_signal_start(&G.sigint, on_signal, SIGINT);

@@ -1,6 +1,9 @@
 /*
  * libFuzzer target for the binary frame decoder (msg.h), the parser on the
- * ZeroMQ hop between gateway and engine. Every frame it accepts must be a
+ * ZeroMQ hop between gateway and engine. A bus payload is one or more
+ * concatenated frames, walked exactly as here (decode, advance by the
+ * length, stop at the first that does not decode): the engine's on_inbound
+ * and the gateway's on_event. Every frame it accepts must be a
  * valid message that encodes back to the very same bytes, and whose ALF
  * form parses back to the same message.
  */

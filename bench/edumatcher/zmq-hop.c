@@ -10,23 +10,36 @@
  * trip into a core_hist. One hop is about half a round trip. The payload
  * is the size of an order frame.
  *
- *   zmq-hop [--messages N] [--warmup N] [--size BYTES]
+ * --raw yes measures the floor under it: the same echo over one plain TCP
+ * loopback connection (blocking read/write, TCP_NODELAY). A zmq hop wakes
+ * three threads (sender, sender's I/O thread, receiver's I/O thread, then
+ * the receiver); a plain socket hop wakes only the receiver, so the
+ * difference is what libzmq's threads cost per hop on this machine.
+ *
+ *   zmq-hop [--messages N] [--warmup N] [--size BYTES] [--raw yes]
  */
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/histogram.h"
 #include "edumatcher/zmq_bus.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static int64_t messages = 200000;
 static int64_t warmup = 20000;
 static int64_t size = 48;
 static char ep_in[CORE_OPT_STRLEN] = "tcp://127.0.0.1:19950";
 static char ep_out[CORE_OPT_STRLEN] = "tcp://127.0.0.1:19951";
+static bool raw;
 
 static const struct core_option options[] = {
     {"messages", CORE_OPT_INT, &messages, 1, 100000000, NULL, 0, "measured round trips"},
@@ -34,6 +47,7 @@ static const struct core_option options[] = {
     {"size", CORE_OPT_INT, &size, 1, EM_BUS_PAYLOAD_MAX, NULL, 0, "payload bytes"},
     {"in", CORE_OPT_STRING, ep_in, 0, 0, NULL, 0, "PUSH/PULL endpoint"},
     {"out", CORE_OPT_STRING, ep_out, 0, 0, NULL, 0, "PUB/SUB endpoint"},
+    {"raw", CORE_OPT_BOOL, &raw, 0, 0, NULL, 0, "plain TCP loopback echo instead of zmq"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
@@ -63,12 +77,82 @@ static void *echo_main(void *arg)
     return NULL;
 }
 
+/* ---- --raw: the same round trip over one plain TCP connection ---- */
+
+static bool full_io(int fd, void *buf, size_t n, bool wr)
+{
+    for (size_t off = 0; off < n;) {
+        ssize_t k =
+            wr ? write(fd, (char *)buf + off, n - off) : read(fd, (char *)buf + off, n - off);
+        if (k <= 0)
+            return false;
+        off += (size_t)k;
+    }
+    return true;
+}
+
+static void *raw_echo_main(void *arg)
+{
+    int fd = *(int *)arg;
+    unsigned char buf[EM_BUS_PAYLOAD_MAX];
+    while (full_io(fd, buf, (size_t)size, false) && full_io(fd, buf, (size_t)size, true))
+        ;
+    close(fd);
+    return NULL;
+}
+
+static int raw_main(void)
+{
+    int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 1) ||
+        getsockname(ls, (struct sockaddr *)&a, &al)) {
+        perror("zmq-hop: listen");
+        return 1;
+    }
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a)) {
+        perror("zmq-hop: connect");
+        return 1;
+    }
+    int s = accept(ls, NULL, NULL);
+    close(ls);
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    pthread_t th;
+    pthread_create(&th, NULL, raw_echo_main, &s);
+    unsigned char payload[EM_BUS_PAYLOAD_MAX];
+    memset(payload, 'x', sizeof payload);
+    static struct core_hist h;
+    core_hist_reset(&h);
+    for (int64_t i = 0; i < warmup + messages; i++) {
+        uint64_t t0 = core_now_ns();
+        if (!full_io(c, payload, (size_t)size, true) || !full_io(c, payload, (size_t)size, false)) {
+            fprintf(stderr, "zmq-hop: echo connection lost\n");
+            return 1;
+        }
+        if (i >= warmup)
+            core_hist_record(&h, core_now_ns() - t0);
+    }
+    close(c);
+    pthread_join(th, NULL);
+    printf("zmq-hop: %lld round trips of %lld bytes (plain TCP loopback, no zmq)\n",
+           (long long)messages, (long long)size);
+    printf("RESULT rtt_p50_us=%.2f rtt_p99_us=%.2f rtt_mean_us=%.2f hop_p50_us=%.2f\n",
+           core_hist_percentile(&h, 50) / 1e3, core_hist_percentile(&h, 99) / 1e3,
+           core_hist_mean(&h) / 1e3, core_hist_percentile(&h, 50) / 2e3);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     char err[256];
     int rc = core_config_parse_args(options, argc, argv, "zmq-hop [--opt val]", err, sizeof err);
     if (rc)
         return rc == 1 ? 0 : 2;
+    if (raw)
+        return raw_main();
     em_bus_ctx_new(&ctx);
     pthread_t th;
     pthread_create(&th, NULL, echo_main, NULL);

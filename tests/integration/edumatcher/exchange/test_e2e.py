@@ -460,3 +460,25 @@ def test_em_load_against_the_real_gateway(exchange):
         # only engine-state rejects (a cancel of an order that has filled)
         for reason in ("SYNTAX", "MISSING_FIELD", "BAD_VALUE", "UNKNOWN_SYMBOL", "AUTH"):
             assert f"REJECT {reason}:" not in r.stdout, r.stdout
+
+
+def test_bursts_larger_than_one_bus_message_keep_every_event_in_order(exchange):
+    """The gateway packs what one read brings into one bus message and the
+    engine one trader's events of a batch into one; both are bounded in
+    size, so a big burst spans several. Every order is still answered once,
+    in order, and one aggressor's fills arrive complete and in time
+    priority."""
+    x = exchange()
+    a, b = x.trader("GW1"), x.trader("GW2")
+    n = 300
+    a.send(*[f"NEW cl=p{i} sym=ABC side=S qty=1 px=100.00" for i in range(n)])
+    acks = a.until_pong()
+    assert all(l.startswith("ACK ") for l in acks), acks[:3]
+    assert [l.split()[1] for l in acks] == [f"cl=p{i}" for i in range(n)]
+    b.send(f"NEW cl=big sym=ABC side=B qty={n} px=100.00")
+    ev = b.until_pong()
+    assert ev[0].startswith("ACK cl=big"), ev[:2]
+    assert len(ev) == n + 1 and all(f.startswith("FILL cl=big") for f in ev[1:])
+    fills = a.until_pong()
+    assert all(l.startswith("FILL ") for l in fills), fills[:3]
+    assert [l.split()[1] for l in fills] == [f"cl=p{i}" for i in range(n)]
