@@ -78,6 +78,7 @@ void gs_cmd_setbit(struct gs_client *c, size_t argc, struct gs_arg *argv)
         v[byte] |= (unsigned char)mask;
     else
         v[byte] &= (unsigned char)~mask;
+    gs_store_signal_modified(s, e); /* written in place: WATCH must see it */
     gs_reply_int(&c->w, old);
 }
 
