@@ -323,6 +323,15 @@ void gs_cmd_discard(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_ok(&c->w);
 }
 
+bool gs_multi_exec_refused(struct gs_client *c, const struct gs_command *cmd, const char *why)
+{
+    if (cmd->fn != gs_cmd_exec)
+        return false; /* (Redis's rejectCommand does this with or without MULTI) */
+    gs_errorf(c, "EXECABORT Transaction discarded because of: %s", why);
+    discard_transaction(c);
+    return true;
+}
+
 void gs_cmd_exec(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     (void)argc;

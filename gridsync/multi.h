@@ -46,13 +46,13 @@ struct gs_watch; /* one (key, client) pair, multi.c */
 
 /* Per-client transaction state (inside struct gs_client; zero = idle). */
 struct gs_multi {
-    bool active;          /* between MULTI and EXEC/DISCARD */
-    bool aborted;         /* a command failed to queue: EXEC answers EXECABORT */
-    bool watch_dirty;     /* a watched key was modified since WATCH */
-    unsigned flags;       /* union of the queued commands' GS_CMD_* flags */
-    size_t count;         /* commands queued */
+    bool active;           /* between MULTI and EXEC/DISCARD */
+    bool aborted;          /* a command failed to queue: EXEC answers EXECABORT */
+    bool watch_dirty;      /* a watched key was modified since WATCH */
+    unsigned flags;        /* union of the queued commands' GS_CMD_* flags */
+    size_t count;          /* commands queued */
     struct core_buf queue; /* the queued commands, packed (multi.c) */
-    struct gs_arg *argv;  /* EXEC's argument array, reused */
+    struct gs_arg *argv;   /* EXEC's argument array, reused */
     size_t argv_cap;
     struct gs_watch *watched; /* this client's watches */
 };
@@ -81,6 +81,13 @@ static inline void gs_multi_flag_error(struct gs_multi *m)
     if (m->active)
         m->aborted = true;
 }
+
+/* EXEC itself refused before it runs (arity, NOAUTH), inside MULTI or
+ * not: Redis's rejectCommand -> execCommandAbort replies "EXECABORT
+ * Transaction discarded because of: <why>" and discards any transaction.
+ * Returns true when it did so; false (nothing done) when cmd is not EXEC,
+ * and the caller replies the plain error. */
+bool gs_multi_exec_refused(struct gs_client *c, const struct gs_command *cmd, const char *why);
 
 /* The client is going away: drop its queue and its watches. */
 void gs_multi_client_closed(struct gs_client *c);

@@ -255,14 +255,20 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
     }
     if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
         (cmd->arity < 0 && argc < (size_t)-cmd->arity)) {
-        gs_error_arity(c, cmd->name);
-        gs_multi_flag_error(&c->multi);
+        char why[64];
+        snprintf(why, sizeof(why), "wrong number of arguments for '%s' command", cmd->name);
+        if (!gs_multi_exec_refused(c, cmd, why)) {
+            gs_errorf(c, "ERR %s", why);
+            gs_multi_flag_error(&c->multi);
+        }
         return;
     }
     if (!c->authenticated && !(cmd->flags & GS_CMD_NOAUTH)) {
         if (n->cfg.requirepass[0]) {
-            gs_error(c, "NOAUTH Authentication required.");
-            gs_multi_flag_error(&c->multi);
+            if (!gs_multi_exec_refused(c, cmd, "NOAUTH Authentication required.")) {
+                gs_error(c, "NOAUTH Authentication required.");
+                gs_multi_flag_error(&c->multi);
+            }
             return;
         }
         c->authenticated = true; /* the password was removed meanwhile */
