@@ -407,6 +407,7 @@ void gs_multi_client_closed(struct gs_client *c)
 
 void gs_multi_node_free(struct gs_node *n)
 {
+    gs_store_on_modified(n->store, NULL, NULL);
     free(n->watches.bucket);
     n->watches.bucket = NULL;
     n->watches.count = 0;

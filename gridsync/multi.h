@@ -92,7 +92,8 @@ bool gs_multi_exec_refused(struct gs_client *c, const struct gs_command *cmd, co
 /* The client is going away: drop its queue and its watches. */
 void gs_multi_client_closed(struct gs_client *c);
 
-/* Free the node's watch table (after every client has closed). */
+/* Free the node's watch table (after every client has closed) and
+ * remove the store's hook; before the store is freed. */
 void gs_multi_node_free(struct gs_node *n);
 
 #endif

@@ -532,8 +532,8 @@ void gs_node_free(struct gs_node *n)
         return;
     core_server_free(n->srv);
     gs_cluster_free(n->cluster);
+    gs_multi_node_free(n); /* before the store: its hook points here */
     gs_store_free(n->store);
-    gs_multi_node_free(n);
     core_buf_free(&n->scratch);
     free(n);
 }
