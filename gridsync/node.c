@@ -242,6 +242,18 @@ static void reply_unknown(struct gs_client *c, size_t argc, struct gs_arg *argv)
               (int)(nlen < 128 ? nlen : 128), argv[0].p, args);
 }
 
+/* Out of line: its buffer would otherwise give gs_execute a stack
+ * canary to check on every request. */
+static __attribute__((noinline)) void reply_arity(struct gs_client *c, const struct gs_command *cmd)
+{
+    char why[64];
+    snprintf(why, sizeof(why), "wrong number of arguments for '%s' command", cmd->name);
+    if (!gs_multi_exec_refused(c, cmd, why)) {
+        gs_errorf(c, "ERR %s", why);
+        gs_multi_flag_error(&c->multi);
+    }
+}
+
 void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
@@ -255,12 +267,7 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
     }
     if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
         (cmd->arity < 0 && argc < (size_t)-cmd->arity)) {
-        char why[64];
-        snprintf(why, sizeof(why), "wrong number of arguments for '%s' command", cmd->name);
-        if (!gs_multi_exec_refused(c, cmd, why)) {
-            gs_errorf(c, "ERR %s", why);
-            gs_multi_flag_error(&c->multi);
-        }
+        reply_arity(c, cmd);
         return;
     }
     if (!c->authenticated && !(cmd->flags & GS_CMD_NOAUTH)) {

@@ -761,3 +761,29 @@ def test_watch_expired_same_as_redis(server, redis_port):
             c.close()
     assert results[0] == results[1]
     assert results[1][5] == b"*-1\r\n" and results[1][-1] == b"*1\r\n+PONG\r\n"
+
+
+def test_multi_oom_same_as_redis(server, redis_port):
+    """maxmemory reached while queueing (OOM, then EXECABORT) and between
+    queueing and EXEC of a transaction with a denyoom command
+    (EXECABORT ... because of: OOM ...), or without one (EXEC runs)."""
+    results = []
+    for port in (server.port, redis_port):
+        a, b = Conn(port), Conn(port)
+        policy = decode(b.cmd("CONFIG", "GET", "maxmemory-policy"))[1]
+        try:
+            got = [a.cmd("FLUSHALL"), a.cmd("SET", "a", "1"),
+                   b.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction"),
+                   a.cmd("MULTI"), a.cmd("SET", "b", "1"), a.cmd("GET", "a"),
+                   b.cmd("CONFIG", "SET", "maxmemory", "1"), a.cmd("EXEC"),
+                   a.cmd("MULTI"), a.cmd("GET", "a"), a.cmd("EXEC"),
+                   b.cmd("CONFIG", "SET", "maxmemory", "0"),
+                   a.cmd("MULTI"), a.cmd("GET", "a"),
+                   b.cmd("CONFIG", "SET", "maxmemory", "1"), a.cmd("EXEC")]
+            results.append(got)
+        finally:
+            b.cmd("CONFIG", "SET", "maxmemory", "0", "maxmemory-policy", policy)
+            a.close()
+            b.close()
+    assert results[0] == results[1]
+    assert results[1][7].startswith(b"-EXECABORT Transaction discarded because of: OOM")
