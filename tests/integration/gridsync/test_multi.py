@@ -169,3 +169,49 @@ def test_queue_counts_toward_query_buffer_limit(server):
     finally:
         s.close()
     assert r.ping() and r.get("k") is None
+
+
+def test_many_watchers_and_keys(server):
+    """Many keys per client (the watch table grows), several clients on
+    one key, a watcher that disconnects: only the watchers of the written
+    key fail, and the table forgets the closed client."""
+    keys = [f"k{i}" for i in range(300)]
+    clients = [server.client(decode_responses=True) for _ in range(4)]
+    w = server.client(decode_responses=True)
+    pipes = []
+    for i, c in enumerate(clients):
+        p = c.pipeline()
+        if i == 0:
+            p.watch(*keys)
+        elif i == 2:
+            p.watch("own2")  # nobody writes it
+        else:
+            p.watch("k7", f"own{i}")
+        pipes.append(p)
+    gone = server.client(decode_responses=True)
+    gone.execute_command("WATCH", "k7", *keys[:50])
+    gone.close()
+    w.set("k7", "x")  # watched by pipes 0, 1, 3
+    w.set("own3", "x")  # watched by pipe 3 only
+    results = []
+    for i, p in enumerate(pipes):
+        p.multi()
+        p.set(f"done{i}", "1")
+        try:
+            p.execute()
+            results.append(True)
+        except redis.WatchError:
+            results.append(False)
+        finally:
+            p.reset()
+    assert results == [False, False, True, False]
+    # Unwatched now (EXEC/DISCARD): the same write no longer matters.
+    p = clients[1].pipeline()
+    p.watch("k8")
+    w.set("k7", "y")
+    p.multi()
+    p.get("k7")
+    assert p.execute() == ["y"]
+    assert w.get("k8") is None
+    for c in clients + [w]:
+        c.close()
