@@ -78,6 +78,10 @@ void gs_cmd_setbit(struct gs_client *c, size_t argc, struct gs_arg *argv)
         v[byte] |= (unsigned char)mask;
     else
         v[byte] &= (unsigned char)~mask;
+    /* Written in place: WATCH must see it. Redis's setbitCommand signals
+     * only a change (creation and growth were signalled by the store). */
+    if (old != (int)on)
+        gs_store_signal_modified(s, e);
     gs_reply_int(&c->w, old);
 }
 

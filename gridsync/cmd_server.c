@@ -864,17 +864,31 @@ static void client_line(struct gs_node *n, struct core_conn *conn, struct core_b
     uint64_t now = uv_now(n->loop);
     size_t qbuf = core_conn_input_pending(conn), qcap = core_conn_input_capacity(conn);
     size_t omem = core_conn_output_pending(conn);
+    /* Redis's getClientInfoString: x = in MULTI, d = a watched key changed. */
+    char flags[4], *f = flags;
+    long long multi = -1;
+    size_t multi_mem = 0;
+    if (c && c->multi.active) {
+        *f++ = 'x';
+        multi = (long long)c->multi.count;
+        multi_mem = c->multi.queue.cap;
+    }
+    if (c && c->multi.watch_dirty)
+        *f++ = 'd';
+    if (f == flags)
+        *f++ = 'N';
+    *f = 0;
     sbprintf(b,
-             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=N db=0 sub=0 "
-             "psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu "
+             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=0 sub=0 "
+             "psub=0 ssub=0 multi=%lld qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=%zu rbs=%zu "
              "rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=default redir=-1 "
              "resp=%d lib-name=%s lib-ver=%s\n",
              (unsigned long long)core_conn_id(conn), core_conn_peer(conn), core_conn_local(conn),
              core_conn_fd(conn), c && c->name ? c->name : "",
              (unsigned long long)((now - core_conn_created_ms(conn)) / 1000),
-             (unsigned long long)((now - core_conn_last_active_ms(conn)) / 1000), qbuf, qcap - qbuf,
-             qcap, qcap, omem, qcap + omem + sizeof(*c), c ? c->last_cmd : "NULL",
-             c ? c->w.proto : 2, c && c->lib_name ? c->lib_name : "",
+             (unsigned long long)((now - core_conn_last_active_ms(conn)) / 1000), flags, multi,
+             qbuf, qcap - qbuf, multi_mem, qcap, qcap, omem, qcap + omem + multi_mem + sizeof(*c),
+             c ? c->last_cmd : "NULL", c ? c->w.proto : 2, c && c->lib_name ? c->lib_name : "",
              c && c->lib_ver ? c->lib_ver : "");
 }
 

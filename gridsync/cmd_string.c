@@ -572,5 +572,6 @@ void gs_cmd_setrange(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     memcpy(dst + offset, val->p, val->len);
+    gs_store_signal_modified(s, e); /* written in place: WATCH must see it */
     gs_reply_int(&c->w, (int64_t)(need > old ? need : old));
 }

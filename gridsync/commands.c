@@ -82,6 +82,12 @@ const struct gs_command gs_commands[] = {
     {"info", -1, L | S, gs_cmd_info, 0, 0, 0, "server", "Get information and statistics about the server", "1.0.0"},
     {"config", -2, A | NS | L | S, gs_cmd_config, 0, 0, 0, "server", "A container for server configuration commands", "2.0.0"},
     {"command", -1, L | S, gs_cmd_command, 0, 0, 0, "server", "Get array of Redis command details", "2.8.13"},
+    /* transactions (multi.c) */
+    {"multi", 1, NS | L | S | F, gs_cmd_multi, 0, 0, 0, "transactions", "Mark the start of a transaction block", "1.2.0"},
+    {"exec", 1, NS | L | S, gs_cmd_exec, 0, 0, 0, "transactions", "Execute all commands issued after MULTI", "1.2.0"},
+    {"discard", 1, NS | L | S | F, gs_cmd_discard, 0, 0, 0, "transactions", "Discard all commands issued after MULTI", "2.0.0"},
+    {"watch", -2, NS | L | S | F, gs_cmd_watch, 1, -1, 1, "transactions", "Watch the given keys to determine execution of the MULTI/EXEC block", "2.2.0"},
+    {"unwatch", 1, NS | L | S | F, gs_cmd_unwatch, 0, 0, 0, "transactions", "Forget about all watched keys", "2.2.0"},
     /* cluster (cmd_cluster.c) */
     {"cluster", -2, NS | L | S, gs_cmd_cluster, 0, 0, 0, "cluster", "A container for Redis Cluster commands", "3.0.0"},
     {"readonly", 1, L | S | F, gs_cmd_readonly, 0, 0, 0, "cluster", "Enables read queries for a connection to a cluster replica node", "3.0.0"},

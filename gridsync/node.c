@@ -242,28 +242,49 @@ static void reply_unknown(struct gs_client *c, size_t argc, struct gs_arg *argv)
               (int)(nlen < 128 ? nlen : 128), argv[0].p, args);
 }
 
+/* Out of line: its buffer would otherwise give gs_execute a stack
+ * canary to check on every request. */
+static __attribute__((noinline)) void reply_arity(struct gs_client *c, const struct gs_command *cmd)
+{
+    char why[64];
+    snprintf(why, sizeof(why), "wrong number of arguments for '%s' command", cmd->name);
+    if (!gs_multi_exec_refused(c, cmd, why)) {
+        gs_errorf(c, "ERR %s", why);
+        gs_multi_flag_error(&c->multi);
+    }
+}
+
 void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
     const struct gs_command *cmd = gs_command_lookup(n, argv[0].p, argv[0].len);
+    /* Refusals before queueing abort an open transaction (Redis's
+     * rejectCommand -> flagTransaction). */
     if (!cmd) {
         reply_unknown(c, argc, argv);
+        gs_multi_flag_error(&c->multi);
         return;
     }
     if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
         (cmd->arity < 0 && argc < (size_t)-cmd->arity)) {
-        gs_error_arity(c, cmd->name);
+        reply_arity(c, cmd);
         return;
     }
     if (!c->authenticated && !(cmd->flags & GS_CMD_NOAUTH)) {
         if (n->cfg.requirepass[0]) {
-            gs_error(c, "NOAUTH Authentication required.");
+            if (!gs_multi_exec_refused(c, cmd, "NOAUTH Authentication required.")) {
+                gs_error(c, "NOAUTH Authentication required.");
+                gs_multi_flag_error(&c->multi);
+            }
             return;
         }
         c->authenticated = true; /* the password was removed meanwhile */
     }
     /* Cluster mode routes commands with keys by slot (gridsync/cluster.h). */
     if (n->cluster && gs_cluster_route(n->cluster, c, cmd, argc, argv))
+        return;
+    /* Inside MULTI: queued, +QUEUED (gridsync/multi.h). */
+    if (c->multi.active && gs_multi_queue(c, cmd, argc, argv))
         return;
     /* Redis's processCommand: evict before a command that may add memory,
      * and refuse it when nothing more can go. */
@@ -303,6 +324,7 @@ static void on_close(struct core_conn *conn)
         return;
     gs_origin_node_client_closed(c); /* gs-origin: drop its waiters */
     gs_cluster_client_closed(c);
+    gs_multi_client_closed(c);
     gs_resp_parser_free(&c->parser);
     free(c->name);
     free(c->lib_name);
@@ -517,6 +539,7 @@ void gs_node_free(struct gs_node *n)
         return;
     core_server_free(n->srv);
     gs_cluster_free(n->cluster);
+    gs_multi_node_free(n); /* before the store: its hook points here */
     gs_store_free(n->store);
     core_buf_free(&n->scratch);
     free(n);

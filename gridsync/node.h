@@ -12,6 +12,7 @@
 
 #include "core/config.h"
 #include "core/uv_server.h"
+#include "gridsync/multi.h"
 #include "gridsync/resp.h"
 #include "gridsync/store.h"
 
@@ -84,8 +85,9 @@ struct gs_node {
     struct core_buf scratch;                 /* reusable: KEYS, RENAME, INFO text */
     const struct gs_command *cmd_index[256]; /* open addressing by name hash */
     char config_file[CORE_OPT_STRLEN];
-    struct gs_origin *origin;   /* gs-origin: NULL unless configured */
-    struct gs_cluster *cluster; /* NULL unless cluster-enabled */
+    struct gs_origin *origin;      /* gs-origin: NULL unless configured */
+    struct gs_cluster *cluster;    /* NULL unless cluster-enabled */
+    struct gs_watch_table watches; /* WATCHed keys (gridsync/multi.h) */
 };
 
 struct gs_client {
@@ -108,6 +110,7 @@ struct gs_client {
      * again (read_barrier 1 passed, -1 failed). */
     bool replay;
     signed char read_barrier;
+    struct gs_multi multi; /* MULTI/EXEC and WATCH state (gridsync/multi.h) */
 };
 
 /* Create a node from a filled configuration (see gs_node_options for the
@@ -191,6 +194,7 @@ gs_cmd_fn gs_cmd_del, gs_cmd_exists, gs_cmd_type, gs_cmd_rename, gs_cmd_renamenx
 gs_cmd_fn gs_cmd_cluster, gs_cmd_readonly, gs_cmd_readwrite, gs_cmd_asking;
 gs_cmd_fn gs_cmd_ping, gs_cmd_echo, gs_cmd_info, gs_cmd_config, gs_cmd_command, gs_cmd_auth,
     gs_cmd_hello, gs_cmd_quit, gs_cmd_shutdown, gs_cmd_client;
+gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
 
 /* ------------------------------------------------------ handler helpers */
 

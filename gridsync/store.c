@@ -86,7 +86,17 @@ struct gs_store {
     uint64_t rng;
     uint64_t used_memory;
     uint64_t hits, misses, expired, evicted;
+    /* Told of every change to a key (gs_store_on_modified); NULL for a
+     * node with no WATCHed keys, so the write path pays one branch. */
+    gs_store_modified_fn *on_modified;
+    void *on_modified_arg;
 };
+
+static void signal_modified(struct gs_store *s, struct gs_entry *e)
+{
+    if (s->on_modified)
+        s->on_modified(s->on_modified_arg, gs_entry_keyp(e), e->klen);
+}
 
 /* ---- memory accounting ---- */
 
@@ -445,6 +455,8 @@ static void release_if_empty(struct gs_store *s)
 /* Unlink e (found at *ref in ht[which]) from everything and free it. */
 static void remove_entry(struct gs_store *s, struct gs_entry *e, struct gs_entry **ref, int which)
 {
+    /* Every removal (DEL, lazy and active expiry, eviction) passes here. */
+    signal_modified(s, e);
     *ref = e->hnext;
     s->ht[which].used--;
     s->evict.ops->on_remove(&s->evict, e);
@@ -609,6 +621,7 @@ int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *v
         if (e->has_expire_field)
             expire_set_prepared(s, e, expire_ms);
         s->evict.ops->on_hit(&s->evict, e);
+        signal_modified(s, e);
         if (out)
             *out = e;
         return 0;
@@ -642,6 +655,7 @@ int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *v
     s->evict.ops->on_insert(&s->evict, e);
     if (want_field)
         expire_set_prepared(s, e, expire_ms);
+    signal_modified(s, e);
     if (out)
         *out = e;
     return 0;
@@ -657,6 +671,7 @@ char *gs_store_resize_value(struct gs_store *s, struct gs_entry **e, size_t newl
     if (entry_reshape(s, &ne, ref, false, newlen) != 0)
         return NULL;
     *e = ne;
+    signal_modified(s, ne);
     return gs_entry_valp(ne);
 }
 
@@ -689,8 +704,10 @@ int gs_store_set_expire(struct gs_store *s, struct gs_entry **e, int64_t expire_
 {
     struct gs_expire_field *f = gs_entry_expire_field(*e);
     if (expire_ms < 0) {
-        if (f)
+        if (f && f->expire_ms >= 0) { /* PERSIST of a key without TTL changes nothing */
             expire_set_prepared(s, *e, -1);
+            signal_modified(s, *e);
+        }
         return 0;
     }
     if ((!f || f->heap_idx == GS_NO_HEAP_IDX) && heap_reserve_one(s) != 0)
@@ -702,7 +719,19 @@ int gs_store_set_expire(struct gs_store *s, struct gs_entry **e, int64_t expire_
             return CORE_ENOMEM;
     }
     expire_set_prepared(s, *e, expire_ms);
+    signal_modified(s, *e);
     return 0;
+}
+
+void gs_store_signal_modified(struct gs_store *s, struct gs_entry *e)
+{
+    signal_modified(s, e);
+}
+
+void gs_store_on_modified(struct gs_store *s, gs_store_modified_fn *fn, void *arg)
+{
+    s->on_modified = fn;
+    s->on_modified_arg = arg;
 }
 
 const char *gs_entry_key(const struct gs_entry *e, size_t *len)
@@ -871,6 +900,9 @@ struct gs_entry *gs_store_random(struct gs_store *s, int64_t now_ms)
 
 void gs_store_clear(struct gs_store *s)
 {
+    /* Before anything is freed, so the hook may still look keys up. */
+    if (s->on_modified)
+        s->on_modified(s->on_modified_arg, NULL, 0);
     for (int t = 0; t < 2; t++) {
         struct table *tb = &s->ht[t];
         for (uint64_t i = 0; i < table_size(tb); i++) {

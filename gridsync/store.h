@@ -158,6 +158,21 @@ struct gs_entry *gs_store_random(struct gs_store *s, int64_t now_ms);
  * FLUSHALL keeps them. */
 void gs_store_clear(struct gs_store *s);
 
+/* The "key modified" hook (WATCH, gridsync/multi.h): fn(arg, key, klen)
+ * is called for every change to a key: gs_store_set, resize_value,
+ * set_expire, and every removal (delete, lazy and active expiry,
+ * eviction), before the entry is freed. gs_store_clear calls it once with
+ * key NULL before it removes anything. fn may look keys up but must not
+ * otherwise modify the store. fn NULL removes the hook (the default); the
+ * owner installs it only while someone watches, so the write path pays a
+ * single branch otherwise. */
+typedef void gs_store_modified_fn(void *arg, const char *key, size_t klen);
+void gs_store_on_modified(struct gs_store *s, gs_store_modified_fn *fn, void *arg);
+
+/* For a caller that wrote into gs_entry_value in place (SETBIT,
+ * SETRANGE): report the change to the hook above. */
+void gs_store_signal_modified(struct gs_store *s, struct gs_entry *e);
+
 void gs_store_stats(const struct gs_store *s, struct gs_store_stats *out);
 
 /* Reset hits, misses, expired_keys and evicted_keys (CONFIG RESETSTAT). */

@@ -340,3 +340,14 @@ def test_bad_origin_template_fails_the_start(origin):
     proc = subprocess.run([server_binary(), "--port", str(free_port()), "--origin",
                            "http://127.0.0.1:1/no-key-here"], capture_output=True, timeout=10)
     assert proc.returncode != 0
+
+
+def test_exec_with_a_miss_replies_in_order(origin, node):
+    """A GET inside EXEC that misses waits on the origin like any other
+    (docs/gridsync.md, Transactions): the EXEC array arrives complete and
+    in order, and the transaction's other commands have run."""
+    r = node.client()
+    with r.pipeline() as p:
+        p.set("x", "1").get("slow-tx").incr("x").get("x")
+        assert p.execute() == [True, b"value-of-slow-tx", 2, b"2"]
+    assert origin.count("slow-tx") == 1

@@ -548,6 +548,46 @@ case("multi-key", ["MSET", "a", "1", "b", "2"], ["MGET", "a", "b", "c"],
      ["EXISTS", "y", "y", "q"], ["UNLINK", "y"], ["DBSIZE"], ["INFO", "nosuch"],
      ["INFO", "keyspace"], ["SHUTDOWN", "FOO"], ["SHUTDOWN", "ABORT"])
 
+# Transactions (Redis 7.0's multi.c): queueing, errors before and during
+# EXEC, and WATCH against the same client's own writes (other clients:
+# test_watch_other_client_same_as_redis below).
+case("multi-basic", ["MULTI"], ["SET", "a", "1"], ["INCR", "a"], ["GET", "a"], ["MGET", "a", "b"],
+     ["EXEC"], ["EXEC"], ["DISCARD"], ["GET", "a"], ["MULTI"], ["EXEC"])
+case("multi-queue-errors", ["MULTI"], ["WATCH", "a"], ["MULTI"], ["SET", "a"], ["FOO", "x", "y"],
+     ["SET", "a", "1"], ["EXEC"], ["GET", "a"], ["MULTI"], ["EXEC", "x"], ["EXEC"],
+     ["MULTI"], ["DISCARD", "x"], ["EXEC"], ["MULTI", "x"], ["WATCH"])
+case("multi-nested-keeps-queue", ["MULTI"], ["MULTI"], ["SET", "a", "2"], ["EXEC"], ["GET", "a"])
+case("multi-runtime-errors", ["SET", "a", "x"], ["MULTI"], ["INCR", "a"], ["SET", "b", "2"],
+     ["SET", "c", "v", "EX", "0"], ["GETRANGE", "a", "x", "1"], ["EXEC"], ["GET", "b"],
+     ["EXISTS", "c"])
+case("multi-discard", ["MULTI"], ["SET", "a", "1"], ["DISCARD"], ["GET", "a"], ["DISCARD"],
+     ["WATCH", "a"], ["MULTI"], ["DISCARD"], ["SET", "a", "2"], ["MULTI"], ["GET", "a"], ["EXEC"])
+case("watch-own-write", ["SET", "a", "1"], ["WATCH", "a"], ["SET", "a", "2"], ["MULTI"],
+     ["GET", "a"], ["EXEC"], ["GET", "a"], ["SET", "a", "3"], ["MULTI"], ["GET", "a"], ["EXEC"])
+case("watch-unmodified", ["SET", "a", "1"], ["WATCH", "a", "b", "a"], ["GET", "a"], ["EXISTS", "b"],
+     ["SET", "a", "9", "NX"], ["DEL", "nokey"], ["EXPIRE", "nokey", "10"], ["PERSIST", "a"],
+     ["SETNX", "a", "7"], ["MULTI"], ["INCR", "a"], ["EXEC"])
+for name, write in [("set", ["SET", "a", "2"]), ("del", ["DEL", "a"]), ("incr", ["INCR", "a"]),
+                    ("append", ["APPEND", "a", "x"]), ("setrange", ["SETRANGE", "a", "0", "9"]),
+                    ("setbit", ["SETBIT", "a", "1", "0"]), ("expire", ["EXPIRE", "a", "100"]),
+                    ("getdel", ["GETDEL", "a"]), ("getex", ["GETEX", "a", "EX", "100"]),
+                    ("rename", ["RENAME", "a", "z"]), ("copy", ["COPY", "z", "a"]),
+                    ("mset", ["MSET", "q", "1", "a", "3"]), ("flushdb", ["FLUSHDB"]),
+                    ("set-expired", ["SET", "a", "1", "PX", "0"])]:
+    case("watch-" + name, ["SET", "a", "1"], ["SET", "z", "1"], ["WATCH", "a"], write, ["MULTI"],
+         ["PING"], ["EXEC"])
+case("watch-persist", ["SET", "a", "1", "EX", "100"], ["WATCH", "a"], ["PERSIST", "a"], ["MULTI"],
+     ["PING"], ["EXEC"])
+case("watch-flush-missing-key", ["WATCH", "nokey"], ["FLUSHALL"], ["MULTI"], ["PING"], ["EXEC"])
+case("unwatch", ["SET", "a", "1"], ["WATCH", "a"], ["UNWATCH"], ["SET", "a", "2"], ["MULTI"],
+     ["GET", "a"], ["EXEC"], ["WATCH", "a"], ["MULTI"], ["UNWATCH"], ["EXEC"], ["SET", "a", "3"],
+     ["MULTI"], ["GET", "a"], ["EXEC"])
+case("multi-resp3", ["HELLO", "3"], ["SET", "a", "1"], ["WATCH", "a"], ["SET", "a", "2"],
+     ["MULTI"], ["PING"], ["EXEC"], ["MULTI"], ["GET", "a"], ["GET", "nokey"], ["EXEC"],
+     ["HELLO", "2"])
+case("multi-inline", [b"MULTI\r\n"], [b"SET a 1\r\n"], [b"EXEC\r\n"],
+     [b"MULTI\r\nSET b 2\r\nGET b\r\nEXEC\r\n", 4])
+
 
 AUTH_CASES = [
     [["GET", "a"], ["PING"], ["AUTH", "x"], ["AUTH", "pw"], ["GET", "a"], ["PING"]],
@@ -583,7 +623,8 @@ RANDOM_COMMANDS = [
     "incr", "decr", "incrby", "decrby", "incrbyfloat", "append", "strlen", "getrange", "setrange",
     "substr", "expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl", "persist", "expiretime",
     "pexpiretime", "del", "unlink", "exists", "touch", "type", "rename", "renamenx", "copy", "keys",
-    "dbsize", "getbit", "setbit", "bitcount", "bitpos", "bitop", "echo", "ping", "select"]
+    "dbsize", "getbit", "setbit", "bitcount", "bitpos", "bitop", "echo", "ping", "select",
+    "multi", "exec", "discard", "watch", "unwatch"]
 RANDOM_KEYS = ["k1", "k2", "k3", "n", "f"]
 RANDOM_WORDS = [
     "NX", "XX", "GET", "EX", "PX", "EXAT", "PXAT", "KEEPTTL", "PERSIST", "GT", "LT", "REPLACE", "DB",
@@ -674,3 +715,75 @@ def test_client_list_ids_in_the_order_given(server, redis_port):
         finally:
             for c in conns:
                 c.close()
+
+
+def test_watch_other_client_same_as_redis(server, redis_port):
+    """WATCH against another client's writes and reads, and EXEC's
+    isolation: the same replies from both servers."""
+    for_server = []
+    for port in (server.port, redis_port):
+        a, b = Conn(port), Conn(port)
+        try:
+            got = [a.cmd("FLUSHALL"),
+                   a.cmd("SET", "k", "1"), a.cmd("WATCH", "k"), b.cmd("GET", "k"),
+                   a.cmd("MULTI"), a.cmd("INCR", "k"), a.cmd("EXEC"),      # a read: EXEC runs
+                   a.cmd("WATCH", "k"), b.cmd("INCR", "k"),
+                   a.cmd("MULTI"), a.cmd("INCR", "k"), a.cmd("EXEC"),      # a write: nil
+                   a.cmd("WATCH", "k"), a.cmd("MULTI"), a.cmd("INCR", "k"),
+                   b.cmd("SET", "k", "10"), a.cmd("EXEC"),                 # written while queueing
+                   a.cmd("MULTI"), a.cmd("INCR", "k"), b.cmd("INCR", "k"),  # queued: not run yet
+                   b.cmd("GET", "k"), a.cmd("EXEC"), b.cmd("GET", "k"),
+                   b.cmd("WATCH", "k"), a.cmd("MULTI"), a.cmd("SET", "k", "0"), a.cmd("EXEC"),
+                   b.cmd("MULTI"), b.cmd("GET", "k"), b.cmd("EXEC")]       # EXEC wrote it: nil
+            for_server.append(got)
+        finally:
+            a.close()
+            b.close()
+    assert for_server[0] == for_server[1]
+    assert for_server[1][11] == b"*-1\r\n"
+
+
+def test_watch_expired_same_as_redis(server, redis_port):
+    """A watched key whose TTL passes after WATCH fails EXEC; one already
+    expired at WATCH time does not."""
+    results = []
+    for port in (server.port, redis_port):
+        c = Conn(port)
+        try:
+            got = [c.cmd("FLUSHALL"), c.cmd("SET", "k", "v", "PX", "100"), c.cmd("WATCH", "k")]
+            time.sleep(0.3)
+            got += [c.cmd("MULTI"), c.cmd("PING"), c.cmd("EXEC")]
+            got += [c.cmd("SET", "k", "v", "PX", "100")]
+            time.sleep(0.3)
+            got += [c.cmd("WATCH", "k"), c.cmd("MULTI"), c.cmd("PING"), c.cmd("EXEC")]
+            results.append(got)
+        finally:
+            c.close()
+    assert results[0] == results[1]
+    assert results[1][5] == b"*-1\r\n" and results[1][-1] == b"*1\r\n+PONG\r\n"
+
+
+def test_multi_oom_same_as_redis(server, redis_port):
+    """maxmemory reached while queueing (OOM, then EXECABORT) and between
+    queueing and EXEC of a transaction with a denyoom command
+    (EXECABORT ... because of: OOM ...), or without one (EXEC runs)."""
+    results = []
+    for port in (server.port, redis_port):
+        a, b = Conn(port), Conn(port)
+        policy = decode(b.cmd("CONFIG", "GET", "maxmemory-policy"))[1]
+        try:
+            got = [a.cmd("FLUSHALL"), a.cmd("SET", "a", "1"),
+                   b.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction"),
+                   a.cmd("MULTI"), a.cmd("SET", "b", "1"), a.cmd("GET", "a"),
+                   b.cmd("CONFIG", "SET", "maxmemory", "1"), a.cmd("EXEC"),
+                   a.cmd("MULTI"), a.cmd("GET", "a"), a.cmd("EXEC"),
+                   b.cmd("CONFIG", "SET", "maxmemory", "0"),
+                   a.cmd("MULTI"), a.cmd("GET", "a"),
+                   b.cmd("CONFIG", "SET", "maxmemory", "1"), a.cmd("EXEC")]
+            results.append(got)
+        finally:
+            b.cmd("CONFIG", "SET", "maxmemory", "0", "maxmemory-policy", policy)
+            a.close()
+            b.close()
+    assert results[0] == results[1]
+    assert results[1][7].startswith(b"-EXECABORT Transaction discarded because of: OOM")

@@ -707,6 +707,89 @@ static void test_random_ops_with_eviction(void **state)
     }
 }
 
+/* ---- the "key modified" hook (WATCH) ---- */
+
+struct hook_log {
+    unsigned calls, clears;
+    char last[32];
+};
+
+static void record_modified(void *arg, const char *key, size_t klen)
+{
+    struct hook_log *h = arg;
+    h->calls++;
+    if (!key) {
+        h->clears++;
+        h->last[0] = 0;
+        return;
+    }
+    snprintf(h->last, sizeof(h->last), "%.*s", (int)klen, key);
+}
+
+/* Every path that changes or removes a key reaches the hook exactly
+ * once; reads and no-ops do not; no hook costs nothing and is safe. */
+static void test_modified_hook(void **state)
+{
+    (void)state;
+    struct gs_store *s = new_store(0, GS_EVICT_SLRU);
+    struct hook_log h = {0};
+    struct gs_entry *e;
+    assert_int_equal(gs_store_set(s, "a", 1, "1", 1, -1, NULL), 0); /* no hook yet */
+    gs_store_on_modified(s, record_modified, &h);
+#define EXPECT(n, key)                                                                             \
+    do {                                                                                           \
+        assert_int_equal(h.calls, (n));                                                            \
+        assert_string_equal(h.last, (key));                                                        \
+    } while (0)
+    assert_int_equal(gs_store_set(s, "a", 1, "2", 1, -1, NULL), 0); /* overwrite */
+    EXPECT(1, "a");
+    assert_int_equal(gs_store_set(s, "b", 1, "2", 1, -1, NULL), 0); /* insert */
+    EXPECT(2, "b");
+    e = gs_store_lookup(s, "a", 1, NOW, 0); /* a read */
+    EXPECT(2, "b");
+    assert_non_null(gs_store_resize_value(s, &e, 10));
+    EXPECT(3, "a");
+    assert_int_equal(gs_store_set_expire(s, &e, NOW + 10), 0);
+    EXPECT(4, "a");
+    assert_int_equal(gs_store_set_expire(s, &e, -1), 0); /* persist */
+    EXPECT(5, "a");
+    assert_int_equal(gs_store_set_expire(s, &e, -1), 0); /* no TTL to clear: no change */
+    EXPECT(5, "a");
+    gs_store_signal_modified(s, e); /* an in-place write */
+    EXPECT(6, "a");
+    assert_int_equal(gs_store_delete(s, "nokey", 5, NOW), 0);
+    EXPECT(6, "a");
+    assert_int_equal(gs_store_delete(s, "b", 1, NOW), 1);
+    EXPECT(7, "b");
+    /* lazy expiry */
+    assert_int_equal(gs_store_set(s, "x", 1, "v", 1, NOW + 5, NULL), 0);
+    EXPECT(8, "x");
+    assert_null(gs_store_lookup(s, "x", 1, NOW + 5, GS_LOOKUP_NOTOUCH));
+    EXPECT(9, "x");
+    /* active expiry */
+    assert_int_equal(gs_store_set(s, "y", 1, "v", 1, NOW + 5, NULL), 0);
+    assert_int_equal(gs_store_expire_cycle(s, NOW + 5, 100), 1);
+    EXPECT(11, "y");
+    /* eviction */
+    gs_store_configure(s, 1, GS_EVICT_LRU);
+    assert_int_equal(gs_store_make_room(s), 0); /* evicts "a", the only key */
+    EXPECT(12, "a");
+    gs_store_configure(s, 0, GS_EVICT_SLRU);
+    /* clear: one call with no key, before anything is removed */
+    assert_int_equal(gs_store_set(s, "c", 1, "v", 1, -1, NULL), 0);
+    gs_store_clear(s);
+    assert_int_equal(h.calls, 14);
+    assert_int_equal(h.clears, 1);
+    /* removed */
+    gs_store_on_modified(s, NULL, NULL);
+    assert_int_equal(gs_store_set(s, "c", 1, "v", 1, -1, NULL), 0);
+    assert_int_equal(gs_store_delete(s, "c", 1, NOW), 1);
+    assert_int_equal(h.calls, 14);
+#undef EXPECT
+    assert_int_equal(gs_store_check(s), 0);
+    gs_store_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -728,6 +811,7 @@ int main(void)
         cmocka_unit_test(test_no_allocation_on_get),
         cmocka_unit_test(test_random_ops_against_model),
         cmocka_unit_test(test_random_ops_with_eviction),
+        cmocka_unit_test(test_modified_hook),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
