@@ -35,12 +35,21 @@
  * Cluster's bus port is the client port + 10000. */
 #define RAFT_PORT_OFFSET 10000
 
+/* The command name of migration entries in a group's log (not a client
+ * command: only this file proposes it). */
+#define MIGRATE_ENTRY "gs.migrate"
+
 struct cnode {
     char name[GS_RING_NAME_MAX]; /* host:port, as in cluster-peers */
     char host[GS_RING_NAME_MAX];
     int port;
     char id[41];
+    bool removed; /* left the cluster (kept: indexes are raft ids) */
 };
+
+/* Per-slot migration state inside a group, changed only by entries of
+ * that group's log (so every member agrees; see "Join and leave"). */
+enum { SLOT_SERVING = 0, SLOT_BLOCKED = 1, SLOT_GONE = 2 };
 
 struct cgroup {
     struct gs_cluster *cl;
@@ -53,6 +62,8 @@ struct cgroup {
     struct gs_store *store;
     bool own_store; /* created here (not the node's) */
     struct gs_group *raft;
+    uint8_t *slot_state; /* GS_SLOTS entries while migrating out, else NULL */
+    uint16_t *dest;      /* the group a blocked slot moves to */
 };
 
 struct gs_cluster_wait {
@@ -66,7 +77,11 @@ struct gs_cluster_wait {
 
 struct gs_cluster {
     struct gs_node *node;
-    struct gs_ring *ring;
+    struct gs_ring *ring;   /* the placement being served */
+    struct gs_ring *target; /* the placement being moved to, or NULL */
+    unsigned rmap[GS_RING_MAX_NODES], tmap[GS_RING_MAX_NODES]; /* ring index -> node */
+    int leaving;                                               /* node being removed, or -1 */
+    uint16_t serve[GS_SLOTS];                                  /* slot -> group serving it here */
     unsigned n, self;
     struct cnode *nodes;
     struct cgroup *groups;
@@ -132,7 +147,11 @@ static int parse_peers(struct gs_cluster *cl, const char *list)
     unsigned cap = 1;
     for (const char *p = list; *p; p++)
         cap += *p == ',';
-    cl->nodes = calloc(cap, sizeof(*cl->nodes));
+    if (cap > GS_RING_MAX_NODES)
+        return CORE_EINVAL;
+    /* Room for nodes added later (CLUSTER ADDNODE): groups point into
+     * these arrays, so they never move. */
+    cl->nodes = calloc(GS_RING_MAX_NODES, sizeof(*cl->nodes));
     if (!cl->nodes)
         return CORE_ENOMEM;
     cl->n = 0;
@@ -162,7 +181,7 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
                          const char *const *argv, const size_t *argvlen, struct gs_buf *out);
 static void on_barrier_prepare(uv_prepare_t *h);
 
-static int start_group(struct gs_cluster *cl, struct cgroup *grp)
+static int start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
 {
     struct gs_node *n = cl->node;
     char addrs[GS_RING_MAX_REPLICAS][GS_RING_NAME_MAX + 16];
@@ -205,14 +224,103 @@ static int start_group(struct gs_cluster *cl, struct cgroup *grp)
         .snapshot_trailing = (unsigned)(n->cfg.cluster_snapshot_entries / 8),
         .mux = cl->mux,
         .mux_group = grp->g,
+        .join = join,
         .fsm = {.store = grp->store, .exec = cluster_exec, .exec_ctx = grp},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
     if (rc)
         CORE_WARN("cluster: cannot start the Raft group of %s in %s", cl->nodes[grp->g].name, dir);
     else
-        CORE_INFO("cluster: member %d of the group of %s (raft %s, data %s)", grp->role,
-                  cl->nodes[grp->g].name, addrs[grp->role], dir);
+        CORE_INFO("cluster: member %d of the group of %s (raft %s, data %s%s)", grp->role,
+                  cl->nodes[grp->g].name, addrs[grp->role], dir, join ? ", joining" : "");
+    return rc;
+}
+
+/* The node index of ring index i. */
+static unsigned map_ring(struct gs_cluster *cl, const struct gs_ring *r, unsigned i)
+{
+    const char *name = gs_ring_node_name(r, i);
+    for (unsigned k = 0; k < cl->n; k++)
+        if (!cl->nodes[k].removed && strcmp(cl->nodes[k].name, name) == 0)
+            return k;
+    return 0; /* unreachable: every ring name is a node */
+}
+
+static void build_map(struct gs_cluster *cl, const struct gs_ring *r, unsigned *map)
+{
+    for (unsigned i = 0; i < gs_ring_nodes(r); i++)
+        map[i] = map_ring(cl, r, i);
+}
+
+/* Group g's replica set (node indexes) in ring r, or 0 if g is not in r. */
+static unsigned ring_members(struct gs_cluster *cl, const struct gs_ring *r, const unsigned *map,
+                             unsigned g, unsigned *out)
+{
+    for (unsigned i = 0; i < gs_ring_nodes(r); i++) {
+        if (map[i] != g)
+            continue;
+        unsigned m = gs_ring_group_replicas(r, i, out);
+        for (unsigned k = 0; k < m; k++)
+            out[k] = map[out[k]];
+        return m;
+    }
+    return 0;
+}
+
+static void set_members(struct cgroup *grp, const unsigned *m, unsigned n, unsigned self)
+{
+    memcpy(grp->members, m, n * sizeof(*m));
+    grp->n_members = n;
+    grp->role = -1;
+    for (unsigned r = 0; r < n; r++)
+        if (m[r] == self)
+            grp->role = (int)r;
+}
+
+static void serve_ring(struct gs_cluster *cl)
+{
+    for (unsigned s = 0; s < GS_SLOTS; s++)
+        cl->serve[s] = (uint16_t)cl->rmap[gs_ring_owner_of_slot(cl->ring, s)];
+}
+
+/* Start the groups of the target placement this node belongs to and is
+ * not running yet (a brand-new group is bootstrapped by its members, an
+ * existing one is joined), and give every running group of the target its
+ * desired replica set, which its leader converges to (raft_glue.h). */
+static int apply_target(struct gs_cluster *cl)
+{
+    int rc = 0;
+    for (unsigned i = 0; i < gs_ring_nodes(cl->target); i++) {
+        unsigned g = cl->tmap[i];
+        struct cgroup *grp = &cl->groups[g];
+        unsigned m[GS_RING_MAX_REPLICAS];
+        unsigned nm = ring_members(cl, cl->target, cl->tmap, g, m);
+        unsigned old[GS_RING_MAX_REPLICAS];
+        bool exists = ring_members(cl, cl->ring, cl->rmap, g, old) > 0;
+        if (!grp->raft) {
+            bool member = false;
+            for (unsigned k = 0; k < nm; k++)
+                member |= m[k] == cl->self;
+            if (!member)
+                continue;
+            grp->cl = cl;
+            grp->g = g;
+            set_members(grp, m, nm, cl->self);
+            int src = start_group(cl, grp, exists);
+            if (src) {
+                rc = src;
+                continue;
+            }
+        }
+        char addrs[GS_RING_MAX_REPLICAS][GS_RING_NAME_MAX + 16];
+        struct gs_raft_peer peers[GS_RING_MAX_REPLICAS];
+        for (unsigned k = 0; k < nm; k++) {
+            snprintf(addrs[k], sizeof(addrs[k]), "%s:%d", cl->nodes[m[k]].host,
+                     cl->nodes[m[k]].port + RAFT_PORT_OFFSET);
+            peers[k] = (struct gs_raft_peer){m[k] + 1, addrs[k]};
+        }
+        gs_group_set_desired(grp->raft, peers, nm);
+    }
     return rc;
 }
 
@@ -239,19 +347,27 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
         goto fail;
     }
     const char *names[GS_RING_MAX_NODES];
-    if (cl->n > GS_RING_MAX_NODES) {
-        rc = CORE_EINVAL;
-        goto fail;
-    }
+    /* A joining node (cluster-join) is the one being added: the cluster
+     * serves the placement without it and moves to the one with it. */
+    bool join = n->cfg.cluster_join && cl->n > 1;
+    unsigned nn = 0;
     for (unsigned i = 0; i < cl->n; i++)
-        names[i] = cl->nodes[i].name;
+        if (!join || i != cl->self)
+            names[nn++] = cl->nodes[i].name;
     struct gs_ring_config rcfg = {0, (unsigned)n->cfg.cluster_replicas};
-    rc = gs_ring_new(&cl->ring, names, cl->n, &rcfg);
+    cl->leaving = -1;
+    rc = gs_ring_new(&cl->ring, names, nn, &rcfg);
+    if (rc == 0 && join)
+        rc = gs_ring_with_node(cl->ring, cl->nodes[cl->self].name, &cl->target);
     if (rc) {
         CORE_WARN("cluster: cannot place %u nodes: %s", cl->n, core_strerror(rc));
         goto fail;
     }
-    cl->groups = calloc(cl->n, sizeof(*cl->groups));
+    build_map(cl, cl->ring, cl->rmap);
+    if (cl->target)
+        build_map(cl, cl->target, cl->tmap);
+    serve_ring(cl);
+    cl->groups = calloc(GS_RING_MAX_NODES, sizeof(*cl->groups));
     if (!cl->groups) {
         rc = CORE_ENOMEM;
         goto fail;
@@ -260,11 +376,9 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
         struct cgroup *grp = &cl->groups[g];
         grp->cl = cl;
         grp->g = g;
-        grp->n_members = gs_ring_group_replicas(cl->ring, g, grp->members);
-        grp->role = -1;
-        for (unsigned r = 0; r < grp->n_members; r++)
-            if (grp->members[r] == cl->self)
-                grp->role = (int)r;
+        unsigned m[GS_RING_MAX_REPLICAS];
+        unsigned nm = ring_members(cl, cl->ring, cl->rmap, g, m);
+        set_members(grp, m, nm, cl->self);
     }
     char raft_addr[GS_RING_NAME_MAX + 16];
     snprintf(raft_addr, sizeof(raft_addr), "%s:%d", cl->nodes[cl->self].host,
@@ -275,9 +389,11 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
         goto fail;
     }
     for (unsigned g = 0; g < cl->n; g++) {
-        if (cl->groups[g].role >= 0 && (rc = start_group(cl, &cl->groups[g])) != 0)
+        if (cl->groups[g].role >= 0 && (rc = start_group(cl, &cl->groups[g], false)) != 0)
             goto fail_started;
     }
+    if (cl->target && (rc = apply_target(cl)) != 0)
+        goto fail_started;
     if (n->cfg.cluster_linearizable_reads) {
         uv_prepare_init(n->loop, &cl->barrier_prep);
         cl->barrier_prep.data = cl;
@@ -297,6 +413,7 @@ fail_started:
     return rc;
 fail:
     gs_ring_free(cl->ring);
+    gs_ring_free(cl->target);
     free(cl->nodes);
     free(cl->groups);
     free(cl);
@@ -336,15 +453,19 @@ void gs_cluster_free(struct gs_cluster *cl)
 {
     if (!cl)
         return;
-    for (unsigned g = 0; g < cl->n; g++)
+    for (unsigned g = 0; g < cl->n; g++) {
         if (cl->groups[g].own_store)
             gs_store_free(cl->groups[g].store);
+        free(cl->groups[g].slot_state);
+        free(cl->groups[g].dest);
+    }
     while (cl->free_waits) {
         struct gs_cluster_wait *w = cl->free_waits;
         cl->free_waits = w->next_free;
         free(w);
     }
     gs_ring_free(cl->ring);
+    gs_ring_free(cl->target);
     free(cl->nodes);
     free(cl->groups);
     free(cl->pargv);
@@ -359,13 +480,32 @@ void gs_cluster_free(struct gs_cluster *cl)
 /* raft_glue's executor: run the entry's command through its ordinary
  * handler, against the group's store and at the entry's time (invariant
  * 3). The handler writes into a client that has no connection. */
+static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned argc,
+                         const char *const *argv, const size_t *argvlen, struct gs_buf *out);
+
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
                          const char *const *argv, const size_t *argvlen, struct gs_buf *out)
 {
     struct cgroup *grp = ctx;
     struct gs_cluster *cl = grp->cl;
     struct gs_node *n = cl->node;
+    if (argc >= 3 && argvlen[1] == sizeof(MIGRATE_ENTRY) - 1 &&
+        memcmp(argv[1], MIGRATE_ENTRY, argvlen[1]) == 0) {
+        migrate_exec(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
+        return;
+    }
     const struct gs_command *cmd = argc >= 2 ? gs_command_lookup(n, argv[1], argvlen[1]) : NULL;
+    if (cmd && grp->slot_state && cmd->first_key > 0 && (size_t)cmd->first_key + 1 < argc) {
+        /* Checked again at apply time, against this group's log only: a
+         * write proposed before the slot was blocked but ordered after the
+         * block must not change a slot whose keys were already copied. */
+        unsigned slot = gs_key_slot(argv[cmd->first_key + 1], argvlen[cmd->first_key + 1]);
+        if (grp->slot_state[slot] != SLOT_SERVING) {
+            static const char err[] = "-TRYAGAIN the slot is moving to another node\r\n";
+            gs_buf_append(out, err, sizeof(err) - 1);
+            return;
+        }
+    }
     if (!cmd || !(cmd->flags & GS_CMD_WRITE)) {
         static const char err[] = "-ERR not a replicated command\r\n";
         gs_buf_append(out, err, sizeof(err) - 1);
@@ -714,15 +854,41 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
             return true;
         }
     }
-    unsigned g = gs_ring_owner_of_slot(cl->ring, slot);
+    unsigned g = cl->serve[slot];
     struct cgroup *grp = &cl->groups[g];
     /* Set when this request is parsed again after its read barrier
      * (linearizable reads); it concerns this request only. */
     int barrier = c->read_barrier;
     c->read_barrier = 0;
+    if (cl->target) {
+        /* A slot coming to a group this node leads, before the group has
+         * taken it over: the old owner sends clients here already, so
+         * answer "retry" rather than MOVED back there. */
+        unsigned to = cl->tmap[gs_ring_owner_of_slot(cl->target, slot)];
+        struct cgroup *tg = &cl->groups[to];
+        if (to != g && tg->raft && gs_group_is_leader(tg->raft) &&
+            (!grp->raft || (grp->slot_state && grp->slot_state[slot] == SLOT_GONE))) {
+            gs_error(c, "TRYAGAIN the slot is moving to this node");
+            return true;
+        }
+    }
     if (!grp->raft) {
         reply_moved(c, slot, &cl->nodes[g]);
         return true;
+    }
+    if (grp->slot_state && grp->slot_state[slot] != SLOT_SERVING) {
+        /* Migrating out (see "Join and leave"): reads are still served
+         * here until the switch, writes wait for the new owner. */
+        if (grp->slot_state[slot] == SLOT_GONE) {
+            unsigned to = grp->dest[slot];
+            int l = leader_of(cl, &cl->groups[to]);
+            reply_moved(c, slot, &cl->nodes[l >= 0 ? (unsigned)l : to]);
+            return true;
+        }
+        if (write) {
+            gs_error(c, "TRYAGAIN the slot is moving to another node");
+            return true;
+        }
     }
     if (barrier) {
         bool passed = barrier > 0;
@@ -802,7 +968,12 @@ const char *gs_cluster_node_id(const struct gs_cluster *cl, unsigned i)
 
 unsigned gs_cluster_slot_group(const struct gs_cluster *cl, unsigned slot)
 {
-    return gs_ring_owner_of_slot(cl->ring, slot);
+    return cl->serve[slot];
+}
+
+bool gs_cluster_node_live(const struct gs_cluster *cl, unsigned i)
+{
+    return !cl->nodes[i].removed;
 }
 
 unsigned gs_cluster_group_leader(const struct gs_cluster *cl, unsigned g)
@@ -836,4 +1007,469 @@ void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
             break;
         used += (size_t)n;
     }
+}
+
+/* ---------------------------------------------------- join and leave
+ *
+ * docs/gridsync-cluster.md, "Join and leave". A change of membership is a
+ * move from the served placement (cl->ring) to a target one (cl->target):
+ *
+ *   ADDNODE/DELNODE  every node computes the target; groups of the
+ *                    target start where they are missing (new group:
+ *                    bootstrapped; existing: joined) and their leaders
+ *                    converge each Raft configuration (raft_glue.h)
+ *   MIGRATE BEGIN    in the old owner A's log: its moving slots blocked
+ *                    (writes -TRYAGAIN, checked again at apply time)
+ *   MIGRATE EXPORT   A's leader lists the blocked slots' keys
+ *   MIGRATE IMPORT   the keys, as entries of the new owner B's log
+ *   MIGRATE SWITCH   in A's log: A deletes the slots' keys and answers
+ *                    -MOVED to B from now on
+ *   MIGRATE OWN      in B's log: B serves the slots
+ *   MIGRATE FINISH   every node serves the target placement and leaves
+ *                    the groups it is no longer a member of
+ *
+ * No acknowledged write is lost: a write to a moving slot is either
+ * applied in A's log before the block (so exported and imported into B's
+ * log before the switch) or refused; B takes writes only after the copy
+ * is committed in its log. */
+
+static bool parse_num(const char *p, size_t len, long long *out)
+{
+    if (len == 0 || len > 20)
+        return false;
+    char tmp[24];
+    memcpy(tmp, p, len);
+    tmp[len] = '\0';
+    char *end;
+    *out = strtoll(tmp, &end, 10);
+    return *end == '\0';
+}
+
+struct key_list {
+    struct gs_buf b; /* u32 klen, key, repeated */
+    const unsigned char *state;
+};
+
+static void collect_key(void *arg, const struct gs_entry *e)
+{
+    struct key_list *kl = arg;
+    size_t klen;
+    const char *key = gs_entry_key(e, &klen);
+    if (kl->state[gs_key_slot(key, klen)] != SLOT_BLOCKED)
+        return;
+    uint32_t l = (uint32_t)klen;
+    if (gs_buf_append(&kl->b, &l, sizeof(l)) == 0)
+        gs_buf_append(&kl->b, key, klen);
+}
+
+/* Apply a migration entry of group grp (deterministic: only the entry and
+ * this group's earlier entries decide the outcome). */
+static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned argc,
+                         const char *const *argv, const size_t *argvlen, struct gs_buf *out)
+{
+    struct gs_cluster *cl = grp->cl;
+    static const char ok[] = "+OK\r\n";
+    static const char bad[] = "-ERR malformed migration entry\r\n";
+    const char *op = argv[0];
+    size_t oplen = argvlen[0];
+    long long a, b, d;
+    if (oplen == 5 && memcmp(op, "block", 5) == 0 && (argc - 1) % 3 == 0) {
+        if (!grp->slot_state) {
+            grp->slot_state = calloc(GS_SLOTS, sizeof(*grp->slot_state));
+            grp->dest = calloc(GS_SLOTS, sizeof(*grp->dest));
+            if (!grp->slot_state || !grp->dest) {
+                /* Cannot record the block: keep serving (nothing moves). */
+                free(grp->slot_state);
+                free(grp->dest);
+                grp->slot_state = NULL;
+                grp->dest = NULL;
+                gs_buf_append(out, "-OOM\r\n", 6);
+                return;
+            }
+        }
+        for (unsigned i = 1; i + 2 < argc; i += 3) {
+            if (!parse_num(argv[i], argvlen[i], &a) ||
+                !parse_num(argv[i + 1], argvlen[i + 1], &b) ||
+                !parse_num(argv[i + 2], argvlen[i + 2], &d) || a < 0 || b >= GS_SLOTS || a > b ||
+                d < 0 || d >= GS_RING_MAX_NODES)
+                continue;
+            for (long long s = a; s <= b; s++) {
+                grp->slot_state[s] = SLOT_BLOCKED;
+                grp->dest[s] = (uint16_t)d;
+            }
+        }
+        gs_buf_append(out, ok, sizeof(ok) - 1);
+    } else if (oplen == 6 && memcmp(op, "import", 6) == 0 && (argc - 1) % 3 == 0) {
+        for (unsigned i = 1; i + 2 < argc; i += 3) {
+            if (!parse_num(argv[i + 2], argvlen[i + 2], &d))
+                continue;
+            if (d >= 0 && d <= now_ms)
+                continue; /* expired on the way */
+            gs_store_set(store, argv[i], argvlen[i], argv[i + 1], argvlen[i + 1], d < 0 ? -1 : d,
+                         NULL);
+        }
+        gs_buf_append(out, ok, sizeof(ok) - 1);
+    } else if (oplen == 6 && memcmp(op, "switch", 6) == 0) {
+        if (grp->slot_state) {
+            struct key_list kl = {{0}, grp->slot_state};
+            uint64_t cursor = 0;
+            do {
+                /* now 0: expired keys of the slot are collected too */
+                cursor = gs_store_scan(store, cursor, 1024, 0, collect_key, &kl);
+            } while (cursor != 0);
+            for (size_t off = 0; off + sizeof(uint32_t) <= kl.b.len;) {
+                uint32_t l;
+                memcpy(&l, kl.b.data + off, sizeof(l));
+                off += sizeof(l);
+                gs_store_delete(store, kl.b.data + off, l, 0);
+                off += l;
+            }
+            gs_buf_free(&kl.b);
+            for (unsigned s = 0; s < GS_SLOTS; s++) {
+                if (grp->slot_state[s] == SLOT_BLOCKED) {
+                    grp->slot_state[s] = SLOT_GONE;
+                    cl->serve[s] = grp->dest[s];
+                }
+            }
+        }
+        gs_buf_append(out, ok, sizeof(ok) - 1);
+    } else if (oplen == 3 && memcmp(op, "own", 3) == 0 && (argc - 1) % 2 == 0) {
+        for (unsigned i = 1; i + 1 < argc; i += 2) {
+            if (!parse_num(argv[i], argvlen[i], &a) ||
+                !parse_num(argv[i + 1], argvlen[i + 1], &b) || a < 0 || b >= GS_SLOTS || a > b)
+                continue;
+            for (long long s = a; s <= b; s++) {
+                cl->serve[s] = (uint16_t)grp->g;
+                if (grp->slot_state)
+                    grp->slot_state[s] = SLOT_SERVING;
+            }
+        }
+        gs_buf_append(out, ok, sizeof(ok) - 1);
+    } else {
+        gs_buf_append(out, bad, sizeof(bad) - 1);
+    }
+}
+
+static int find_node(const struct gs_cluster *cl, const char *p, size_t len)
+{
+    for (unsigned i = 0; i < cl->n; i++)
+        if (!cl->nodes[i].removed && strlen(cl->nodes[i].name) == len &&
+            memcmp(cl->nodes[i].name, p, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The group named by arg if this node leads it; else replies an error. */
+static struct cgroup *led_group(struct gs_cluster *cl, struct gs_client *c, const struct gs_arg *a)
+{
+    int g = find_node(cl, a->p, a->len);
+    if (g < 0) {
+        gs_error(c, "ERR no such node");
+        return NULL;
+    }
+    struct cgroup *grp = &cl->groups[g];
+    if (!grp->raft || !gs_group_is_leader(grp->raft)) {
+        gs_error(c, "NOTLEADER this node does not lead that group");
+        return NULL;
+    }
+    return grp;
+}
+
+/* Propose [MIGRATE_ENTRY, op, words...] into grp's log; the client is
+ * answered after commit (as a write). words are NUL-separated in buf. */
+static void propose_migration(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                              const char *op, const struct gs_buf *words, size_t nwords,
+                              struct gs_arg *extra, size_t nextra)
+{
+    size_t argc = 2 + nwords + nextra;
+    struct gs_arg *argv = calloc(argc, sizeof(*argv));
+    if (!argv) {
+        gs_error_oom(c);
+        return;
+    }
+    argv[0] = (struct gs_arg){MIGRATE_ENTRY, sizeof(MIGRATE_ENTRY) - 1};
+    argv[1] = (struct gs_arg){op, strlen(op)};
+    size_t k = 2;
+    for (size_t off = 0; words && off < words->len; k++) {
+        size_t l = strlen(words->data + off);
+        argv[k] = (struct gs_arg){words->data + off, l};
+        off += l + 1;
+    }
+    for (size_t i = 0; i < nextra; i++)
+        argv[k++] = extra[i];
+    propose(cl, grp, c, 0, argc, argv);
+    free(argv);
+}
+
+static void add_word(struct gs_buf *b, size_t *n, long long v)
+{
+    char tmp[24];
+    int len = snprintf(tmp, sizeof(tmp), "%lld", v);
+    gs_buf_append(b, tmp, (size_t)len + 1);
+    (*n)++;
+}
+
+/* Ranges of slots s with pick(s) true, as words (start end [extra]). */
+static size_t slot_ranges(struct gs_cluster *cl, unsigned src, int dst, bool with_dest,
+                          struct gs_buf *b)
+{
+    size_t n = 0;
+    unsigned start = 0;
+    int cur = -1;
+    for (unsigned s = 0; s <= GS_SLOTS; s++) {
+        int d = -1;
+        if (s < GS_SLOTS) {
+            unsigned to = cl->tmap[gs_ring_owner_of_slot(cl->target, s)];
+            bool from =
+                dst < 0 ? cl->serve[s] == src : cl->rmap[gs_ring_owner_of_slot(cl->ring, s)] == src;
+            if (from && to != src && (dst < 0 || to == (unsigned)dst))
+                d = (int)to;
+        }
+        if (d == cur && s < GS_SLOTS)
+            continue;
+        if (cur >= 0) {
+            add_word(b, &n, start);
+            add_word(b, &n, s - 1);
+            if (with_dest)
+                add_word(b, &n, cur);
+        }
+        cur = d;
+        start = s;
+    }
+    return n;
+}
+
+struct export_ctx {
+    const struct gs_entry **e;
+    size_t n, cap;
+    bool oom;
+    const unsigned char *state;
+};
+
+static void export_key(void *arg, const struct gs_entry *e)
+{
+    struct export_ctx *x = arg;
+    size_t klen;
+    const char *key = gs_entry_key(e, &klen);
+    if (x->state[gs_key_slot(key, klen)] != SLOT_BLOCKED)
+        return;
+    if (x->n == x->cap) {
+        /* A scan step visits whole buckets, so it may emit more than the
+         * count asked for: grow rather than drop a key. */
+        size_t cap = x->cap ? 2 * x->cap : 256;
+        const struct gs_entry **grown = realloc(x->e, cap * sizeof(*grown));
+        if (!grown) {
+            x->oom = true;
+            return;
+        }
+        x->e = grown;
+        x->cap = cap;
+    }
+    x->e[x->n++] = e;
+}
+
+static void on_left_group(void *data)
+{
+    struct cgroup *grp = data;
+    if (grp->own_store) {
+        gs_store_free(grp->store);
+        grp->own_store = false;
+    }
+    grp->store = NULL;
+}
+
+/* Serve the target placement; leave the groups this node is no longer in. */
+static void finish_change(struct gs_cluster *cl)
+{
+    if (cl->leaving >= 0)
+        cl->nodes[cl->leaving].removed = true;
+    cl->leaving = -1;
+    gs_ring_free(cl->ring);
+    cl->ring = cl->target;
+    cl->target = NULL;
+    memcpy(cl->rmap, cl->tmap, sizeof(cl->rmap));
+    serve_ring(cl);
+    for (unsigned g = 0; g < cl->n; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        free(grp->slot_state);
+        free(grp->dest);
+        grp->slot_state = NULL;
+        grp->dest = NULL;
+        unsigned m[GS_RING_MAX_REPLICAS];
+        unsigned nm = cl->nodes[g].removed ? 0 : ring_members(cl, cl->ring, cl->rmap, g, m);
+        set_members(grp, m, nm, cl->self);
+        if (grp->raft && grp->role < 0) {
+            CORE_INFO("cluster: leaving the group of %s", cl->nodes[g].name);
+            gs_group_close_erase(grp->raft, on_left_group, grp);
+            grp->raft = NULL;
+        }
+    }
+}
+
+bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if ((gs_arg_is(&argv[1], "addnode") || gs_arg_is(&argv[1], "delnode")) && argc == 3) {
+        bool add = gs_arg_is(&argv[1], "addnode");
+        int idx = find_node(cl, argv[2].p, argv[2].len);
+        char name[GS_RING_NAME_MAX];
+        if (argv[2].len >= sizeof(name)) {
+            gs_error(c, "ERR bad address");
+            return true;
+        }
+        memcpy(name, argv[2].p, argv[2].len);
+        name[argv[2].len] = '\0';
+        if (cl->target) {
+            /* Repeating the running change is harmless (the coordinator
+             * may retry); another change must wait for FINISH. */
+            bool same =
+                add ? gs_ring_find(cl->target, name) >= 0 && gs_ring_find(cl->ring, name) < 0
+                    : gs_ring_find(cl->target, name) < 0 && gs_ring_find(cl->ring, name) >= 0;
+            if (same)
+                gs_reply_ok(&c->w);
+            else
+                gs_error(c, "ERR another membership change is running");
+            return true;
+        }
+        if (add ? idx >= 0 : idx < 0) {
+            gs_error(c, add ? "ERR already a member" : "ERR no such node");
+            return true;
+        }
+        int rc;
+        if (add) {
+            if (cl->n >= GS_RING_MAX_NODES || parse_peer(&cl->nodes[cl->n], name, strlen(name))) {
+                gs_error(c, "ERR bad address (want host:port)");
+                return true;
+            }
+            cl->n++;
+            rc = gs_ring_with_node(cl->ring, name, &cl->target);
+            if (rc)
+                memset(&cl->nodes[--cl->n], 0, sizeof(cl->nodes[0]));
+        } else {
+            rc = gs_ring_without_node(cl->ring, name, &cl->target);
+            if (rc == 0)
+                cl->leaving = idx;
+        }
+        if (rc) {
+            gs_errorf(c, "ERR cannot place: %s", core_strerror(rc));
+            return true;
+        }
+        build_map(cl, cl->target, cl->tmap);
+        CORE_INFO("cluster: %s %s: moving to %u nodes", add ? "adding" : "removing", name,
+                  gs_ring_nodes(cl->target));
+        rc = apply_target(cl);
+        if (rc)
+            gs_errorf(c, "ERR cannot start a group: %s", core_strerror(rc));
+        else
+            gs_reply_ok(&c->w);
+        return true;
+    }
+    if (!gs_arg_is(&argv[1], "migrate") || argc < 3)
+        return false;
+    struct gs_arg *op = &argv[2];
+    if (gs_arg_is(op, "finish") && argc == 3) {
+        if (cl->target)
+            finish_change(cl);
+        gs_reply_ok(&c->w);
+        return true;
+    }
+    if (!cl->target) {
+        gs_error(c, "ERR no membership change is running");
+        return true;
+    }
+    if (gs_arg_is(op, "status") && argc == 3) {
+        /* The target groups this node leads whose Raft configuration is
+         * the target replica set. */
+        unsigned list[GS_RING_MAX_NODES], k = 0;
+        for (unsigned i = 0; i < gs_ring_nodes(cl->target); i++) {
+            struct cgroup *grp = &cl->groups[cl->tmap[i]];
+            if (grp->raft && gs_group_converged(grp->raft))
+                list[k++] = cl->tmap[i];
+        }
+        gs_reply_array(&c->w, k);
+        for (unsigned i = 0; i < k; i++)
+            gs_reply_bulk_cstr(&c->w, cl->nodes[list[i]].name);
+        return true;
+    }
+    if (argc < 4)
+        return false;
+    struct cgroup *grp = led_group(cl, c, &argv[3]);
+    if (!grp)
+        return true;
+    struct gs_buf words = {0};
+    size_t n;
+    if (gs_arg_is(op, "begin") && argc == 4) {
+        n = slot_ranges(cl, grp->g, -1, true, &words);
+        if (n == 0)
+            gs_reply_ok(&c->w);
+        else
+            propose_migration(cl, grp, c, "block", &words, n, NULL, 0);
+    } else if (gs_arg_is(op, "export") && argc == 5) {
+        long long cur;
+        if (!parse_num(argv[4].p, argv[4].len, &cur) || cur < 0) {
+            gs_error(c, "ERR invalid cursor");
+            return true;
+        }
+        if (!grp->slot_state) {
+            /* Nothing leaves this group, or BEGIN is not applied here yet
+             * (then an empty answer would lose keys). */
+            if (slot_ranges(cl, grp->g, -1, true, &words) != 0) {
+                gs_buf_free(&words);
+                gs_error(c, "TRYAGAIN no slot of this group is blocked here yet");
+                return true;
+            }
+            gs_reply_array(&c->w, 2);
+            gs_reply_bulk_cstr(&c->w, "0");
+            gs_reply_array(&c->w, 0);
+            return true;
+        }
+        struct export_ctx x = {.state = grp->slot_state};
+        int64_t now = gs_node_now_ms(cl->node);
+        uint64_t next = gs_store_scan(grp->store, (uint64_t)cur, 256, now, export_key, &x);
+        if (x.oom) {
+            free(x.e);
+            gs_error_oom(c);
+            return true;
+        }
+        const struct gs_entry **found = x.e;
+        char nc[24];
+        snprintf(nc, sizeof(nc), "%llu", (unsigned long long)next);
+        gs_reply_array(&c->w, 2);
+        gs_reply_bulk_cstr(&c->w, nc);
+        gs_reply_array(&c->w, 4 * x.n);
+        for (size_t i = 0; i < x.n; i++) {
+            size_t klen, vlen;
+            const char *key = gs_entry_key(found[i], &klen);
+            gs_reply_bulk_cstr(&c->w, cl->nodes[grp->dest[gs_key_slot(key, klen)]].name);
+            const char *val = gs_entry_value((struct gs_entry *)found[i], &vlen);
+            char ex[24];
+            snprintf(ex, sizeof(ex), "%lld", (long long)gs_entry_expire_ms(found[i]));
+            gs_reply_bulk(&c->w, key, klen);
+            gs_reply_bulk(&c->w, val, vlen);
+            gs_reply_bulk_cstr(&c->w, ex);
+        }
+        free(x.e);
+    } else if (gs_arg_is(op, "import") && argc >= 7 && (argc - 4) % 3 == 0) {
+        propose_migration(cl, grp, c, "import", NULL, 0, argv + 4, argc - 4);
+    } else if (gs_arg_is(op, "switch") && argc == 4) {
+        if (!grp->slot_state)
+            gs_reply_ok(&c->w);
+        else
+            propose_migration(cl, grp, c, "switch", NULL, 0, NULL, 0);
+    } else if (gs_arg_is(op, "own") && argc == 5) {
+        int src = find_node(cl, argv[4].p, argv[4].len);
+        if (src < 0) {
+            gs_error(c, "ERR no such node");
+            return true;
+        }
+        n = slot_ranges(cl, (unsigned)src, (int)grp->g, false, &words);
+        if (n == 0)
+            gs_reply_ok(&c->w);
+        else
+            propose_migration(cl, grp, c, "own", &words, n, NULL, 0);
+    } else {
+        gs_buf_free(&words);
+        return false;
+    }
+    gs_buf_free(&words);
+    return true;
 }
