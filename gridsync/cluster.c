@@ -228,9 +228,14 @@ static int start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         .fsm = {.store = grp->store, .exec = cluster_exec, .exec_ctx = grp},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
-    if (rc)
+    if (rc) {
         CORE_WARN("cluster: cannot start the Raft group of %s in %s", cl->nodes[grp->g].name, dir);
-    else
+        if (grp->own_store)
+            gs_store_free(grp->store); /* a later attempt makes a new one */
+        grp->store = NULL;
+        grp->own_store = false;
+        grp->raft = NULL;
+    } else
         CORE_INFO("cluster: member %d of the group of %s (raft %s, data %s%s)", grp->role,
                   cl->nodes[grp->g].name, addrs[grp->role], dir, join ? ", joining" : "");
     return rc;
@@ -1268,14 +1273,12 @@ static void export_key(void *arg, const struct gs_entry *e)
     x->e[x->n++] = e;
 }
 
+/* data: the store the group used if it was its own, else NULL. The
+ * cgroup itself may already be in use again (the node rejoined). */
 static void on_left_group(void *data)
 {
-    struct cgroup *grp = data;
-    if (grp->own_store) {
-        gs_store_free(grp->store);
-        grp->own_store = false;
-    }
-    grp->store = NULL;
+    if (data)
+        gs_store_free(data);
 }
 
 /* Serve the target placement; leave the groups this node is no longer in. */
@@ -1300,8 +1303,10 @@ static void finish_change(struct gs_cluster *cl)
         set_members(grp, m, nm, cl->self);
         if (grp->raft && grp->role < 0) {
             CORE_INFO("cluster: leaving the group of %s", cl->nodes[g].name);
-            gs_group_close_erase(grp->raft, on_left_group, grp);
+            gs_group_close_erase(grp->raft, on_left_group, grp->own_store ? grp->store : NULL);
             grp->raft = NULL;
+            grp->store = NULL;
+            grp->own_store = false;
         }
     }
 }
@@ -1324,10 +1329,17 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
             bool same =
                 add ? gs_ring_find(cl->target, name) >= 0 && gs_ring_find(cl->ring, name) < 0
                     : gs_ring_find(cl->target, name) < 0 && gs_ring_find(cl->ring, name) >= 0;
-            if (same)
-                gs_reply_ok(&c->w);
-            else
+            if (!same) {
                 gs_error(c, "ERR another membership change is running");
+                return true;
+            }
+            /* Start what may have failed the first time (e.g. the Raft
+             * channel of a group this node was leaving was still open). */
+            int rc = apply_target(cl);
+            if (rc)
+                gs_errorf(c, "TRYAGAIN cannot start a group yet: %s", core_strerror(rc));
+            else
+                gs_reply_ok(&c->w);
             return true;
         }
         if (add ? idx >= 0 : idx < 0) {
@@ -1358,7 +1370,7 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
                   gs_ring_nodes(cl->target));
         rc = apply_target(cl);
         if (rc)
-            gs_errorf(c, "ERR cannot start a group: %s", core_strerror(rc));
+            gs_errorf(c, "TRYAGAIN cannot start a group yet: %s", core_strerror(rc));
         else
             gs_reply_ok(&c->w);
         return true;
