@@ -1092,6 +1092,10 @@ static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now
                 return;
             }
         }
+        /* The block and what follows must stay in the log until the
+         * change is finished (gs_group_hold_snapshots). */
+        if (grp->raft)
+            gs_group_hold_snapshots(grp->raft, true);
         for (unsigned i = 1; i + 2 < argc; i += 3) {
             if (!parse_num(argv[i], argvlen[i], &a) ||
                 !parse_num(argv[i + 1], argvlen[i + 1], &b) ||
@@ -1294,6 +1298,8 @@ static void finish_change(struct gs_cluster *cl)
     serve_ring(cl);
     for (unsigned g = 0; g < cl->n; g++) {
         struct cgroup *grp = &cl->groups[g];
+        if (grp->slot_state && grp->raft)
+            gs_group_hold_snapshots(grp->raft, false);
         free(grp->slot_state);
         free(grp->dest);
         grp->slot_state = NULL;

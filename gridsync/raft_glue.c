@@ -510,6 +510,7 @@ struct gs_group {
     char desired_addr[MAX_DESIRED][GS_MUX_ADDR_MAX + 1];
     char dir[PATH_MAX];
     bool erase;
+    unsigned snapshot_threshold; /* as configured (restored after a hold) */
     unsigned handles_open;
     void (*close_cb)(void *);
     void *close_data;
@@ -802,6 +803,7 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
         raft_set_snapshot_threshold(&g->raft, cfg->snapshot_threshold);
     if (cfg->snapshot_trailing)
         raft_set_snapshot_trailing(&g->raft, cfg->snapshot_trailing);
+    g->snapshot_threshold = (unsigned)g->raft.snapshot.threshold;
 
     uv_prepare_init(loop, &g->prepare);
     g->prepare.data = g;
@@ -835,6 +837,11 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
     uv_timer_start(&g->rebalance, on_rebalance, REBALANCE_INTERVAL_MS, REBALANCE_INTERVAL_MS);
     *out = g;
     return 0;
+}
+
+void gs_group_hold_snapshots(struct gs_group *g, bool hold)
+{
+    raft_set_snapshot_threshold(&g->raft, hold ? UINT_MAX : g->snapshot_threshold);
 }
 
 void gs_group_close_erase(struct gs_group *g, void (*cb)(void *data), void *data)

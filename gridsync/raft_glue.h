@@ -228,6 +228,12 @@ int gs_group_set_desired(struct gs_group *g, const struct gs_raft_peer *peers, u
  * configuration is exactly the desired set, all voters. */
 bool gs_group_converged(struct gs_group *g);
 
+/* Stop (hold true) or resume taking snapshots. A slot migration keeps
+ * state outside the store (which slots are blocked or gone), which a
+ * snapshot would not carry: while it runs, members that fall behind catch
+ * up from the log, which then still holds the migration's entries. */
+void gs_group_hold_snapshots(struct gs_group *g, bool hold);
+
 /* Close like gs_group_close, then delete the group's data directory (a
  * node that left the group must not come back with its old log). */
 void gs_group_close_erase(struct gs_group *g, void (*cb)(void *data), void *data);
