@@ -44,7 +44,10 @@ struct cnode {
     char host[GS_RING_NAME_MAX];
     int port;
     char id[41];
-    bool removed; /* left the cluster (kept: indexes are raft ids) */
+    uint64_t raft_id;   /* from the name: the same on every node, whatever
+                         * the order of the peer list */
+    uint32_t mux_group; /* the number of this node's group on Raft ports */
+    bool removed;       /* left the cluster (indexes are never reused) */
 };
 
 /* Per-slot migration state inside a group, changed only by entries of
@@ -139,7 +142,25 @@ static int parse_peer(struct cnode *nd, const char *s, size_t len)
     h[2] = mix64(h[1] ^ 0x9e3779b97f4a7c15ull);
     snprintf(nd->id, sizeof(nd->id), "%016llx%016llx%08llx", (unsigned long long)h[0],
              (unsigned long long)h[1], (unsigned long long)(h[2] >> 32));
+    /* Raft ids and group numbers derive from the name too, not from the
+     * position in the peer list: a node restarted with the list as it is
+     * after a join or a leave finds its groups' members unchanged. */
+    nd->raft_id = h[0] ? h[0] : 1;
+    nd->mux_group = (uint32_t)h[1];
     return 0;
+}
+
+/* Does node i share a name, raft id or group number with an earlier
+ * node? (Derived from names by a 64-bit hash: a clash is astronomically
+ * rare, but would silently merge two nodes' traffic.) */
+static bool clashes(const struct gs_cluster *cl, unsigned i)
+{
+    for (unsigned k = 0; k < i; k++)
+        if (!cl->nodes[k].removed && (strcmp(cl->nodes[k].name, cl->nodes[i].name) == 0 ||
+                                      cl->nodes[k].raft_id == cl->nodes[i].raft_id ||
+                                      cl->nodes[k].mux_group == cl->nodes[i].mux_group))
+            return true;
+    return false;
 }
 
 static int parse_peers(struct gs_cluster *cl, const char *list)
@@ -168,6 +189,10 @@ static int parse_peers(struct gs_cluster *cl, const char *list)
                 CORE_WARN("cluster-peers: bad address '%.*s' (want host:port)", (int)len, p);
                 return CORE_EINVAL;
             }
+            if (clashes(cl, cl->n)) {
+                CORE_WARN("cluster-peers: '%.*s' is listed twice (or its id clashes)", (int)len, p);
+                return CORE_EINVAL;
+            }
             cl->n++;
         }
         p += len;
@@ -189,7 +214,7 @@ static int start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
     for (unsigned r = 0; r < grp->n_members; r++) {
         const struct cnode *m = &cl->nodes[grp->members[r]];
         snprintf(addrs[r], sizeof(addrs[r]), "%s:%d", m->host, m->port + RAFT_PORT_OFFSET);
-        peers[r] = (struct gs_raft_peer){grp->members[r] + 1, addrs[r]};
+        peers[r] = (struct gs_raft_peer){m->raft_id, addrs[r]};
     }
     if (grp->g == cl->self) {
         grp->store = n->store;
@@ -211,11 +236,11 @@ static int start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         if (*p == ':')
             *p = '_';
     struct gs_group_config gcfg = {
-        .id = cl->self + 1,
+        .id = cl->nodes[cl->self].raft_id,
         .dir = dir,
         .peers = peers,
         .n_peers = grp->n_members,
-        .preferred_leader = grp->g + 1,
+        .preferred_leader = cl->nodes[grp->g].raft_id,
         /* A snapshot copies the whole shard on the loop thread, so it must
          * be rare: every cluster-snapshot-entries entries (each entry is a
          * loop iteration's batch), keeping an eighth of that in the log so
@@ -223,7 +248,7 @@ static int start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         .snapshot_threshold = (unsigned)n->cfg.cluster_snapshot_entries,
         .snapshot_trailing = (unsigned)(n->cfg.cluster_snapshot_entries / 8),
         .mux = cl->mux,
-        .mux_group = grp->g,
+        .mux_group = cl->nodes[grp->g].mux_group,
         .join = join,
         .fsm = {.store = grp->store, .exec = cluster_exec, .exec_ctx = grp},
     };
@@ -322,7 +347,7 @@ static int apply_target(struct gs_cluster *cl)
         for (unsigned k = 0; k < nm; k++) {
             snprintf(addrs[k], sizeof(addrs[k]), "%s:%d", cl->nodes[m[k]].host,
                      cl->nodes[m[k]].port + RAFT_PORT_OFFSET);
-            peers[k] = (struct gs_raft_peer){m[k] + 1, addrs[k]};
+            peers[k] = (struct gs_raft_peer){cl->nodes[m[k]].raft_id, addrs[k]};
         }
         gs_group_set_desired(grp->raft, peers, nm);
     }
@@ -487,6 +512,7 @@ void gs_cluster_free(struct gs_cluster *cl)
  * 3). The handler writes into a client that has no connection. */
 static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned argc,
                          const char *const *argv, const size_t *argvlen, struct gs_buf *out);
+static int find_node(const struct gs_cluster *cl, const char *p, size_t len);
 
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
                          const char *const *argv, const size_t *argvlen, struct gs_buf *out)
@@ -569,8 +595,10 @@ static void reply_moved(struct gs_client *c, unsigned slot, const struct cnode *
 static int leader_of(const struct gs_cluster *cl, const struct cgroup *grp)
 {
     uint64_t id;
-    if (grp->raft && gs_group_leader(grp->raft, &id, NULL, 0) == 0 && id >= 1 && id <= cl->n)
-        return (int)(id - 1);
+    if (grp->raft && gs_group_leader(grp->raft, &id, NULL, 0) == 0)
+        for (unsigned i = 0; i < cl->n; i++)
+            if (cl->nodes[i].raft_id == id && !cl->nodes[i].removed)
+                return (int)i;
     return -1;
 }
 
@@ -1078,6 +1106,15 @@ static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now
     const char *op = argv[0];
     size_t oplen = argvlen[0];
     long long a, b, d;
+    bool import = oplen == 6 && memcmp(op, "import", 6) == 0;
+    if (!cl->target && !import) {
+        /* Replayed from the log after a restart: the change it belonged
+         * to is over (this node serves the placement the peer list gives)
+         * and must not block, redirect or claim slots again. Imported keys
+         * are data and are replayed like any write. */
+        gs_buf_append(out, ok, sizeof(ok) - 1);
+        return;
+    }
     if (oplen == 5 && memcmp(op, "block", 5) == 0 && (argc - 1) % 3 == 0) {
         if (!grp->slot_state) {
             grp->slot_state = calloc(GS_SLOTS, sizeof(*grp->slot_state));
@@ -1097,18 +1134,23 @@ static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now
         if (grp->raft)
             gs_group_hold_snapshots(grp->raft, true);
         for (unsigned i = 1; i + 2 < argc; i += 3) {
+            int to = find_node(cl, argv[i + 2], argvlen[i + 2]);
             if (!parse_num(argv[i], argvlen[i], &a) ||
-                !parse_num(argv[i + 1], argvlen[i + 1], &b) ||
-                !parse_num(argv[i + 2], argvlen[i + 2], &d) || a < 0 || b >= GS_SLOTS || a > b ||
-                d < 0 || d >= GS_RING_MAX_NODES)
+                !parse_num(argv[i + 1], argvlen[i + 1], &b) || a < 0 || b >= GS_SLOTS || a > b ||
+                to < 0)
                 continue;
             for (long long s = a; s <= b; s++) {
+                /* Only a move of the change every member is making (the
+                 * served ring and the target agree on every live node). */
+                if (cl->rmap[gs_ring_owner_of_slot(cl->ring, (unsigned)s)] != grp->g ||
+                    cl->tmap[gs_ring_owner_of_slot(cl->target, (unsigned)s)] != (unsigned)to)
+                    continue;
                 grp->slot_state[s] = SLOT_BLOCKED;
-                grp->dest[s] = (uint16_t)d;
+                grp->dest[s] = (uint16_t)to;
             }
         }
         gs_buf_append(out, ok, sizeof(ok) - 1);
-    } else if (oplen == 6 && memcmp(op, "import", 6) == 0 && (argc - 1) % 3 == 0) {
+    } else if (import && (argc - 1) % 3 == 0) {
         for (unsigned i = 1; i + 2 < argc; i += 3) {
             if (!parse_num(argv[i + 2], argvlen[i + 2], &d))
                 continue;
@@ -1148,6 +1190,8 @@ static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now
                 !parse_num(argv[i + 1], argvlen[i + 1], &b) || a < 0 || b >= GS_SLOTS || a > b)
                 continue;
             for (long long s = a; s <= b; s++) {
+                if (cl->tmap[gs_ring_owner_of_slot(cl->target, (unsigned)s)] != grp->g)
+                    continue;
                 cl->serve[s] = (uint16_t)grp->g;
                 if (grp->slot_state)
                     grp->slot_state[s] = SLOT_SERVING;
@@ -1239,8 +1283,11 @@ static size_t slot_ranges(struct gs_cluster *cl, unsigned src, int dst, bool wit
         if (cur >= 0) {
             add_word(b, &n, start);
             add_word(b, &n, s - 1);
-            if (with_dest)
-                add_word(b, &n, cur);
+            if (with_dest) {
+                /* by name: indexes differ between nodes' lists */
+                gs_buf_append(b, cl->nodes[cur].name, strlen(cl->nodes[cur].name) + 1);
+                n++;
+            }
         }
         cur = d;
         start = s;
@@ -1356,6 +1403,11 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
         if (add) {
             if (cl->n >= GS_RING_MAX_NODES || parse_peer(&cl->nodes[cl->n], name, strlen(name))) {
                 gs_error(c, "ERR bad address (want host:port)");
+                return true;
+            }
+            if (clashes(cl, cl->n)) {
+                memset(&cl->nodes[cl->n], 0, sizeof(cl->nodes[0]));
+                gs_error(c, "ERR the node's id clashes with a member's");
                 return true;
             }
             cl->n++;

@@ -171,7 +171,7 @@ struct gs_group_config {
     struct gs_raft_mux *mux;     /* NULL: a port of its own (this node's
                                   * peers[] address) */
     uint32_t mux_group;          /* with a mux: the group's number, the
-                                  * same on every member (< 1024) */
+                                  * same on every member */
     bool join;                   /* join a running group: no bootstrap; the
                                   * leader adds this node (peers[] need only
                                   * hold this node) */

@@ -199,6 +199,15 @@ def test_add_then_remove_a_node_under_writes(make_cluster):
     # The removed node serves nothing now; it stops cleanly.
     assert gone.stop() == 0, gone.output()[-3000:]
 
+    # Restart two nodes with the membership as it now is, listed in another
+    # order (Raft ids and group numbers come from names, not positions),
+    # the added one without --cluster-join: they find their groups.
+    c.peers = ",".join(f"{nd.host}:{nd.port}" for nd in reversed(remaining))
+    for nd in (c.nodes[2], new):
+        assert nd.stop() == 0, nd.output()[-3000:]
+        Node.start(nd)
+    settled_owners(c, remaining)
+
     rc = RedisCluster(host=c.nodes[0].host, port=c.nodes[0].port, decode_responses=True,
                       socket_timeout=10, cluster_error_retry_attempts=10)
     lost = {}
