@@ -53,6 +53,7 @@ struct cnode {
 /* Per-slot migration state inside a group, changed only by entries of
  * that group's log (so every member agrees; see "Join and leave"). */
 enum { SLOT_SERVING = 0, SLOT_BLOCKED = 1, SLOT_GONE = 2 };
+#define NO_GROUP 0xffffu /* a destination this node does not know */
 
 struct cgroup {
     struct gs_cluster *cl;
@@ -67,6 +68,7 @@ struct cgroup {
     struct gs_group *raft;
     uint8_t *slot_state; /* GS_SLOTS entries while migrating out, else NULL */
     uint16_t *dest;      /* the group a blocked slot moves to */
+    bool holding;        /* snapshots held for a migration (until FINISH) */
 };
 
 struct gs_cluster_wait {
@@ -914,6 +916,10 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
          * here until the switch, writes wait for the new owner. */
         if (grp->slot_state[slot] == SLOT_GONE) {
             unsigned to = grp->dest[slot];
+            if (to == NO_GROUP) {
+                gs_error(c, "TRYAGAIN the slot has moved to another node");
+                return true;
+            }
             int l = leader_of(cl, &cl->groups[to]);
             reply_moved(c, slot, &cl->nodes[l >= 0 ? (unsigned)l : to]);
             return true;
@@ -1106,21 +1112,11 @@ static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now
     const char *op = argv[0];
     size_t oplen = argvlen[0];
     long long a, b, d;
-    bool import = oplen == 6 && memcmp(op, "import", 6) == 0;
-    if (!cl->target && !import) {
-        /* Replayed from the log after a restart: the change it belonged
-         * to is over (this node serves the placement the peer list gives)
-         * and must not block, redirect or claim slots again. Imported keys
-         * are data and are replayed like any write. */
-        gs_buf_append(out, ok, sizeof(ok) - 1);
-        return;
-    }
     if (oplen == 5 && memcmp(op, "block", 5) == 0 && (argc - 1) % 3 == 0) {
         if (!grp->slot_state) {
             grp->slot_state = calloc(GS_SLOTS, sizeof(*grp->slot_state));
             grp->dest = calloc(GS_SLOTS, sizeof(*grp->dest));
             if (!grp->slot_state || !grp->dest) {
-                /* Cannot record the block: keep serving (nothing moves). */
                 free(grp->slot_state);
                 free(grp->dest);
                 grp->slot_state = NULL;
@@ -1129,28 +1125,27 @@ static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now
                 return;
             }
         }
-        /* The block and what follows must stay in the log until the
-         * change is finished (gs_group_hold_snapshots). */
-        if (grp->raft)
+        /* During a live change the block and what follows must stay in the
+         * log until it is finished (gs_group_hold_snapshots). A replay
+         * after a restart (no change in progress) must not hold them. */
+        if (grp->raft && cl->target && !grp->holding) {
             gs_group_hold_snapshots(grp->raft, true);
+            grp->holding = true;
+        }
         for (unsigned i = 1; i + 2 < argc; i += 3) {
-            int to = find_node(cl, argv[i + 2], argvlen[i + 2]);
             if (!parse_num(argv[i], argvlen[i], &a) ||
-                !parse_num(argv[i + 1], argvlen[i + 1], &b) || a < 0 || b >= GS_SLOTS || a > b ||
-                to < 0)
+                !parse_num(argv[i + 1], argvlen[i + 1], &b) || a < 0 || b >= GS_SLOTS || a > b)
                 continue;
+            /* The destination is named (positions differ between nodes);
+             * one this node no longer knows only matters for redirects. */
+            int to = find_node(cl, argv[i + 2], argvlen[i + 2]);
             for (long long s = a; s <= b; s++) {
-                /* Only a move of the change every member is making (the
-                 * served ring and the target agree on every live node). */
-                if (cl->rmap[gs_ring_owner_of_slot(cl->ring, (unsigned)s)] != grp->g ||
-                    cl->tmap[gs_ring_owner_of_slot(cl->target, (unsigned)s)] != (unsigned)to)
-                    continue;
                 grp->slot_state[s] = SLOT_BLOCKED;
-                grp->dest[s] = (uint16_t)to;
+                grp->dest[s] = to < 0 ? NO_GROUP : (uint16_t)to;
             }
         }
         gs_buf_append(out, ok, sizeof(ok) - 1);
-    } else if (import && (argc - 1) % 3 == 0) {
+    } else if (oplen == 6 && memcmp(op, "import", 6) == 0 && (argc - 1) % 3 == 0) {
         for (unsigned i = 1; i + 2 < argc; i += 3) {
             if (!parse_num(argv[i + 2], argvlen[i + 2], &d))
                 continue;
@@ -1177,10 +1172,13 @@ static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now
             }
             gs_buf_free(&kl.b);
             for (unsigned s = 0; s < GS_SLOTS; s++) {
-                if (grp->slot_state[s] == SLOT_BLOCKED) {
-                    grp->slot_state[s] = SLOT_GONE;
+                if (grp->slot_state[s] != SLOT_BLOCKED)
+                    continue;
+                grp->slot_state[s] = SLOT_GONE;
+                /* Routing follows only during a live change; a restarted
+                 * node routes by the ring of its (final) peer list. */
+                if (cl->target && grp->dest[s] != NO_GROUP)
                     cl->serve[s] = grp->dest[s];
-                }
             }
         }
         gs_buf_append(out, ok, sizeof(ok) - 1);
@@ -1190,11 +1188,11 @@ static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now
                 !parse_num(argv[i + 1], argvlen[i + 1], &b) || a < 0 || b >= GS_SLOTS || a > b)
                 continue;
             for (long long s = a; s <= b; s++) {
-                if (cl->tmap[gs_ring_owner_of_slot(cl->target, (unsigned)s)] != grp->g)
-                    continue;
-                cl->serve[s] = (uint16_t)grp->g;
                 if (grp->slot_state)
-                    grp->slot_state[s] = SLOT_SERVING;
+                    grp->slot_state[s] = SLOT_SERVING; /* it may have left earlier */
+                if (cl->target &&
+                    cl->tmap[gs_ring_owner_of_slot(cl->target, (unsigned)s)] == grp->g)
+                    cl->serve[s] = (uint16_t)grp->g;
             }
         }
         gs_buf_append(out, ok, sizeof(ok) - 1);
@@ -1345,12 +1343,12 @@ static void finish_change(struct gs_cluster *cl)
     serve_ring(cl);
     for (unsigned g = 0; g < cl->n; g++) {
         struct cgroup *grp = &cl->groups[g];
-        if (grp->slot_state && grp->raft)
+        /* The slot states stay: they are applied state of the group's log
+         * (a replica replaying the log after a restart rebuilds the same),
+         * and GONE keeps refusing stray writes to slots that left. */
+        if (grp->holding && grp->raft)
             gs_group_hold_snapshots(grp->raft, false);
-        free(grp->slot_state);
-        free(grp->dest);
-        grp->slot_state = NULL;
-        grp->dest = NULL;
+        grp->holding = false;
         unsigned m[GS_RING_MAX_REPLICAS];
         unsigned nm = cl->nodes[g].removed ? 0 : ring_members(cl, cl->ring, cl->rmap, g, m);
         set_members(grp, m, nm, cl->self);
@@ -1360,6 +1358,11 @@ static void finish_change(struct gs_cluster *cl)
             grp->raft = NULL;
             grp->store = NULL;
             grp->own_store = false;
+            /* Its log's state goes with it (a later rejoin starts empty). */
+            free(grp->slot_state);
+            free(grp->dest);
+            grp->slot_state = NULL;
+            grp->dest = NULL;
         }
     }
 }
