@@ -1,6 +1,8 @@
 /*
  * Cluster mode: placement, the node's Raft groups, routing and replicated
- * writes (the model is in cluster.h and docs/gridsync-cluster.md).
+ * writes (the model is in cluster.h and docs/gridsync-cluster.md). Adding
+ * and removing nodes is in cluster_migrate.c; the state both share is in
+ * cluster_internal.h.
  *
  * Invariants:
  *  1. A client has at most one replicated write in flight (c->wait), and
@@ -18,6 +20,7 @@
  * that the reply computed at apply time is in the client's protocol.
  */
 #include "gridsync/cluster.h"
+#include "gridsync/cluster_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,79 +33,6 @@
 #include "gridsync/raft_glue.h"
 #include "gridsync/ring.h"
 #include "gridsync/slot.h"
-
-/* A node's Raft port (shared by all its groups: gs_raft_mux), as Redis
- * Cluster's bus port is the client port + 10000. */
-#define RAFT_PORT_OFFSET 10000
-
-/* The command name of migration entries in a group's log (not a client
- * command: only this file proposes it). */
-#define MIGRATE_ENTRY "gs.migrate"
-
-struct cnode {
-    char name[GS_RING_NAME_MAX]; /* host:port, as in cluster-peers */
-    char host[GS_RING_NAME_MAX];
-    int port;
-    char id[41];
-    uint64_t raft_id;   /* from the name: the same on every node, whatever
-                         * the order of the peer list */
-    uint32_t mux_group; /* the number of this node's group on Raft ports */
-    bool removed;       /* left the cluster (indexes are never reused) */
-};
-
-/* Per-slot migration state inside a group, changed only by entries of
- * that group's log (so every member agrees; see "Join and leave"). */
-enum { SLOT_SERVING = 0, SLOT_BLOCKED = 1, SLOT_GONE = 2 };
-#define NO_GROUP 0xffffu /* a destination this node does not know */
-
-struct cgroup {
-    struct gs_cluster *cl;
-    unsigned g;
-    unsigned members[GS_RING_MAX_REPLICAS];
-    unsigned n_members;
-    int role;                      /* this node's position in members, -1 if not a member */
-    struct gs_cluster_wait *reads; /* waiting for the next read barrier */
-    int64_t last_entry_ms;         /* time of the last entry applied here */
-    struct gs_store *store;
-    bool own_store; /* created here (not the node's) */
-    struct gs_group *raft;
-    uint8_t *slot_state; /* GS_SLOTS entries while migrating out, else NULL */
-    uint16_t *dest;      /* the group a blocked slot moves to */
-    bool holding;        /* snapshots held for a migration (until FINISH) */
-};
-
-struct gs_cluster_wait {
-    struct gs_cluster_wait *next_free; /* free list, or a barrier's list */
-    struct gs_cluster *cl;
-    struct gs_client *c;
-    unsigned slot, group;
-    unsigned pending; /* FLUSHALL: groups still to answer */
-    int status;       /* FLUSHALL: first failure */
-};
-
-struct gs_cluster {
-    struct gs_node *node;
-    struct gs_ring *ring;   /* the placement being served */
-    struct gs_ring *target; /* the placement being moved to, or NULL */
-    unsigned rmap[GS_RING_MAX_NODES], tmap[GS_RING_MAX_NODES]; /* ring index -> node */
-    int leaving;                                               /* node being removed, or -1 */
-    uint16_t serve[GS_SLOTS];                                  /* slot -> group serving it here */
-    unsigned n, self;
-    struct cnode *nodes;
-    struct cgroup *groups;
-    struct gs_cluster_wait *free_waits;
-    /* scratch for building proposals and for applying entries */
-    const char **pargv;
-    size_t *plen;
-    size_t pcap;
-    struct gs_arg *xargv;
-    size_t xcap;
-    struct core_buf xout;
-    struct gs_raft_mux *mux; /* this node's Raft port */
-    unsigned closing;
-    uv_prepare_t barrier_prep; /* one read barrier per group per iteration */
-    bool prep_started;
-};
 
 /* ---------------------------------------------------------------- setup */
 
@@ -118,7 +48,7 @@ static uint64_t mix64(uint64_t h)
     return h;
 }
 
-static int parse_peer(struct cnode *nd, const char *s, size_t len)
+int gs_cl_parse_peer(struct cnode *nd, const char *s, size_t len)
 {
     if (len == 0 || len >= sizeof(nd->name))
         return CORE_EINVAL;
@@ -155,7 +85,7 @@ static int parse_peer(struct cnode *nd, const char *s, size_t len)
 /* Does node i share a name, raft id or group number with an earlier
  * node? (Derived from names by a 64-bit hash: a clash is astronomically
  * rare, but would silently merge two nodes' traffic.) */
-static bool clashes(const struct gs_cluster *cl, unsigned i)
+bool gs_cl_clashes(const struct gs_cluster *cl, unsigned i)
 {
     for (unsigned k = 0; k < i; k++)
         if (!cl->nodes[k].removed && (strcmp(cl->nodes[k].name, cl->nodes[i].name) == 0 ||
@@ -187,12 +117,13 @@ static int parse_peers(struct gs_cluster *cl, const char *list)
             len--;
         }
         if (len) {
-            if (parse_peer(&cl->nodes[cl->n], p, len)) {
+            if (gs_cl_parse_peer(&cl->nodes[cl->n], p, len)) {
                 CORE_WARN("cluster-peers: bad address '%.*s' (want host:port)", (int)len, p);
                 return CORE_EINVAL;
             }
-            if (clashes(cl, cl->n)) {
-                CORE_WARN("cluster-peers: '%.*s' is listed twice (or its id clashes)", (int)len, p);
+            if (gs_cl_clashes(cl, cl->n)) {
+                CORE_WARN("cluster-peers: '%.*s' is listed twice (or its id gs_cl_clashes)",
+                          (int)len, p);
                 return CORE_EINVAL;
             }
             cl->n++;
@@ -208,7 +139,7 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
                          const char *const *argv, const size_t *argvlen, struct gs_buf *out);
 static void on_barrier_prepare(uv_prepare_t *h);
 
-static int start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
+int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
 {
     struct gs_node *n = cl->node;
     char addrs[GS_RING_MAX_REPLICAS][GS_RING_NAME_MAX + 16];
@@ -278,15 +209,15 @@ static unsigned map_ring(struct gs_cluster *cl, const struct gs_ring *r, unsigne
     return 0; /* unreachable: every ring name is a node */
 }
 
-static void build_map(struct gs_cluster *cl, const struct gs_ring *r, unsigned *map)
+void gs_cl_build_map(struct gs_cluster *cl, const struct gs_ring *r, unsigned *map)
 {
     for (unsigned i = 0; i < gs_ring_nodes(r); i++)
         map[i] = map_ring(cl, r, i);
 }
 
 /* Group g's replica set (node indexes) in ring r, or 0 if g is not in r. */
-static unsigned ring_members(struct gs_cluster *cl, const struct gs_ring *r, const unsigned *map,
-                             unsigned g, unsigned *out)
+unsigned gs_cl_ring_members(struct gs_cluster *cl, const struct gs_ring *r, const unsigned *map,
+                            unsigned g, unsigned *out)
 {
     for (unsigned i = 0; i < gs_ring_nodes(r); i++) {
         if (map[i] != g)
@@ -299,7 +230,7 @@ static unsigned ring_members(struct gs_cluster *cl, const struct gs_ring *r, con
     return 0;
 }
 
-static void set_members(struct cgroup *grp, const unsigned *m, unsigned n, unsigned self)
+void gs_cl_set_members(struct cgroup *grp, const unsigned *m, unsigned n, unsigned self)
 {
     memcpy(grp->members, m, n * sizeof(*m));
     grp->n_members = n;
@@ -309,51 +240,10 @@ static void set_members(struct cgroup *grp, const unsigned *m, unsigned n, unsig
             grp->role = (int)r;
 }
 
-static void serve_ring(struct gs_cluster *cl)
+void gs_cl_serve_ring(struct gs_cluster *cl)
 {
     for (unsigned s = 0; s < GS_SLOTS; s++)
         cl->serve[s] = (uint16_t)cl->rmap[gs_ring_owner_of_slot(cl->ring, s)];
-}
-
-/* Start the groups of the target placement this node belongs to and is
- * not running yet (a brand-new group is bootstrapped by its members, an
- * existing one is joined), and give every running group of the target its
- * desired replica set, which its leader converges to (raft_glue.h). */
-static int apply_target(struct gs_cluster *cl)
-{
-    int rc = 0;
-    for (unsigned i = 0; i < gs_ring_nodes(cl->target); i++) {
-        unsigned g = cl->tmap[i];
-        struct cgroup *grp = &cl->groups[g];
-        unsigned m[GS_RING_MAX_REPLICAS];
-        unsigned nm = ring_members(cl, cl->target, cl->tmap, g, m);
-        unsigned old[GS_RING_MAX_REPLICAS];
-        bool exists = ring_members(cl, cl->ring, cl->rmap, g, old) > 0;
-        if (!grp->raft) {
-            bool member = false;
-            for (unsigned k = 0; k < nm; k++)
-                member |= m[k] == cl->self;
-            if (!member)
-                continue;
-            grp->cl = cl;
-            grp->g = g;
-            set_members(grp, m, nm, cl->self);
-            int src = start_group(cl, grp, exists);
-            if (src) {
-                rc = src;
-                continue;
-            }
-        }
-        char addrs[GS_RING_MAX_REPLICAS][GS_RING_NAME_MAX + 16];
-        struct gs_raft_peer peers[GS_RING_MAX_REPLICAS];
-        for (unsigned k = 0; k < nm; k++) {
-            snprintf(addrs[k], sizeof(addrs[k]), "%s:%d", cl->nodes[m[k]].host,
-                     cl->nodes[m[k]].port + RAFT_PORT_OFFSET);
-            peers[k] = (struct gs_raft_peer){cl->nodes[m[k]].raft_id, addrs[k]};
-        }
-        gs_group_set_desired(grp->raft, peers, nm);
-    }
-    return rc;
 }
 
 int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
@@ -395,10 +285,10 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
         CORE_WARN("cluster: cannot place %u nodes: %s", cl->n, core_strerror(rc));
         goto fail;
     }
-    build_map(cl, cl->ring, cl->rmap);
+    gs_cl_build_map(cl, cl->ring, cl->rmap);
     if (cl->target)
-        build_map(cl, cl->target, cl->tmap);
-    serve_ring(cl);
+        gs_cl_build_map(cl, cl->target, cl->tmap);
+    gs_cl_serve_ring(cl);
     cl->groups = calloc(GS_RING_MAX_NODES, sizeof(*cl->groups));
     if (!cl->groups) {
         rc = CORE_ENOMEM;
@@ -409,8 +299,8 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
         grp->cl = cl;
         grp->g = g;
         unsigned m[GS_RING_MAX_REPLICAS];
-        unsigned nm = ring_members(cl, cl->ring, cl->rmap, g, m);
-        set_members(grp, m, nm, cl->self);
+        unsigned nm = gs_cl_ring_members(cl, cl->ring, cl->rmap, g, m);
+        gs_cl_set_members(grp, m, nm, cl->self);
     }
     char raft_addr[GS_RING_NAME_MAX + 16];
     snprintf(raft_addr, sizeof(raft_addr), "%s:%d", cl->nodes[cl->self].host,
@@ -421,10 +311,10 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
         goto fail;
     }
     for (unsigned g = 0; g < cl->n; g++) {
-        if (cl->groups[g].role >= 0 && (rc = start_group(cl, &cl->groups[g], false)) != 0)
+        if (cl->groups[g].role >= 0 && (rc = gs_cl_start_group(cl, &cl->groups[g], false)) != 0)
             goto fail_started;
     }
-    if (cl->target && (rc = apply_target(cl)) != 0)
+    if (cl->target && (rc = gs_cl_apply_target(cl)) != 0)
         goto fail_started;
     if (n->cfg.cluster_linearizable_reads) {
         uv_prepare_init(n->loop, &cl->barrier_prep);
@@ -512,9 +402,6 @@ void gs_cluster_free(struct gs_cluster *cl)
 /* raft_glue's executor: run the entry's command through its ordinary
  * handler, against the group's store and at the entry's time (invariant
  * 3). The handler writes into a client that has no connection. */
-static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned argc,
-                         const char *const *argv, const size_t *argvlen, struct gs_buf *out);
-static int find_node(const struct gs_cluster *cl, const char *p, size_t len);
 
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
                          const char *const *argv, const size_t *argvlen, struct gs_buf *out)
@@ -524,7 +411,7 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     struct gs_node *n = cl->node;
     if (argc >= 3 && argvlen[1] == sizeof(MIGRATE_ENTRY) - 1 &&
         memcmp(argv[1], MIGRATE_ENTRY, argvlen[1]) == 0) {
-        migrate_exec(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
+        gs_cl_migrate_exec(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
         return;
     }
     const struct gs_command *cmd = argc >= 2 ? gs_command_lookup(n, argv[1], argvlen[1]) : NULL;
@@ -589,12 +476,12 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
 
 /* --------------------------------------------------------------- routing */
 
-static void reply_moved(struct gs_client *c, unsigned slot, const struct cnode *to)
+void gs_cl_reply_moved(struct gs_client *c, unsigned slot, const struct cnode *to)
 {
     gs_errorf(c, "MOVED %u %s:%d", slot, to->host, to->port);
 }
 
-static int leader_of(const struct gs_cluster *cl, const struct cgroup *grp)
+int gs_cl_leader_of(const struct gs_cluster *cl, const struct cgroup *grp)
 {
     uint64_t id;
     if (grp->raft && gs_group_leader(grp->raft, &id, NULL, 0) == 0)
@@ -635,9 +522,9 @@ static void on_write_done(void *data, int status, const char *reply, size_t len)
         gs_reply_raw(&c->w, reply, len);
     } else if (status == CORE_ESTATE) {
         /* Not applied: the client may safely retry where we send it. */
-        int l = leader_of(cl, &cl->groups[g]);
+        int l = gs_cl_leader_of(cl, &cl->groups[g]);
         if (l >= 0 && (unsigned)l != cl->self)
-            reply_moved(c, slot, &cl->nodes[l]);
+            gs_cl_reply_moved(c, slot, &cl->nodes[l]);
         else
             gs_error(c, "TRYAGAIN leadership is changing, the write was not applied");
     } else if (status == CORE_ETIMEOUT) {
@@ -732,8 +619,8 @@ static bool propose_args(struct gs_cluster *cl, struct gs_client *c, size_t argc
     return true;
 }
 
-static bool propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
-                    size_t argc, struct gs_arg *argv)
+bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
+                   size_t argc, struct gs_arg *argv)
 {
     size_t need = argc + 1;
     if (!propose_args(cl, c, argc, argv)) {
@@ -908,7 +795,7 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         }
     }
     if (!grp->raft) {
-        reply_moved(c, slot, &cl->nodes[g]);
+        gs_cl_reply_moved(c, slot, &cl->nodes[g]);
         return true;
     }
     if (grp->slot_state && grp->slot_state[slot] != SLOT_SERVING) {
@@ -920,8 +807,8 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
                 gs_error(c, "TRYAGAIN the slot has moved to another node");
                 return true;
             }
-            int l = leader_of(cl, &cl->groups[to]);
-            reply_moved(c, slot, &cl->nodes[l >= 0 ? (unsigned)l : to]);
+            int l = gs_cl_leader_of(cl, &cl->groups[to]);
+            gs_cl_reply_moved(c, slot, &cl->nodes[l >= 0 ? (unsigned)l : to]);
             return true;
         }
         if (write) {
@@ -937,7 +824,7 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         }
     } else if (gs_group_is_leader(grp->raft)) {
         if (write)
-            return propose(cl, grp, c, slot, argc, argv);
+            return gs_cl_propose(cl, grp, c, slot, argc, argv);
         if (cl->node->cfg.cluster_linearizable_reads)
             return defer_read(cl, grp, c, slot);
         run_on(cl, grp, c, cmd, argc, argv);
@@ -947,9 +834,9 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         run_on(cl, grp, c, cmd, argc, argv); /* a replica read: may be stale */
         return true;
     }
-    int l = leader_of(cl, grp);
+    int l = gs_cl_leader_of(cl, grp);
     if (l >= 0)
-        reply_moved(c, slot, &cl->nodes[l]);
+        gs_cl_reply_moved(c, slot, &cl->nodes[l]);
     else
         gs_error(c, "CLUSTERDOWN The cluster is down: no leader for this slot yet");
     return true;
@@ -1017,7 +904,7 @@ bool gs_cluster_node_live(const struct gs_cluster *cl, unsigned i)
 
 unsigned gs_cluster_group_leader(const struct gs_cluster *cl, unsigned g)
 {
-    int l = leader_of(cl, &cl->groups[g]);
+    int l = gs_cl_leader_of(cl, &cl->groups[g]);
     return l >= 0 ? (unsigned)l : g;
 }
 
@@ -1046,503 +933,4 @@ void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
             break;
         used += (size_t)n;
     }
-}
-
-/* ---------------------------------------------------- join and leave
- *
- * docs/gridsync-cluster.md, "Join and leave". A change of membership is a
- * move from the served placement (cl->ring) to a target one (cl->target):
- *
- *   ADDNODE/DELNODE  every node computes the target; groups of the
- *                    target start where they are missing (new group:
- *                    bootstrapped; existing: joined) and their leaders
- *                    converge each Raft configuration (raft_glue.h)
- *   MIGRATE BEGIN    in the old owner A's log: its moving slots blocked
- *                    (writes -TRYAGAIN, checked again at apply time)
- *   MIGRATE EXPORT   A's leader lists the blocked slots' keys
- *   MIGRATE IMPORT   the keys, as entries of the new owner B's log
- *   MIGRATE SWITCH   in A's log: A deletes the slots' keys and answers
- *                    -MOVED to B from now on
- *   MIGRATE OWN      in B's log: B serves the slots
- *   MIGRATE FINISH   every node serves the target placement and leaves
- *                    the groups it is no longer a member of
- *
- * No acknowledged write is lost: a write to a moving slot is either
- * applied in A's log before the block (so exported and imported into B's
- * log before the switch) or refused; B takes writes only after the copy
- * is committed in its log. */
-
-static bool parse_num(const char *p, size_t len, long long *out)
-{
-    if (len == 0 || len > 20)
-        return false;
-    char tmp[24];
-    memcpy(tmp, p, len);
-    tmp[len] = '\0';
-    char *end;
-    *out = strtoll(tmp, &end, 10);
-    return *end == '\0';
-}
-
-struct key_list {
-    struct gs_buf b; /* u32 klen, key, repeated */
-    const unsigned char *state;
-};
-
-static void collect_key(void *arg, const struct gs_entry *e)
-{
-    struct key_list *kl = arg;
-    size_t klen;
-    const char *key = gs_entry_key(e, &klen);
-    if (kl->state[gs_key_slot(key, klen)] != SLOT_BLOCKED)
-        return;
-    uint32_t l = (uint32_t)klen;
-    if (gs_buf_append(&kl->b, &l, sizeof(l)) == 0)
-        gs_buf_append(&kl->b, key, klen);
-}
-
-/* Apply a migration entry of group grp (deterministic: only the entry and
- * this group's earlier entries decide the outcome). */
-static void migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned argc,
-                         const char *const *argv, const size_t *argvlen, struct gs_buf *out)
-{
-    struct gs_cluster *cl = grp->cl;
-    static const char ok[] = "+OK\r\n";
-    static const char bad[] = "-ERR malformed migration entry\r\n";
-    const char *op = argv[0];
-    size_t oplen = argvlen[0];
-    long long a, b, d;
-    if (oplen == 5 && memcmp(op, "block", 5) == 0 && (argc - 1) % 3 == 0) {
-        if (!grp->slot_state) {
-            grp->slot_state = calloc(GS_SLOTS, sizeof(*grp->slot_state));
-            grp->dest = calloc(GS_SLOTS, sizeof(*grp->dest));
-            if (!grp->slot_state || !grp->dest) {
-                free(grp->slot_state);
-                free(grp->dest);
-                grp->slot_state = NULL;
-                grp->dest = NULL;
-                gs_buf_append(out, "-OOM\r\n", 6);
-                return;
-            }
-        }
-        /* During a live change the block and what follows must stay in the
-         * log until it is finished (gs_group_hold_snapshots). A replay
-         * after a restart (no change in progress) must not hold them. */
-        if (grp->raft && cl->target && !grp->holding) {
-            gs_group_hold_snapshots(grp->raft, true);
-            grp->holding = true;
-        }
-        for (unsigned i = 1; i + 2 < argc; i += 3) {
-            if (!parse_num(argv[i], argvlen[i], &a) ||
-                !parse_num(argv[i + 1], argvlen[i + 1], &b) || a < 0 || b >= GS_SLOTS || a > b)
-                continue;
-            /* The destination is named (positions differ between nodes);
-             * one this node no longer knows only matters for redirects. */
-            int to = find_node(cl, argv[i + 2], argvlen[i + 2]);
-            for (long long s = a; s <= b; s++) {
-                grp->slot_state[s] = SLOT_BLOCKED;
-                grp->dest[s] = to < 0 ? NO_GROUP : (uint16_t)to;
-            }
-        }
-        gs_buf_append(out, ok, sizeof(ok) - 1);
-    } else if (oplen == 6 && memcmp(op, "import", 6) == 0 && (argc - 1) % 3 == 0) {
-        for (unsigned i = 1; i + 2 < argc; i += 3) {
-            if (!parse_num(argv[i + 2], argvlen[i + 2], &d))
-                continue;
-            if (d >= 0 && d <= now_ms)
-                continue; /* expired on the way */
-            gs_store_set(store, argv[i], argvlen[i], argv[i + 1], argvlen[i + 1], d < 0 ? -1 : d,
-                         NULL);
-        }
-        gs_buf_append(out, ok, sizeof(ok) - 1);
-    } else if (oplen == 6 && memcmp(op, "switch", 6) == 0) {
-        if (grp->slot_state) {
-            struct key_list kl = {{0}, grp->slot_state};
-            uint64_t cursor = 0;
-            do {
-                /* now 0: expired keys of the slot are collected too */
-                cursor = gs_store_scan(store, cursor, 1024, 0, collect_key, &kl);
-            } while (cursor != 0);
-            for (size_t off = 0; off + sizeof(uint32_t) <= kl.b.len;) {
-                uint32_t l;
-                memcpy(&l, kl.b.data + off, sizeof(l));
-                off += sizeof(l);
-                gs_store_delete(store, kl.b.data + off, l, 0);
-                off += l;
-            }
-            gs_buf_free(&kl.b);
-            for (unsigned s = 0; s < GS_SLOTS; s++) {
-                if (grp->slot_state[s] != SLOT_BLOCKED)
-                    continue;
-                grp->slot_state[s] = SLOT_GONE;
-                /* Routing follows only during a live change; a restarted
-                 * node routes by the ring of its (final) peer list. */
-                if (cl->target && grp->dest[s] != NO_GROUP)
-                    cl->serve[s] = grp->dest[s];
-            }
-        }
-        gs_buf_append(out, ok, sizeof(ok) - 1);
-    } else if (oplen == 3 && memcmp(op, "own", 3) == 0 && (argc - 1) % 2 == 0) {
-        for (unsigned i = 1; i + 1 < argc; i += 2) {
-            if (!parse_num(argv[i], argvlen[i], &a) ||
-                !parse_num(argv[i + 1], argvlen[i + 1], &b) || a < 0 || b >= GS_SLOTS || a > b)
-                continue;
-            for (long long s = a; s <= b; s++) {
-                if (grp->slot_state)
-                    grp->slot_state[s] = SLOT_SERVING; /* it may have left earlier */
-                if (cl->target &&
-                    cl->tmap[gs_ring_owner_of_slot(cl->target, (unsigned)s)] == grp->g)
-                    cl->serve[s] = (uint16_t)grp->g;
-            }
-        }
-        gs_buf_append(out, ok, sizeof(ok) - 1);
-    } else {
-        gs_buf_append(out, bad, sizeof(bad) - 1);
-    }
-}
-
-static int find_node(const struct gs_cluster *cl, const char *p, size_t len)
-{
-    for (unsigned i = 0; i < cl->n; i++)
-        if (!cl->nodes[i].removed && strlen(cl->nodes[i].name) == len &&
-            memcmp(cl->nodes[i].name, p, len) == 0)
-            return (int)i;
-    return -1;
-}
-
-/* The group named by arg if this node leads it; else replies an error. */
-static struct cgroup *led_group(struct gs_cluster *cl, struct gs_client *c, const struct gs_arg *a)
-{
-    int g = find_node(cl, a->p, a->len);
-    if (g < 0) {
-        gs_error(c, "ERR no such node");
-        return NULL;
-    }
-    struct cgroup *grp = &cl->groups[g];
-    if (!grp->raft || !gs_group_is_leader(grp->raft)) {
-        gs_error(c, "NOTLEADER this node does not lead that group");
-        return NULL;
-    }
-    return grp;
-}
-
-/* Propose [MIGRATE_ENTRY, op, words...] into grp's log; the client is
- * answered after commit (as a write). words are NUL-separated in buf. */
-static void propose_migration(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
-                              const char *op, const struct gs_buf *words, size_t nwords,
-                              struct gs_arg *extra, size_t nextra)
-{
-    size_t argc = 2 + nwords + nextra;
-    struct gs_arg *argv = calloc(argc, sizeof(*argv));
-    if (!argv) {
-        gs_error_oom(c);
-        return;
-    }
-    argv[0] = (struct gs_arg){MIGRATE_ENTRY, sizeof(MIGRATE_ENTRY) - 1};
-    argv[1] = (struct gs_arg){op, strlen(op)};
-    size_t k = 2;
-    for (size_t off = 0; words && off < words->len; k++) {
-        size_t l = strlen(words->data + off);
-        argv[k] = (struct gs_arg){words->data + off, l};
-        off += l + 1;
-    }
-    for (size_t i = 0; i < nextra; i++)
-        argv[k++] = extra[i];
-    propose(cl, grp, c, 0, argc, argv);
-    free(argv);
-}
-
-static void add_word(struct gs_buf *b, size_t *n, long long v)
-{
-    char tmp[24];
-    int len = snprintf(tmp, sizeof(tmp), "%lld", v);
-    gs_buf_append(b, tmp, (size_t)len + 1);
-    (*n)++;
-}
-
-/* Ranges of slots s with pick(s) true, as words (start end [extra]). */
-static size_t slot_ranges(struct gs_cluster *cl, unsigned src, int dst, bool with_dest,
-                          struct gs_buf *b)
-{
-    size_t n = 0;
-    unsigned start = 0;
-    int cur = -1;
-    for (unsigned s = 0; s <= GS_SLOTS; s++) {
-        int d = -1;
-        if (s < GS_SLOTS) {
-            unsigned to = cl->tmap[gs_ring_owner_of_slot(cl->target, s)];
-            bool from =
-                dst < 0 ? cl->serve[s] == src : cl->rmap[gs_ring_owner_of_slot(cl->ring, s)] == src;
-            if (from && to != src && (dst < 0 || to == (unsigned)dst))
-                d = (int)to;
-        }
-        if (d == cur && s < GS_SLOTS)
-            continue;
-        if (cur >= 0) {
-            add_word(b, &n, start);
-            add_word(b, &n, s - 1);
-            if (with_dest) {
-                /* by name: indexes differ between nodes' lists */
-                gs_buf_append(b, cl->nodes[cur].name, strlen(cl->nodes[cur].name) + 1);
-                n++;
-            }
-        }
-        cur = d;
-        start = s;
-    }
-    return n;
-}
-
-struct export_ctx {
-    const struct gs_entry **e;
-    size_t n, cap;
-    bool oom;
-    const unsigned char *state;
-};
-
-static void export_key(void *arg, const struct gs_entry *e)
-{
-    struct export_ctx *x = arg;
-    size_t klen;
-    const char *key = gs_entry_key(e, &klen);
-    if (x->state[gs_key_slot(key, klen)] != SLOT_BLOCKED)
-        return;
-    if (x->n == x->cap) {
-        /* A scan step visits whole buckets, so it may emit more than the
-         * count asked for: grow rather than drop a key. */
-        size_t cap = x->cap ? 2 * x->cap : 256;
-        const struct gs_entry **grown = realloc(x->e, cap * sizeof(*grown));
-        if (!grown) {
-            x->oom = true;
-            return;
-        }
-        x->e = grown;
-        x->cap = cap;
-    }
-    x->e[x->n++] = e;
-}
-
-/* data: the store the group used if it was its own, else NULL. The
- * cgroup itself may already be in use again (the node rejoined). */
-static void on_left_group(void *data)
-{
-    if (data)
-        gs_store_free(data);
-}
-
-/* Serve the target placement; leave the groups this node is no longer in. */
-static void finish_change(struct gs_cluster *cl)
-{
-    if (cl->leaving >= 0)
-        cl->nodes[cl->leaving].removed = true;
-    cl->leaving = -1;
-    gs_ring_free(cl->ring);
-    cl->ring = cl->target;
-    cl->target = NULL;
-    memcpy(cl->rmap, cl->tmap, sizeof(cl->rmap));
-    serve_ring(cl);
-    for (unsigned g = 0; g < cl->n; g++) {
-        struct cgroup *grp = &cl->groups[g];
-        /* The slot states stay: they are applied state of the group's log
-         * (a replica replaying the log after a restart rebuilds the same),
-         * and GONE keeps refusing stray writes to slots that left. */
-        if (grp->holding && grp->raft)
-            gs_group_hold_snapshots(grp->raft, false);
-        grp->holding = false;
-        unsigned m[GS_RING_MAX_REPLICAS];
-        unsigned nm = cl->nodes[g].removed ? 0 : ring_members(cl, cl->ring, cl->rmap, g, m);
-        set_members(grp, m, nm, cl->self);
-        if (grp->raft && grp->role < 0) {
-            CORE_INFO("cluster: leaving the group of %s", cl->nodes[g].name);
-            gs_group_close_erase(grp->raft, on_left_group, grp->own_store ? grp->store : NULL);
-            grp->raft = NULL;
-            grp->store = NULL;
-            grp->own_store = false;
-            /* Its log's state goes with it (a later rejoin starts empty). */
-            free(grp->slot_state);
-            free(grp->dest);
-            grp->slot_state = NULL;
-            grp->dest = NULL;
-        }
-    }
-}
-
-bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, struct gs_arg *argv)
-{
-    if ((gs_arg_is(&argv[1], "addnode") || gs_arg_is(&argv[1], "delnode")) && argc == 3) {
-        bool add = gs_arg_is(&argv[1], "addnode");
-        int idx = find_node(cl, argv[2].p, argv[2].len);
-        char name[GS_RING_NAME_MAX];
-        if (argv[2].len >= sizeof(name)) {
-            gs_error(c, "ERR bad address");
-            return true;
-        }
-        memcpy(name, argv[2].p, argv[2].len);
-        name[argv[2].len] = '\0';
-        if (cl->target) {
-            /* Repeating the running change is harmless (the coordinator
-             * may retry); another change must wait for FINISH. */
-            bool same =
-                add ? gs_ring_find(cl->target, name) >= 0 && gs_ring_find(cl->ring, name) < 0
-                    : gs_ring_find(cl->target, name) < 0 && gs_ring_find(cl->ring, name) >= 0;
-            if (!same) {
-                gs_error(c, "ERR another membership change is running");
-                return true;
-            }
-            /* Start what may have failed the first time (e.g. the Raft
-             * channel of a group this node was leaving was still open). */
-            int rc = apply_target(cl);
-            if (rc)
-                gs_errorf(c, "TRYAGAIN cannot start a group yet: %s", core_strerror(rc));
-            else
-                gs_reply_ok(&c->w);
-            return true;
-        }
-        if (add ? idx >= 0 : idx < 0) {
-            gs_error(c, add ? "ERR already a member" : "ERR no such node");
-            return true;
-        }
-        int rc;
-        if (add) {
-            if (cl->n >= GS_RING_MAX_NODES || parse_peer(&cl->nodes[cl->n], name, strlen(name))) {
-                gs_error(c, "ERR bad address (want host:port)");
-                return true;
-            }
-            if (clashes(cl, cl->n)) {
-                memset(&cl->nodes[cl->n], 0, sizeof(cl->nodes[0]));
-                gs_error(c, "ERR the node's id clashes with a member's");
-                return true;
-            }
-            cl->n++;
-            rc = gs_ring_with_node(cl->ring, name, &cl->target);
-            if (rc)
-                memset(&cl->nodes[--cl->n], 0, sizeof(cl->nodes[0]));
-        } else {
-            rc = gs_ring_without_node(cl->ring, name, &cl->target);
-            if (rc == 0)
-                cl->leaving = idx;
-        }
-        if (rc) {
-            gs_errorf(c, "ERR cannot place: %s", core_strerror(rc));
-            return true;
-        }
-        build_map(cl, cl->target, cl->tmap);
-        CORE_INFO("cluster: %s %s: moving to %u nodes", add ? "adding" : "removing", name,
-                  gs_ring_nodes(cl->target));
-        rc = apply_target(cl);
-        if (rc)
-            gs_errorf(c, "TRYAGAIN cannot start a group yet: %s", core_strerror(rc));
-        else
-            gs_reply_ok(&c->w);
-        return true;
-    }
-    if (!gs_arg_is(&argv[1], "migrate") || argc < 3)
-        return false;
-    struct gs_arg *op = &argv[2];
-    if (gs_arg_is(op, "finish") && argc == 3) {
-        if (cl->target)
-            finish_change(cl);
-        gs_reply_ok(&c->w);
-        return true;
-    }
-    if (!cl->target) {
-        gs_error(c, "ERR no membership change is running");
-        return true;
-    }
-    if (gs_arg_is(op, "status") && argc == 3) {
-        /* The target groups this node leads whose Raft configuration is
-         * the target replica set. */
-        unsigned list[GS_RING_MAX_NODES], k = 0;
-        for (unsigned i = 0; i < gs_ring_nodes(cl->target); i++) {
-            struct cgroup *grp = &cl->groups[cl->tmap[i]];
-            if (grp->raft && gs_group_converged(grp->raft))
-                list[k++] = cl->tmap[i];
-        }
-        gs_reply_array(&c->w, k);
-        for (unsigned i = 0; i < k; i++)
-            gs_reply_bulk_cstr(&c->w, cl->nodes[list[i]].name);
-        return true;
-    }
-    if (argc < 4)
-        return false;
-    struct cgroup *grp = led_group(cl, c, &argv[3]);
-    if (!grp)
-        return true;
-    struct gs_buf words = {0};
-    size_t n;
-    if (gs_arg_is(op, "begin") && argc == 4) {
-        n = slot_ranges(cl, grp->g, -1, true, &words);
-        if (n == 0)
-            gs_reply_ok(&c->w);
-        else
-            propose_migration(cl, grp, c, "block", &words, n, NULL, 0);
-    } else if (gs_arg_is(op, "export") && argc == 5) {
-        long long cur;
-        if (!parse_num(argv[4].p, argv[4].len, &cur) || cur < 0) {
-            gs_error(c, "ERR invalid cursor");
-            return true;
-        }
-        if (!grp->slot_state) {
-            /* Nothing leaves this group, or BEGIN is not applied here yet
-             * (then an empty answer would lose keys). */
-            if (slot_ranges(cl, grp->g, -1, true, &words) != 0) {
-                gs_buf_free(&words);
-                gs_error(c, "TRYAGAIN no slot of this group is blocked here yet");
-                return true;
-            }
-            gs_reply_array(&c->w, 2);
-            gs_reply_bulk_cstr(&c->w, "0");
-            gs_reply_array(&c->w, 0);
-            return true;
-        }
-        struct export_ctx x = {.state = grp->slot_state};
-        int64_t now = gs_node_now_ms(cl->node);
-        uint64_t next = gs_store_scan(grp->store, (uint64_t)cur, 256, now, export_key, &x);
-        if (x.oom) {
-            free(x.e);
-            gs_error_oom(c);
-            return true;
-        }
-        const struct gs_entry **found = x.e;
-        char nc[24];
-        snprintf(nc, sizeof(nc), "%llu", (unsigned long long)next);
-        gs_reply_array(&c->w, 2);
-        gs_reply_bulk_cstr(&c->w, nc);
-        gs_reply_array(&c->w, 4 * x.n);
-        for (size_t i = 0; i < x.n; i++) {
-            size_t klen, vlen;
-            const char *key = gs_entry_key(found[i], &klen);
-            gs_reply_bulk_cstr(&c->w, cl->nodes[grp->dest[gs_key_slot(key, klen)]].name);
-            const char *val = gs_entry_value((struct gs_entry *)found[i], &vlen);
-            char ex[24];
-            snprintf(ex, sizeof(ex), "%lld", (long long)gs_entry_expire_ms(found[i]));
-            gs_reply_bulk(&c->w, key, klen);
-            gs_reply_bulk(&c->w, val, vlen);
-            gs_reply_bulk_cstr(&c->w, ex);
-        }
-        free(x.e);
-    } else if (gs_arg_is(op, "import") && argc >= 7 && (argc - 4) % 3 == 0) {
-        propose_migration(cl, grp, c, "import", NULL, 0, argv + 4, argc - 4);
-    } else if (gs_arg_is(op, "switch") && argc == 4) {
-        if (!grp->slot_state)
-            gs_reply_ok(&c->w);
-        else
-            propose_migration(cl, grp, c, "switch", NULL, 0, NULL, 0);
-    } else if (gs_arg_is(op, "own") && argc == 5) {
-        int src = find_node(cl, argv[4].p, argv[4].len);
-        if (src < 0) {
-            gs_error(c, "ERR no such node");
-            return true;
-        }
-        n = slot_ranges(cl, (unsigned)src, (int)grp->g, false, &words);
-        if (n == 0)
-            gs_reply_ok(&c->w);
-        else
-            propose_migration(cl, grp, c, "own", &words, n, NULL, 0);
-    } else {
-        gs_buf_free(&words);
-        return false;
-    }
-    gs_buf_free(&words);
-    return true;
 }
