@@ -76,7 +76,6 @@ int gs_cl_apply_target(struct gs_cluster *cl)
     return rc;
 }
 
-
 static bool parse_num(const char *p, size_t len, long long *out)
 {
     if (len == 0 || len > 20)
@@ -109,7 +108,7 @@ static void collect_key(void *arg, const struct gs_entry *e)
 /* Apply a migration entry of group grp (deterministic: only the entry and
  * this group's earlier entries decide the outcome). */
 void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned argc,
-                         const char *const *argv, const size_t *argvlen, struct gs_buf *out)
+                        const char *const *argv, const size_t *argvlen, struct gs_buf *out)
 {
     struct gs_cluster *cl = grp->cl;
     static const char ok[] = "+OK\r\n";
@@ -409,7 +408,8 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
         }
         int rc;
         if (add) {
-            if (cl->n >= GS_RING_MAX_NODES || gs_cl_parse_peer(&cl->nodes[cl->n], name, strlen(name))) {
+            if (cl->n >= GS_RING_MAX_NODES ||
+                gs_cl_parse_peer(&cl->nodes[cl->n], name, strlen(name))) {
                 gs_error(c, "ERR bad address (want host:port)");
                 return true;
             }

@@ -203,6 +203,9 @@ static void cluster_shards(struct gs_client *c)
 static void cluster_info(struct gs_client *c)
 {
     struct gs_cluster *cl = c->node->cluster;
+    unsigned live = 0; /* nodes that have left are not known any more */
+    for (unsigned i = 0; i < gs_cluster_nodes(cl); i++)
+        live += gs_cluster_node_live(cl, i);
     char text[8192];
     snprintf(text, sizeof(text),
              "cluster_enabled:1\r\n"
@@ -215,8 +218,7 @@ static void cluster_info(struct gs_client *c)
              "cluster_size:%u\r\n"
              "cluster_current_epoch:%u\r\n"
              "cluster_my_epoch:%u\r\n",
-             GS_SLOTS, GS_SLOTS, gs_cluster_nodes(cl), gs_cluster_nodes(cl), gs_cluster_nodes(cl),
-             gs_cluster_self(cl) + 1);
+             GS_SLOTS, GS_SLOTS, live, live, gs_cluster_nodes(cl), gs_cluster_self(cl) + 1);
     gs_cluster_info_groups(cl, text, sizeof(text));
     gs_reply_verbatim(&c->w, text, strlen(text), "txt");
 }
