@@ -1,6 +1,8 @@
 /*
  * Cluster mode: placement, the node's Raft groups, routing and replicated
- * writes (the model is in cluster.h and docs/gridsync-cluster.md).
+ * writes (the model is in cluster.h and docs/gridsync-cluster.md). Adding
+ * and removing nodes is in cluster_migrate.c; the state both share is in
+ * cluster_internal.h.
  *
  * Invariants:
  *  1. A client has at most one replicated write in flight (c->wait), and
@@ -18,6 +20,7 @@
  * that the reply computed at apply time is in the client's protocol.
  */
 #include "gridsync/cluster.h"
+#include "gridsync/cluster_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,59 +33,6 @@
 #include "gridsync/raft_glue.h"
 #include "gridsync/ring.h"
 #include "gridsync/slot.h"
-
-/* A node's Raft port (shared by all its groups: gs_raft_mux), as Redis
- * Cluster's bus port is the client port + 10000. */
-#define RAFT_PORT_OFFSET 10000
-
-struct cnode {
-    char name[GS_RING_NAME_MAX]; /* host:port, as in cluster-peers */
-    char host[GS_RING_NAME_MAX];
-    int port;
-    char id[41];
-};
-
-struct cgroup {
-    struct gs_cluster *cl;
-    unsigned g;
-    unsigned members[GS_RING_MAX_REPLICAS];
-    unsigned n_members;
-    int role;                      /* this node's position in members, -1 if not a member */
-    struct gs_cluster_wait *reads; /* waiting for the next read barrier */
-    int64_t last_entry_ms;         /* time of the last entry applied here */
-    struct gs_store *store;
-    bool own_store; /* created here (not the node's) */
-    struct gs_group *raft;
-};
-
-struct gs_cluster_wait {
-    struct gs_cluster_wait *next_free; /* free list, or a barrier's list */
-    struct gs_cluster *cl;
-    struct gs_client *c;
-    unsigned slot, group;
-    unsigned pending; /* FLUSHALL: groups still to answer */
-    int status;       /* FLUSHALL: first failure */
-};
-
-struct gs_cluster {
-    struct gs_node *node;
-    struct gs_ring *ring;
-    unsigned n, self;
-    struct cnode *nodes;
-    struct cgroup *groups;
-    struct gs_cluster_wait *free_waits;
-    /* scratch for building proposals and for applying entries */
-    const char **pargv;
-    size_t *plen;
-    size_t pcap;
-    struct gs_arg *xargv;
-    size_t xcap;
-    struct core_buf xout;
-    struct gs_raft_mux *mux; /* this node's Raft port */
-    unsigned closing;
-    uv_prepare_t barrier_prep; /* one read barrier per group per iteration */
-    bool prep_started;
-};
 
 /* ---------------------------------------------------------------- setup */
 
@@ -98,7 +48,7 @@ static uint64_t mix64(uint64_t h)
     return h;
 }
 
-static int parse_peer(struct cnode *nd, const char *s, size_t len)
+int gs_cl_parse_peer(struct cnode *nd, const char *s, size_t len)
 {
     if (len == 0 || len >= sizeof(nd->name))
         return CORE_EINVAL;
@@ -124,7 +74,25 @@ static int parse_peer(struct cnode *nd, const char *s, size_t len)
     h[2] = mix64(h[1] ^ 0x9e3779b97f4a7c15ull);
     snprintf(nd->id, sizeof(nd->id), "%016llx%016llx%08llx", (unsigned long long)h[0],
              (unsigned long long)h[1], (unsigned long long)(h[2] >> 32));
+    /* Raft ids and group numbers derive from the name too, not from the
+     * position in the peer list: a node restarted with the list as it is
+     * after a join or a leave finds its groups' members unchanged. */
+    nd->raft_id = h[0] ? h[0] : 1;
+    nd->mux_group = (uint32_t)h[1];
     return 0;
+}
+
+/* Does node i share a name, raft id or group number with an earlier
+ * node? (Derived from names by a 64-bit hash: a clash is astronomically
+ * rare, but would silently merge two nodes' traffic.) */
+bool gs_cl_clashes(const struct gs_cluster *cl, unsigned i)
+{
+    for (unsigned k = 0; k < i; k++)
+        if (!cl->nodes[k].removed && (strcmp(cl->nodes[k].name, cl->nodes[i].name) == 0 ||
+                                      cl->nodes[k].raft_id == cl->nodes[i].raft_id ||
+                                      cl->nodes[k].mux_group == cl->nodes[i].mux_group))
+            return true;
+    return false;
 }
 
 static int parse_peers(struct gs_cluster *cl, const char *list)
@@ -132,7 +100,11 @@ static int parse_peers(struct gs_cluster *cl, const char *list)
     unsigned cap = 1;
     for (const char *p = list; *p; p++)
         cap += *p == ',';
-    cl->nodes = calloc(cap, sizeof(*cl->nodes));
+    if (cap > GS_RING_MAX_NODES)
+        return CORE_EINVAL;
+    /* Room for nodes added later (CLUSTER ADDNODE): groups point into
+     * these arrays, so they never move. */
+    cl->nodes = calloc(GS_RING_MAX_NODES, sizeof(*cl->nodes));
     if (!cl->nodes)
         return CORE_ENOMEM;
     cl->n = 0;
@@ -145,8 +117,13 @@ static int parse_peers(struct gs_cluster *cl, const char *list)
             len--;
         }
         if (len) {
-            if (parse_peer(&cl->nodes[cl->n], p, len)) {
+            if (gs_cl_parse_peer(&cl->nodes[cl->n], p, len)) {
                 CORE_WARN("cluster-peers: bad address '%.*s' (want host:port)", (int)len, p);
+                return CORE_EINVAL;
+            }
+            if (gs_cl_clashes(cl, cl->n)) {
+                CORE_WARN("cluster-peers: '%.*s' is listed twice (or its id gs_cl_clashes)",
+                          (int)len, p);
                 return CORE_EINVAL;
             }
             cl->n++;
@@ -162,7 +139,7 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
                          const char *const *argv, const size_t *argvlen, struct gs_buf *out);
 static void on_barrier_prepare(uv_prepare_t *h);
 
-static int start_group(struct gs_cluster *cl, struct cgroup *grp)
+int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
 {
     struct gs_node *n = cl->node;
     char addrs[GS_RING_MAX_REPLICAS][GS_RING_NAME_MAX + 16];
@@ -170,7 +147,7 @@ static int start_group(struct gs_cluster *cl, struct cgroup *grp)
     for (unsigned r = 0; r < grp->n_members; r++) {
         const struct cnode *m = &cl->nodes[grp->members[r]];
         snprintf(addrs[r], sizeof(addrs[r]), "%s:%d", m->host, m->port + RAFT_PORT_OFFSET);
-        peers[r] = (struct gs_raft_peer){grp->members[r] + 1, addrs[r]};
+        peers[r] = (struct gs_raft_peer){m->raft_id, addrs[r]};
     }
     if (grp->g == cl->self) {
         grp->store = n->store;
@@ -192,11 +169,11 @@ static int start_group(struct gs_cluster *cl, struct cgroup *grp)
         if (*p == ':')
             *p = '_';
     struct gs_group_config gcfg = {
-        .id = cl->self + 1,
+        .id = cl->nodes[cl->self].raft_id,
         .dir = dir,
         .peers = peers,
         .n_peers = grp->n_members,
-        .preferred_leader = grp->g + 1,
+        .preferred_leader = cl->nodes[grp->g].raft_id,
         /* A snapshot copies the whole shard on the loop thread, so it must
          * be rare: every cluster-snapshot-entries entries (each entry is a
          * loop iteration's batch), keeping an eighth of that in the log so
@@ -204,16 +181,69 @@ static int start_group(struct gs_cluster *cl, struct cgroup *grp)
         .snapshot_threshold = (unsigned)n->cfg.cluster_snapshot_entries,
         .snapshot_trailing = (unsigned)(n->cfg.cluster_snapshot_entries / 8),
         .mux = cl->mux,
-        .mux_group = grp->g,
+        .mux_group = cl->nodes[grp->g].mux_group,
+        .join = join,
         .fsm = {.store = grp->store, .exec = cluster_exec, .exec_ctx = grp},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
-    if (rc)
+    if (rc) {
         CORE_WARN("cluster: cannot start the Raft group of %s in %s", cl->nodes[grp->g].name, dir);
-    else
-        CORE_INFO("cluster: member %d of the group of %s (raft %s, data %s)", grp->role,
-                  cl->nodes[grp->g].name, addrs[grp->role], dir);
+        if (grp->own_store)
+            gs_store_free(grp->store); /* a later attempt makes a new one */
+        grp->store = NULL;
+        grp->own_store = false;
+        grp->raft = NULL;
+    } else
+        CORE_INFO("cluster: member %d of the group of %s (raft %s, data %s%s)", grp->role,
+                  cl->nodes[grp->g].name, addrs[grp->role], dir, join ? ", joining" : "");
     return rc;
+}
+
+/* The node index of ring index i. */
+static unsigned map_ring(struct gs_cluster *cl, const struct gs_ring *r, unsigned i)
+{
+    const char *name = gs_ring_node_name(r, i);
+    for (unsigned k = 0; k < cl->n; k++)
+        if (!cl->nodes[k].removed && strcmp(cl->nodes[k].name, name) == 0)
+            return k;
+    return 0; /* unreachable: every ring name is a node */
+}
+
+void gs_cl_build_map(struct gs_cluster *cl, const struct gs_ring *r, unsigned *map)
+{
+    for (unsigned i = 0; i < gs_ring_nodes(r); i++)
+        map[i] = map_ring(cl, r, i);
+}
+
+/* Group g's replica set (node indexes) in ring r, or 0 if g is not in r. */
+unsigned gs_cl_ring_members(struct gs_cluster *cl, const struct gs_ring *r, const unsigned *map,
+                            unsigned g, unsigned *out)
+{
+    for (unsigned i = 0; i < gs_ring_nodes(r); i++) {
+        if (map[i] != g)
+            continue;
+        unsigned m = gs_ring_group_replicas(r, i, out);
+        for (unsigned k = 0; k < m; k++)
+            out[k] = map[out[k]];
+        return m;
+    }
+    return 0;
+}
+
+void gs_cl_set_members(struct cgroup *grp, const unsigned *m, unsigned n, unsigned self)
+{
+    memcpy(grp->members, m, n * sizeof(*m));
+    grp->n_members = n;
+    grp->role = -1;
+    for (unsigned r = 0; r < n; r++)
+        if (m[r] == self)
+            grp->role = (int)r;
+}
+
+void gs_cl_serve_ring(struct gs_cluster *cl)
+{
+    for (unsigned s = 0; s < GS_SLOTS; s++)
+        cl->serve[s] = (uint16_t)cl->rmap[gs_ring_owner_of_slot(cl->ring, s)];
 }
 
 int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
@@ -239,19 +269,27 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
         goto fail;
     }
     const char *names[GS_RING_MAX_NODES];
-    if (cl->n > GS_RING_MAX_NODES) {
-        rc = CORE_EINVAL;
-        goto fail;
-    }
+    /* A joining node (cluster-join) is the one being added: the cluster
+     * serves the placement without it and moves to the one with it. */
+    bool join = n->cfg.cluster_join && cl->n > 1;
+    unsigned nn = 0;
     for (unsigned i = 0; i < cl->n; i++)
-        names[i] = cl->nodes[i].name;
+        if (!join || i != cl->self)
+            names[nn++] = cl->nodes[i].name;
     struct gs_ring_config rcfg = {0, (unsigned)n->cfg.cluster_replicas};
-    rc = gs_ring_new(&cl->ring, names, cl->n, &rcfg);
+    cl->leaving = -1;
+    rc = gs_ring_new(&cl->ring, names, nn, &rcfg);
+    if (rc == 0 && join)
+        rc = gs_ring_with_node(cl->ring, cl->nodes[cl->self].name, &cl->target);
     if (rc) {
         CORE_WARN("cluster: cannot place %u nodes: %s", cl->n, core_strerror(rc));
         goto fail;
     }
-    cl->groups = calloc(cl->n, sizeof(*cl->groups));
+    gs_cl_build_map(cl, cl->ring, cl->rmap);
+    if (cl->target)
+        gs_cl_build_map(cl, cl->target, cl->tmap);
+    gs_cl_serve_ring(cl);
+    cl->groups = calloc(GS_RING_MAX_NODES, sizeof(*cl->groups));
     if (!cl->groups) {
         rc = CORE_ENOMEM;
         goto fail;
@@ -260,11 +298,9 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
         struct cgroup *grp = &cl->groups[g];
         grp->cl = cl;
         grp->g = g;
-        grp->n_members = gs_ring_group_replicas(cl->ring, g, grp->members);
-        grp->role = -1;
-        for (unsigned r = 0; r < grp->n_members; r++)
-            if (grp->members[r] == cl->self)
-                grp->role = (int)r;
+        unsigned m[GS_RING_MAX_REPLICAS];
+        unsigned nm = gs_cl_ring_members(cl, cl->ring, cl->rmap, g, m);
+        gs_cl_set_members(grp, m, nm, cl->self);
     }
     char raft_addr[GS_RING_NAME_MAX + 16];
     snprintf(raft_addr, sizeof(raft_addr), "%s:%d", cl->nodes[cl->self].host,
@@ -275,9 +311,11 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
         goto fail;
     }
     for (unsigned g = 0; g < cl->n; g++) {
-        if (cl->groups[g].role >= 0 && (rc = start_group(cl, &cl->groups[g])) != 0)
+        if (cl->groups[g].role >= 0 && (rc = gs_cl_start_group(cl, &cl->groups[g], false)) != 0)
             goto fail_started;
     }
+    if (cl->target && (rc = gs_cl_apply_target(cl)) != 0)
+        goto fail_started;
     if (n->cfg.cluster_linearizable_reads) {
         uv_prepare_init(n->loop, &cl->barrier_prep);
         cl->barrier_prep.data = cl;
@@ -297,6 +335,7 @@ fail_started:
     return rc;
 fail:
     gs_ring_free(cl->ring);
+    gs_ring_free(cl->target);
     free(cl->nodes);
     free(cl->groups);
     free(cl);
@@ -336,15 +375,19 @@ void gs_cluster_free(struct gs_cluster *cl)
 {
     if (!cl)
         return;
-    for (unsigned g = 0; g < cl->n; g++)
+    for (unsigned g = 0; g < cl->n; g++) {
         if (cl->groups[g].own_store)
             gs_store_free(cl->groups[g].store);
+        free(cl->groups[g].slot_state);
+        free(cl->groups[g].dest);
+    }
     while (cl->free_waits) {
         struct gs_cluster_wait *w = cl->free_waits;
         cl->free_waits = w->next_free;
         free(w);
     }
     gs_ring_free(cl->ring);
+    gs_ring_free(cl->target);
     free(cl->nodes);
     free(cl->groups);
     free(cl->pargv);
@@ -359,13 +402,30 @@ void gs_cluster_free(struct gs_cluster *cl)
 /* raft_glue's executor: run the entry's command through its ordinary
  * handler, against the group's store and at the entry's time (invariant
  * 3). The handler writes into a client that has no connection. */
+
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
                          const char *const *argv, const size_t *argvlen, struct gs_buf *out)
 {
     struct cgroup *grp = ctx;
     struct gs_cluster *cl = grp->cl;
     struct gs_node *n = cl->node;
+    if (argc >= 3 && argvlen[1] == sizeof(MIGRATE_ENTRY) - 1 &&
+        memcmp(argv[1], MIGRATE_ENTRY, argvlen[1]) == 0) {
+        gs_cl_migrate_exec(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
+        return;
+    }
     const struct gs_command *cmd = argc >= 2 ? gs_command_lookup(n, argv[1], argvlen[1]) : NULL;
+    if (cmd && grp->slot_state && cmd->first_key > 0 && (size_t)cmd->first_key + 1 < argc) {
+        /* Checked again at apply time, against this group's log only: a
+         * write proposed before the slot was blocked but ordered after the
+         * block must not change a slot whose keys were already copied. */
+        unsigned slot = gs_key_slot(argv[cmd->first_key + 1], argvlen[cmd->first_key + 1]);
+        if (grp->slot_state[slot] != SLOT_SERVING) {
+            static const char err[] = "-TRYAGAIN the slot is moving to another node\r\n";
+            gs_buf_append(out, err, sizeof(err) - 1);
+            return;
+        }
+    }
     if (!cmd || !(cmd->flags & GS_CMD_WRITE)) {
         static const char err[] = "-ERR not a replicated command\r\n";
         gs_buf_append(out, err, sizeof(err) - 1);
@@ -416,16 +476,18 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
 
 /* --------------------------------------------------------------- routing */
 
-static void reply_moved(struct gs_client *c, unsigned slot, const struct cnode *to)
+void gs_cl_reply_moved(struct gs_client *c, unsigned slot, const struct cnode *to)
 {
     gs_errorf(c, "MOVED %u %s:%d", slot, to->host, to->port);
 }
 
-static int leader_of(const struct gs_cluster *cl, const struct cgroup *grp)
+int gs_cl_leader_of(const struct gs_cluster *cl, const struct cgroup *grp)
 {
     uint64_t id;
-    if (grp->raft && gs_group_leader(grp->raft, &id, NULL, 0) == 0 && id >= 1 && id <= cl->n)
-        return (int)(id - 1);
+    if (grp->raft && gs_group_leader(grp->raft, &id, NULL, 0) == 0)
+        for (unsigned i = 0; i < cl->n; i++)
+            if (cl->nodes[i].raft_id == id && !cl->nodes[i].removed)
+                return (int)i;
     return -1;
 }
 
@@ -460,9 +522,9 @@ static void on_write_done(void *data, int status, const char *reply, size_t len)
         gs_reply_raw(&c->w, reply, len);
     } else if (status == CORE_ESTATE) {
         /* Not applied: the client may safely retry where we send it. */
-        int l = leader_of(cl, &cl->groups[g]);
+        int l = gs_cl_leader_of(cl, &cl->groups[g]);
         if (l >= 0 && (unsigned)l != cl->self)
-            reply_moved(c, slot, &cl->nodes[l]);
+            gs_cl_reply_moved(c, slot, &cl->nodes[l]);
         else
             gs_error(c, "TRYAGAIN leadership is changing, the write was not applied");
     } else if (status == CORE_ETIMEOUT) {
@@ -557,8 +619,8 @@ static bool propose_args(struct gs_cluster *cl, struct gs_client *c, size_t argc
     return true;
 }
 
-static bool propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
-                    size_t argc, struct gs_arg *argv)
+bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
+                   size_t argc, struct gs_arg *argv)
 {
     size_t need = argc + 1;
     if (!propose_args(cl, c, argc, argv)) {
@@ -714,15 +776,45 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
             return true;
         }
     }
-    unsigned g = gs_ring_owner_of_slot(cl->ring, slot);
+    unsigned g = cl->serve[slot];
     struct cgroup *grp = &cl->groups[g];
     /* Set when this request is parsed again after its read barrier
      * (linearizable reads); it concerns this request only. */
     int barrier = c->read_barrier;
     c->read_barrier = 0;
+    if (cl->target) {
+        /* A slot coming to a group this node leads, before the group has
+         * taken it over: the old owner sends clients here already, so
+         * answer "retry" rather than MOVED back there. */
+        unsigned to = cl->tmap[gs_ring_owner_of_slot(cl->target, slot)];
+        struct cgroup *tg = &cl->groups[to];
+        if (to != g && tg->raft && gs_group_is_leader(tg->raft) &&
+            (!grp->raft || (grp->slot_state && grp->slot_state[slot] == SLOT_GONE))) {
+            gs_error(c, "TRYAGAIN the slot is moving to this node");
+            return true;
+        }
+    }
     if (!grp->raft) {
-        reply_moved(c, slot, &cl->nodes[g]);
+        gs_cl_reply_moved(c, slot, &cl->nodes[g]);
         return true;
+    }
+    if (grp->slot_state && grp->slot_state[slot] != SLOT_SERVING) {
+        /* Migrating out (see "Join and leave"): reads are still served
+         * here until the switch, writes wait for the new owner. */
+        if (grp->slot_state[slot] == SLOT_GONE) {
+            unsigned to = grp->dest[slot];
+            if (to == NO_GROUP) {
+                gs_error(c, "TRYAGAIN the slot has moved to another node");
+                return true;
+            }
+            int l = gs_cl_leader_of(cl, &cl->groups[to]);
+            gs_cl_reply_moved(c, slot, &cl->nodes[l >= 0 ? (unsigned)l : to]);
+            return true;
+        }
+        if (write) {
+            gs_error(c, "TRYAGAIN the slot is moving to another node");
+            return true;
+        }
     }
     if (barrier) {
         bool passed = barrier > 0;
@@ -732,7 +824,7 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         }
     } else if (gs_group_is_leader(grp->raft)) {
         if (write)
-            return propose(cl, grp, c, slot, argc, argv);
+            return gs_cl_propose(cl, grp, c, slot, argc, argv);
         if (cl->node->cfg.cluster_linearizable_reads)
             return defer_read(cl, grp, c, slot);
         run_on(cl, grp, c, cmd, argc, argv);
@@ -742,9 +834,9 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         run_on(cl, grp, c, cmd, argc, argv); /* a replica read: may be stale */
         return true;
     }
-    int l = leader_of(cl, grp);
+    int l = gs_cl_leader_of(cl, grp);
     if (l >= 0)
-        reply_moved(c, slot, &cl->nodes[l]);
+        gs_cl_reply_moved(c, slot, &cl->nodes[l]);
     else
         gs_error(c, "CLUSTERDOWN The cluster is down: no leader for this slot yet");
     return true;
@@ -802,12 +894,17 @@ const char *gs_cluster_node_id(const struct gs_cluster *cl, unsigned i)
 
 unsigned gs_cluster_slot_group(const struct gs_cluster *cl, unsigned slot)
 {
-    return gs_ring_owner_of_slot(cl->ring, slot);
+    return cl->serve[slot];
+}
+
+bool gs_cluster_node_live(const struct gs_cluster *cl, unsigned i)
+{
+    return !cl->nodes[i].removed;
 }
 
 unsigned gs_cluster_group_leader(const struct gs_cluster *cl, unsigned g)
 {
-    int l = leader_of(cl, &cl->groups[g]);
+    int l = gs_cl_leader_of(cl, &cl->groups[g]);
     return l >= 0 ? (unsigned)l : g;
 }
 

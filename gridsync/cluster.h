@@ -74,10 +74,30 @@ bool gs_cluster_may_expire(struct gs_cluster *cl);
  * answer. */
 void gs_cluster_client_closed(struct gs_client *c);
 
+/* ---- join and leave (docs/gridsync-cluster.md, "Join and leave") ----
+ *
+ * CLUSTER ADDNODE host:port | DELNODE host:port   (sent to every node)
+ * CLUSTER MIGRATE STATUS                  target groups led here, converged
+ * CLUSTER MIGRATE BEGIN  <src>            at src's leader: block moving slots
+ * CLUSTER MIGRATE EXPORT <src> <cursor>   at src's leader: [cursor, dst k v exp...]
+ * CLUSTER MIGRATE IMPORT <dst> k v exp... at dst's leader: copy through its log
+ * CLUSTER MIGRATE SWITCH <src>            at src's leader: drop, redirect
+ * CLUSTER MIGRATE OWN    <dst> <src>      at dst's leader: serve src's slots
+ * CLUSTER MIGRATE FINISH                  (every node) serve the new placement
+ *
+ * Groups are named by their node's host:port. Replies come after the
+ * entry is committed (BEGIN, IMPORT, SWITCH, OWN); -NOTLEADER when this
+ * node does not lead the group named. Returns false if argv is none of
+ * these (the caller answers "unknown subcommand"). scripts/gridsync-reshard
+ * drives the sequence. */
+bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, struct gs_arg *argv);
+
 /* ---- the cluster as CLUSTER SLOTS / SHARDS / NODES show it ---- */
 
 unsigned gs_cluster_nodes(const struct gs_cluster *cl);
 unsigned gs_cluster_self(const struct gs_cluster *cl);
+/* False for a node that has left (indexes of nodes are never reused). */
+bool gs_cluster_node_live(const struct gs_cluster *cl, unsigned i);
 /* Node i's client address parts and its 40-hex node id. */
 const char *gs_cluster_node_host(const struct gs_cluster *cl, unsigned i);
 int gs_cluster_node_port(const struct gs_cluster *cl, unsigned i);

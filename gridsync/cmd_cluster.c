@@ -43,8 +43,8 @@ void gs_cmd_readwrite(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_ok(&c->w);
 }
 
-/* We never answer -ASK (no slot is ever half-migrated while serving), so
- * ASKING has nothing to enable. */
+/* We never answer -ASK (a moving slot answers -TRYAGAIN to writes until
+ * its new owner serves it), so ASKING has nothing to enable. */
 void gs_cmd_asking(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     if (!require_cluster(c))
@@ -122,6 +122,8 @@ static void cluster_nodes(struct gs_client *c)
     struct gs_node *n = c->node;
     n->scratch.len = 0;
     for (unsigned i = 0; i < gs_cluster_nodes(cl); i++) {
+        if (!gs_cluster_node_live(cl, i))
+            continue;
         char line[512];
         int len = snprintf(line, sizeof(line), "%s %s:%d@%d %s - 0 0 %u connected",
                            gs_cluster_node_id(cl, i), gs_cluster_node_host(cl, i),
@@ -161,9 +163,13 @@ static void shards_node(struct gs_client *c, struct gs_cluster *cl, unsigned i, 
 static void cluster_shards(struct gs_client *c)
 {
     struct gs_cluster *cl = c->node->cluster;
-    unsigned n = gs_cluster_nodes(cl);
-    gs_reply_array(&c->w, n);
+    unsigned n = gs_cluster_nodes(cl), live = 0;
+    for (unsigned g = 0; g < n; g++)
+        live += gs_cluster_node_live(cl, g);
+    gs_reply_array(&c->w, live);
     for (unsigned g = 0; g < n; g++) {
+        if (!gs_cluster_node_live(cl, g))
+            continue;
         unsigned ranges = 0, start = 0;
         for (unsigned s = 1; s <= GS_SLOTS; s++) {
             if (s < GS_SLOTS && gs_cluster_slot_group(cl, s) == gs_cluster_slot_group(cl, start))
@@ -197,6 +203,9 @@ static void cluster_shards(struct gs_client *c)
 static void cluster_info(struct gs_client *c)
 {
     struct gs_cluster *cl = c->node->cluster;
+    unsigned live = 0; /* nodes that have left are not known any more */
+    for (unsigned i = 0; i < gs_cluster_nodes(cl); i++)
+        live += gs_cluster_node_live(cl, i);
     char text[8192];
     snprintf(text, sizeof(text),
              "cluster_enabled:1\r\n"
@@ -209,8 +218,7 @@ static void cluster_info(struct gs_client *c)
              "cluster_size:%u\r\n"
              "cluster_current_epoch:%u\r\n"
              "cluster_my_epoch:%u\r\n",
-             GS_SLOTS, GS_SLOTS, gs_cluster_nodes(cl), gs_cluster_nodes(cl), gs_cluster_nodes(cl),
-             gs_cluster_self(cl) + 1);
+             GS_SLOTS, GS_SLOTS, live, live, gs_cluster_nodes(cl), gs_cluster_self(cl) + 1);
     gs_cluster_info_groups(cl, text, sizeof(text));
     gs_reply_verbatim(&c->w, text, strlen(text), "txt");
 }
@@ -239,6 +247,8 @@ void gs_cmd_cluster(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_reply_bulk_cstr(&c->w, gs_cluster_node_id(cl, gs_cluster_self(cl)));
     } else if (gs_arg_is(&argv[1], "info") && argc == 2) {
         cluster_info(c);
+    } else if (gs_cluster_admin(cl, c, argc, argv)) {
+        /* join/leave: answered (or proposed) there */
     } else {
         gs_errorf(c,
                   "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try "

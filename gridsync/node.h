@@ -28,7 +28,7 @@ struct gs_command;
 struct gs_origin;
 struct gs_held;
 
-#define GS_NODE_NOPTS 28 /* options + terminator (7 gs-origin's, 6 cluster's) */
+#define GS_NODE_NOPTS 29 /* options + terminator (7 gs-origin's, 7 cluster's) */
 
 struct gs_config {
     int64_t port;
@@ -59,6 +59,7 @@ struct gs_config {
     char dir[CORE_OPT_STRLEN];           /* Raft logs and snapshots */
     int64_t cluster_replicas;            /* replication factor */
     bool cluster_linearizable_reads;     /* reads wait for a Raft barrier */
+    bool cluster_join;                   /* this node is being added (docs) */
     int64_t cluster_snapshot_entries;    /* Raft log entries between snapshots */
 };
 

@@ -18,7 +18,9 @@
  */
 #include "gridsync/raft_glue.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -485,7 +487,8 @@ void gs_fsm_stats(const struct gs_fsm *f, struct gs_fsm_stats *out)
 #define DEFAULT_ELECTION_MS   150
 #define DEFAULT_HEARTBEAT_MS  15
 #define DEFAULT_RETRY_MS      50
-#define REBALANCE_INTERVAL_MS 500
+#define REBALANCE_INTERVAL_MS 100
+#define MAX_DESIRED           8
 
 struct gs_group {
     struct raft raft;
@@ -499,6 +502,15 @@ struct gs_group {
     struct raft_transfer transfer;
     bool transferring;
     uint64_t preferred;
+    /* membership reconciliation: the wanted replica set */
+    struct raft_change change;
+    bool changing;
+    unsigned n_desired;
+    uint64_t desired[MAX_DESIRED];
+    char desired_addr[MAX_DESIRED][GS_MUX_ADDR_MAX + 1];
+    char dir[PATH_MAX];
+    bool erase;
+    unsigned snapshot_threshold; /* as configured (restored after a hold) */
     unsigned handles_open;
     void (*close_cb)(void *);
     void *close_data;
@@ -542,10 +554,14 @@ static void on_transfer_done(struct raft_transfer *req)
  * one per node), but only when it is connected and fully caught up:
  * libraft refuses writes while a transfer runs, so a transfer to a node
  * that cannot take over would stall the group for an election timeout. */
+static bool reconcile(struct gs_group *g);
+
 static void on_rebalance(uv_timer_t *t)
 {
     struct gs_group *g = t->data;
     struct raft *r = &g->raft;
+    if (reconcile(g))
+        return;
     if (!g->preferred || g->preferred == r->id || g->transferring || raft_state(r) != RAFT_LEADER)
         return;
     for (unsigned i = 0; i < r->configuration.n; i++) {
@@ -560,10 +576,124 @@ static void on_rebalance(uv_timer_t *t)
     }
 }
 
+static void on_change_done(struct raft_change *req, int status)
+{
+    struct gs_group *g = req->data;
+    g->changing = false;
+    if (status != 0)
+        CORE_INFO("raft: membership change of %s failed: %s (retried)", g->dir,
+                  raft_strerror(status));
+}
+
+static bool is_desired(const struct gs_group *g, raft_id id)
+{
+    for (unsigned i = 0; i < g->n_desired; i++)
+        if (g->desired[i] == id)
+            return true;
+    return false;
+}
+
+/* One step towards the desired replica set, at the leader. Returns true
+ * when a change is running (or was just started): no leadership transfer
+ * then, libraft allows one thing at a time. */
+static bool reconcile(struct gs_group *g)
+{
+    struct raft *r = &g->raft;
+    if (g->changing)
+        return true;
+    if (g->n_desired == 0 || g->transferring || raft_state(r) != RAFT_LEADER)
+        return false;
+    int rv = 0;
+    for (unsigned i = 0; i < g->n_desired && rv == 0; i++) {
+        const struct raft_server *srv = NULL;
+        for (unsigned j = 0; j < r->configuration.n; j++)
+            if (r->configuration.servers[j].id == g->desired[i])
+                srv = &r->configuration.servers[j];
+        if (!srv) {
+            rv = raft_add(r, &g->change, g->desired[i], g->desired_addr[i], on_change_done);
+            if (rv == 0) {
+                CORE_INFO("raft: adding %s to %s", g->desired_addr[i], g->dir);
+                g->changing = true;
+                return true;
+            }
+        } else if (srv->role != RAFT_VOTER) {
+            /* libraft catches the server up in rounds before promoting it
+             * (a new member never votes without the log). */
+            rv = raft_assign(r, &g->change, srv->id, RAFT_VOTER, on_change_done);
+            if (rv == 0) {
+                g->changing = true;
+                return true;
+            }
+        }
+    }
+    for (unsigned j = 0; j < r->configuration.n && rv == 0; j++) {
+        raft_id id = r->configuration.servers[j].id;
+        if (id == r->id || is_desired(g, id))
+            continue;
+        rv = raft_remove(r, &g->change, id, on_change_done);
+        if (rv == 0) {
+            CORE_INFO("raft: removing member %llu from %s", (unsigned long long)id, g->dir);
+            g->changing = true;
+            return true;
+        }
+    }
+    if (rv != 0)
+        CORE_DEBUG("raft: membership step in %s: %s", g->dir, raft_strerror(rv));
+    return false;
+}
+
+int gs_group_set_desired(struct gs_group *g, const struct gs_raft_peer *peers, unsigned n)
+{
+    if (n > MAX_DESIRED)
+        return CORE_EINVAL;
+    for (unsigned i = 0; i < n; i++) {
+        size_t len = strlen(peers[i].address);
+        if (len > GS_MUX_ADDR_MAX || peers[i].id == 0)
+            return CORE_EINVAL;
+        memcpy(g->desired_addr[i], peers[i].address, len + 1);
+        g->desired[i] = peers[i].id;
+    }
+    g->n_desired = n;
+    return 0;
+}
+
+bool gs_group_converged(struct gs_group *g)
+{
+    struct raft *r = &g->raft;
+    if (g->changing || raft_state(r) != RAFT_LEADER || g->n_desired == 0 ||
+        r->configuration.n != g->n_desired)
+        return false;
+    for (unsigned j = 0; j < r->configuration.n; j++)
+        if (r->configuration.servers[j].role != RAFT_VOTER ||
+            !is_desired(g, r->configuration.servers[j].id))
+            return false;
+    return true;
+}
+
+/* The group's directory holds libraft's files only (no subdirectories). */
+static void erase_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[PATH_MAX + 256];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
 static void group_free(struct gs_group *g)
 {
     void (*cb)(void *) = g->close_cb;
     void *data = g->close_data;
+    if (g->erase)
+        erase_dir(g->dir);
     gs_fsm_free(g->fsm);
     free(g);
     if (cb)
@@ -618,6 +748,8 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
     }
     g->preferred = cfg->preferred_leader;
     g->transfer.data = g;
+    g->change.data = g;
+    snprintf(g->dir, sizeof(g->dir), "%s", cfg->dir);
 
     int rv;
     if (cfg->mux) {
@@ -671,6 +803,7 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
         raft_set_snapshot_threshold(&g->raft, cfg->snapshot_threshold);
     if (cfg->snapshot_trailing)
         raft_set_snapshot_trailing(&g->raft, cfg->snapshot_trailing);
+    g->snapshot_threshold = (unsigned)g->raft.snapshot.threshold;
 
     uv_prepare_init(loop, &g->prepare);
     g->prepare.data = g;
@@ -683,7 +816,9 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
     raft_configuration_init(&conf);
     for (unsigned i = 0; i < cfg->n_peers && rv == 0; i++)
         rv = raft_configuration_add(&conf, cfg->peers[i].id, cfg->peers[i].address, RAFT_VOTER);
-    if (rv == 0) {
+    /* A joining member starts empty and learns the configuration (and the
+     * data, from a snapshot or the log) from the leader that adds it. */
+    if (rv == 0 && !cfg->join) {
         rv = raft_bootstrap(&g->raft, &conf);
         if (rv == RAFT_CANTBOOTSTRAP)
             rv = 0;
@@ -702,6 +837,17 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
     uv_timer_start(&g->rebalance, on_rebalance, REBALANCE_INTERVAL_MS, REBALANCE_INTERVAL_MS);
     *out = g;
     return 0;
+}
+
+void gs_group_hold_snapshots(struct gs_group *g, bool hold)
+{
+    raft_set_snapshot_threshold(&g->raft, hold ? UINT_MAX : g->snapshot_threshold);
+}
+
+void gs_group_close_erase(struct gs_group *g, void (*cb)(void *data), void *data)
+{
+    g->erase = true;
+    gs_group_close(g, cb, data);
 }
 
 void gs_group_close(struct gs_group *g, void (*cb)(void *data), void *data)

@@ -171,7 +171,10 @@ struct gs_group_config {
     struct gs_raft_mux *mux;     /* NULL: a port of its own (this node's
                                   * peers[] address) */
     uint32_t mux_group;          /* with a mux: the group's number, the
-                                  * same on every member (< 1024) */
+                                  * same on every member */
+    bool join;                   /* join a running group: no bootstrap; the
+                                  * leader adds this node (peers[] need only
+                                  * hold this node) */
     struct gs_fsm_config fsm;
 };
 
@@ -209,6 +212,31 @@ int gs_group_transfer(struct gs_group *g, uint64_t id);
  * cb(data, CORE_ESTATE). Returns 0 or CORE_ESTATE/CORE_ENOMEM (cb not
  * called). */
 int gs_group_barrier(struct gs_group *g, void (*cb)(void *data, int status), void *data);
+
+/* Membership reconciliation (docs/gridsync-cluster.md, "Join and
+ * leave"). Set the replica set the group should converge to (copied; n 0
+ * clears it). While this node leads, a timer moves the Raft configuration
+ * towards it one single-server change at a time (Raft thesis 4.1):
+ * raft_add a missing member (as spare), raft_assign it voter (libraft
+ * catches it up first, so it votes only with the log), raft_remove a
+ * member not wanted (never the leader itself: leadership first returns to
+ * the preferred node, which is always wanted). Returns 0, CORE_EINVAL (too
+ * many) or CORE_ENOMEM. */
+int gs_group_set_desired(struct gs_group *g, const struct gs_raft_peer *peers, unsigned n);
+
+/* True when this node leads the group, no change is running and the
+ * configuration is exactly the desired set, all voters. */
+bool gs_group_converged(struct gs_group *g);
+
+/* Stop (hold true) or resume taking snapshots. A slot migration keeps
+ * state outside the store (which slots are blocked or gone), which a
+ * snapshot would not carry: while it runs, members that fall behind catch
+ * up from the log, which then still holds the migration's entries. */
+void gs_group_hold_snapshots(struct gs_group *g, bool hold);
+
+/* Close like gs_group_close, then delete the group's data directory (a
+ * node that left the group must not come back with its old log). */
+void gs_group_close_erase(struct gs_group *g, void (*cb)(void *data), void *data);
 
 /* Raft facts for CLUSTER INFO / INFO: term, commit and applied index. */
 void gs_group_raft_info(struct gs_group *g, uint64_t *term, uint64_t *commit, uint64_t *applied);

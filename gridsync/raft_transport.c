@@ -39,7 +39,7 @@ struct nodelay_connect {
  * The handshake's format is in raft_batch.h (gs_mux_handshake_*).
  */
 
-#define MUX_MAX_GROUPS 1024u
+#define MUX_MAX_GROUPS 1024u /* groups per node at once */
 
 struct gs_raft_mux {
     uv_loop_t *loop;
@@ -51,6 +51,16 @@ struct gs_raft_mux {
     void *close_data;
     unsigned closing;
 };
+
+/* The channel of a group number (any u32: numbers come from node names,
+ * so they are sparse), or NULL. A node has a handful of groups. */
+static struct gs_mux_channel *find_chan(struct gs_raft_mux *m, uint32_t group)
+{
+    for (unsigned i = 0; i < MUX_MAX_GROUPS; i++)
+        if (m->chans[i] && m->chans[i]->group == group)
+            return m->chans[i];
+    return NULL;
+}
 
 struct mux_incoming {
     struct mux_incoming *next;
@@ -135,7 +145,7 @@ static void incoming_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     uv_read_stop(s);
-    struct gs_mux_channel *ch = group < MUX_MAX_GROUPS ? in->mux->chans[group] : NULL;
+    struct gs_mux_channel *ch = find_chan(in->mux, group);
     if (!ch || !ch->accept_cb) {
         incoming_drop(in); /* that group is not (or no longer) here */
         return;
@@ -240,11 +250,16 @@ static int chan_init(struct raft_uv_transport *t, raft_id id, const char *addres
 static int chan_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 {
     struct gs_mux_channel *ch = (struct gs_mux_channel *)t;
-    if (ch->mux->chans[ch->group])
+    if (find_chan(ch->mux, ch->group))
         return RAFT_DUPLICATEID;
-    ch->accept_cb = cb;
-    ch->mux->chans[ch->group] = ch;
-    return 0;
+    for (unsigned i = 0; i < MUX_MAX_GROUPS; i++) {
+        if (!ch->mux->chans[i]) {
+            ch->accept_cb = cb;
+            ch->mux->chans[i] = ch;
+            return 0;
+        }
+    }
+    return RAFT_TOOMANY;
 }
 
 static void connect_remove(struct gs_mux_connect *c)
@@ -350,8 +365,9 @@ static void chan_close(struct raft_uv_transport *t, raft_uv_transport_close_cb c
 {
     struct gs_mux_channel *ch = (struct gs_mux_channel *)t;
     ch->close_cb = cb;
-    if (ch->mux->chans[ch->group] == ch)
-        ch->mux->chans[ch->group] = NULL;
+    for (unsigned i = 0; i < MUX_MAX_GROUPS; i++)
+        if (ch->mux->chans[i] == ch)
+            ch->mux->chans[i] = NULL;
     ch->accept_cb = NULL;
     while (ch->connects) {
         struct gs_mux_connect *c = ch->connects;
@@ -365,8 +381,6 @@ static void chan_close(struct raft_uv_transport *t, raft_uv_transport_close_cb c
 
 int gs_mux_channel_init(struct gs_mux_channel *ch, struct gs_raft_mux *m, uint32_t group)
 {
-    if (group >= MUX_MAX_GROUPS)
-        return RAFT_INVALID;
     ch->mux = m;
     ch->group = group;
     ch->t.data = ch;

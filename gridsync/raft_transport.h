@@ -53,8 +53,9 @@ struct gs_mux_channel {
     raft_uv_transport_close_cb close_cb;
 };
 
-/* Set up ch as group `group` (< 1024, the same number on every member) of
- * mux. Returns 0 or RAFT_INVALID. libraft closes it through the transport
+/* Set up ch as group `group` (any number, the same on every member) of
+ * mux. Returns 0. A mux holds up to 1024 groups at once (listening on
+ * more returns RAFT_TOOMANY). libraft closes it through the transport
  * interface when the raft instance closes; the struct must stay until
  * then. */
 int gs_mux_channel_init(struct gs_mux_channel *ch, struct gs_raft_mux *m, uint32_t group);

@@ -4,8 +4,8 @@
  * fixture cannot: bootstrap from a peer list, the per-iteration flush by
  * the prepare handle, a new leader after the leader's group is closed,
  * restart from the data directory (the log is replayed into an empty
- * store and the node catches up), and leadership handed back to the
- * preferred node.
+ * store and the node catches up), leadership handed back to the
+ * preferred node, and a membership change (a node joins, one leaves).
  *
  * Waits are bounded loops over the event loop (they give up after many
  * seconds; nothing asserts how fast anything was).
@@ -335,6 +335,102 @@ static void test_groups_share_one_port(void **state)
     nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Membership change (docs/gridsync-cluster.md, "Join and leave"): a
+ * fourth node joins a running group empty (no bootstrap), the leader
+ * converges the configuration to a desired set that replaces the third
+ * node with it, the newcomer catches up, and the new configuration is the
+ * one that counts: with the replaced node and one other stopped, the
+ * leader and the newcomer still commit. The replaced node's directory is
+ * erased when it leaves. */
+static void test_group_membership_change(void **state)
+{
+    enum { M = 4 };
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    char base[64] = "/tmp/gs-raft-join-XXXXXX";
+    assert_non_null(mkdtemp(base));
+    char addr[M][32], dir[M][128];
+    struct gs_raft_peer peers[M];
+    struct gs_store *st[M];
+    struct gs_group *grp[M];
+    for (unsigned i = 0; i < M; i++) {
+        snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%d", free_port(&loop));
+        snprintf(dir[i], sizeof(dir[i]), "%s/n%u", base, i);
+        peers[i] = (struct gs_raft_peer){i + 1, addr[i]};
+        struct gs_store_config scfg = {0};
+        assert_int_equal(gs_store_new(&st[i], &scfg), 0);
+    }
+    for (unsigned i = 0; i < M; i++) {
+        struct gs_group_config cfg = {
+            .id = i + 1,
+            .dir = dir[i],
+            .peers = i < 3 ? peers : &peers[3], /* the newcomer knows only itself */
+            .n_peers = i < 3 ? 3 : 1,
+            .preferred_leader = 1,
+            .join = i == 3,
+            .fsm = {.store = st[i], .exec = test_exec},
+        };
+        assert_int_equal(gs_group_start(&grp[i], &loop, &cfg), 0);
+    }
+    uint64_t end = core_now_ns() + 20000000000ull;
+    while (core_now_ns() < end && !gs_group_is_leader(grp[0]))
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_true(gs_group_is_leader(grp[0]));
+    const char *argv[2] = {"INCR", "n"};
+    size_t len[2] = {4, 1};
+    struct result r;
+    for (int k = 0; k < 3; k++) {
+        memset(&r, 0, sizeof(r));
+        assert_int_equal(gs_fsm_submit(gs_group_fsm(grp[0]), 2, argv, len, on_write, &r), 0);
+        while (!r.called && core_now_ns() < end)
+            uv_run(&loop, UV_RUN_ONCE);
+        assert_int_equal(r.status, 0);
+    }
+    assert_int_equal(value_of(st[3]), 0); /* not a member yet */
+    assert_false(gs_group_converged(grp[0]));
+
+    struct gs_raft_peer want[3] = {peers[0], peers[1], peers[3]};
+    for (unsigned i = 0; i < 3; i++)
+        assert_int_equal(gs_group_set_desired(grp[i], want, 3), 0);
+    end = core_now_ns() + 30000000000ull;
+    while (core_now_ns() < end && !gs_group_converged(grp[0]))
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_true(gs_group_converged(grp[0]));
+    while (core_now_ns() < end && value_of(st[3]) != 3)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(value_of(st[3]), 3);
+
+    int closed = 0;
+    gs_group_close_erase(grp[2], on_closed_count, &closed);
+    gs_group_close(grp[1], on_closed_count, &closed);
+    while (closed < 2 && core_now_ns() < end)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(closed, 2);
+    assert_int_equal(access(dir[2], F_OK), -1);
+
+    memset(&r, 0, sizeof(r));
+    assert_true(gs_group_is_leader(grp[0]));
+    assert_int_equal(gs_fsm_submit(gs_group_fsm(grp[0]), 2, argv, len, on_write, &r), 0);
+    while (!r.called && core_now_ns() < end)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.reply, ":4\r\n");
+    while (core_now_ns() < end && value_of(st[3]) != 4)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(value_of(st[3]), 4);
+
+    gs_group_close(grp[0], on_closed_count, &closed);
+    gs_group_close(grp[3], on_closed_count, &closed);
+    while (closed < M && core_now_ns() < end)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(closed, M);
+    for (unsigned i = 0; i < M; i++)
+        gs_store_free(st[i]);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
     core_log_init('T', CORE_LOG_WARNING);
@@ -343,6 +439,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_group_end_to_end),
         cmocka_unit_test(test_groups_share_one_port),
+        cmocka_unit_test(test_group_membership_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
