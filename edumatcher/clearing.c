@@ -16,6 +16,7 @@
 #include "edumatcher/clearing_book.h"
 #include "edumatcher/health.h"
 #include "edumatcher/http.h"
+#include "edumatcher/proc.h"
 #include "edumatcher/zmq_bus.h"
 
 #include <stdio.h>
@@ -48,7 +49,7 @@ struct clearing {
     struct em_bus_sock sub;
     struct em_http_server http;
     struct em_health health;
-    uv_signal_t sigint, sigterm;
+    struct em_proc proc; /* signals */
     struct em_clearing book;
     uint64_t msgs_in, bad_msgs, http_requests;
     int64_t accounts;
@@ -99,30 +100,19 @@ static void on_health(struct em_health *h, void *data)
     c->accounts = c->book.naccounts;
 }
 
-static void on_signal(uv_signal_t *s, int signum)
+static void on_stop(struct em_proc *p, void *data)
 {
-    struct clearing *c = s->data;
-    CORE_INFO("clearing: signal %d, stopping", signum);
+    struct clearing *c = data;
     em_http_close(&c->http);
     em_bus_close(&c->sub);
     em_health_stop(&c->health);
-    uv_close((uv_handle_t *)&c->sigint, NULL);
-    uv_close((uv_handle_t *)&c->sigterm, NULL);
 }
 
 int main(int argc, char **argv)
 {
-    char err[256];
-    int rc = core_config_parse_args(options, argc, argv, "edumatcher-clearing [config] [--opt val]",
-                                    err, sizeof err);
-    if (rc == 1)
-        return 0;
-    if (rc < 0) {
-        fprintf(stderr, "edumatcher-clearing: %s\n", err);
-        return 2;
-    }
-    int lvl = core_log_level_parse(loglevel);
-    core_log_init('C', lvl < 0 ? CORE_LOG_NOTICE : (enum core_log_level)lvl);
+    int rc, code;
+    if (em_proc_options("edumatcher-clearing", 'C', options, loglevel, argc, argv, &code))
+        return code;
 
     struct clearing *c = calloc(1, sizeof *c);
     if (!c)
@@ -152,16 +142,10 @@ int main(int argc, char **argv)
     core_metrics_counter(&c->health.metrics, "refused", &c->book.refused);
     core_metrics_counter(&c->health.metrics, "http_requests", &c->http_requests);
     core_metrics_gauge(&c->health.metrics, "accounts", &c->accounts);
-    rc =
-        em_health_start(&c->health, c->loop, c->zctx, health_ep, (uint64_t)beacon_ms, on_health, c);
-    if (rc)
-        CORE_WARN("clearing: no health beacons (%s)", core_strerror(rc));
+    em_proc_health_start("clearing", &c->health, c->loop, c->zctx, health_ep, (uint64_t)beacon_ms,
+                         on_health, c);
 
-    uv_signal_init(c->loop, &c->sigint);
-    uv_signal_init(c->loop, &c->sigterm);
-    c->sigint.data = c->sigterm.data = c;
-    uv_signal_start(&c->sigint, on_signal, SIGINT);
-    uv_signal_start(&c->sigterm, on_signal, SIGTERM);
+    em_proc_signals_start(&c->proc, c->loop, "clearing", on_stop, c);
 
     printf("edumatcher-clearing http://%s:%d/positions engine %s\n", http_host,
            em_http_port(&c->http), engine_pub);

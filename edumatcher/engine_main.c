@@ -61,6 +61,7 @@
 #include "edumatcher/health.h"
 #include "edumatcher/journal.h"
 #include "edumatcher/msg.h"
+#include "edumatcher/proc.h"
 #include "edumatcher/zmq_bus.h"
 
 #include <inttypes.h>
@@ -162,7 +163,7 @@ struct engine_proc {
     struct em_journal journal;
     struct em_engine *e;
     uv_timer_t tick_timer, md_timer, grace_timer;
-    uv_signal_t sigint, sigterm;
+    struct em_proc proc; /* signals */
     bool replaying;
     uint64_t base_ns;   /* monotonic time at which engine time was now_ms */
     uint64_t engine_ms; /* the engine's clock: sum of journaled TICKs */
@@ -919,9 +920,8 @@ static void on_health(struct em_health *h, void *data)
     P.open_orders = (int64_t)st.open_orders;
 }
 
-static void on_signal(uv_signal_t *s, int signum)
+static void on_stop(struct em_proc *p, void *data)
 {
-    CORE_INFO("engine: signal %d, stopping", signum);
     flush_and_publish();
     em_bus_close(&P.pull);
     em_bus_close(&P.pub);
@@ -930,24 +930,14 @@ static void on_signal(uv_signal_t *s, int signum)
     uv_close((uv_handle_t *)&P.md_timer, NULL);
     if (!uv_is_closing((uv_handle_t *)&P.grace_timer))
         uv_close((uv_handle_t *)&P.grace_timer, NULL);
-    uv_close((uv_handle_t *)&P.sigint, NULL);
-    uv_close((uv_handle_t *)&P.sigterm, NULL);
 }
 
 /* Events during replay go nowhere; the sink checks P.replaying. */
 int main(int argc, char **argv)
 {
-    char err[256];
-    int rc = core_config_parse_args(options, argc, argv, "edumatcher-engine [config] [--opt val]",
-                                    err, sizeof err);
-    if (rc == 1)
-        return 0;
-    if (rc < 0) {
-        fprintf(stderr, "edumatcher-engine: %s\n", err);
-        return 2;
-    }
-    int lvl = core_log_level_parse(loglevel);
-    core_log_init('E', lvl < 0 ? CORE_LOG_NOTICE : (enum core_log_level)lvl);
+    int rc, code;
+    if (em_proc_options("edumatcher-engine", 'E', options, loglevel, argc, argv, &code))
+        return code;
 
     P.loop = uv_default_loop();
     P.arena = malloc(ARENA);
@@ -1023,10 +1013,8 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "snapshot_failures", &P.snapshot_failures);
     core_metrics_gauge(mt, "snapshot_seq", &P.snapshot_seq);
     core_metrics_gauge(mt, "restored_seq", &P.restored_seq);
-    rc =
-        em_health_start(&P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms, on_health, NULL);
-    if (rc)
-        CORE_WARN("engine: no health beacons (%s)", core_strerror(rc));
+    em_proc_health_start("engine", &P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms,
+                         on_health, NULL);
 
     /* Input starts after a grace period: a PUB drops what it publishes
      * before a subscriber's subscription arrives, and after a restart the
@@ -1038,10 +1026,7 @@ int main(int argc, char **argv)
     uv_timer_start(&P.tick_timer, on_tick_timer, (uint64_t)tick_ms, (uint64_t)tick_ms);
     uv_timer_init(P.loop, &P.md_timer);
     uv_timer_start(&P.md_timer, on_md_timer, (uint64_t)md_interval_ms, (uint64_t)md_interval_ms);
-    uv_signal_init(P.loop, &P.sigint);
-    uv_signal_init(P.loop, &P.sigterm);
-    uv_signal_start(&P.sigint, on_signal, SIGINT);
-    uv_signal_start(&P.sigterm, on_signal, SIGTERM);
+    em_proc_signals_start(&P.proc, P.loop, "engine", on_stop, NULL);
 
     uv_run(P.loop, UV_RUN_DEFAULT);
     em_journal_close(&P.journal);

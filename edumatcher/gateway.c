@@ -47,6 +47,7 @@
 #include "edumatcher/engine.h" /* EM_OPS_GW */
 #include "edumatcher/health.h"
 #include "edumatcher/msg.h"
+#include "edumatcher/proc.h"
 #include "edumatcher/zmq_bus.h"
 
 #include <inttypes.h>
@@ -125,7 +126,7 @@ static struct {
     struct em_health health;
     uv_timer_t login_timer;
     uv_check_t flush_check; /* sends the pending bus batch once per loop turn */
-    uv_signal_t sigint, sigterm;
+    struct em_proc proc;    /* signals */
     /* frames for the engine not sent yet: all of one session (batch_sess),
      * sent as one bus message when the session changes, the batch is full,
      * or the loop turn ends (flush_check) */
@@ -672,32 +673,21 @@ static int load_tokens(const char *path)
     return 0;
 }
 
-static void on_signal(uv_signal_t *sig, int signum)
+static void on_stop(struct em_proc *p, void *data)
 {
-    CORE_INFO("gateway: signal %d, stopping", signum);
     core_server_stop(G.srv); /* on_close sends each session's DISCONNECT */
     em_bus_close(&G.sub);
     em_bus_close(&G.push);
     em_health_stop(&G.health);
     uv_close((uv_handle_t *)&G.login_timer, NULL);
     uv_close((uv_handle_t *)&G.flush_check, NULL);
-    uv_close((uv_handle_t *)&G.sigint, NULL);
-    uv_close((uv_handle_t *)&G.sigterm, NULL);
 }
 
 int main(int argc, char **argv)
 {
-    char err[256];
-    int rc = core_config_parse_args(options, argc, argv, "edumatcher-gateway [config] [--opt val]",
-                                    err, sizeof err);
-    if (rc == 1)
-        return 0;
-    if (rc < 0) {
-        fprintf(stderr, "edumatcher-gateway: %s\n", err);
-        return 2;
-    }
-    int lvl = core_log_level_parse(loglevel);
-    core_log_init('G', lvl < 0 ? CORE_LOG_NOTICE : (enum core_log_level)lvl);
+    int rc, code;
+    if (em_proc_options("edumatcher-gateway", 'G', options, loglevel, argc, argv, &code))
+        return code;
     if (tokens_file[0] && load_tokens(tokens_file) != 0)
         return 1;
 
@@ -740,9 +730,8 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "bus_full", &G.bus_full);
     core_metrics_counter(mt, "bad_events", &G.bad_events);
     core_metrics_gauge(mt, "sessions", &G.sessions);
-    rc = em_health_start(&G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms, NULL, NULL);
-    if (rc)
-        CORE_WARN("gateway: no health beacons (%s)", core_strerror(rc));
+    em_proc_health_start("gateway", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms, NULL,
+                         NULL);
 
     uv_timer_init(G.loop, &G.login_timer);
     uv_timer_start(&G.login_timer, on_login_timer, (uint64_t)login_retry_ms,
@@ -751,10 +740,7 @@ int main(int argc, char **argv)
      * turn forwarded leaves before the loop sleeps again. */
     uv_check_init(G.loop, &G.flush_check);
     uv_check_start(&G.flush_check, on_flush_check);
-    uv_signal_init(G.loop, &G.sigint);
-    uv_signal_init(G.loop, &G.sigterm);
-    uv_signal_start(&G.sigint, on_signal, SIGINT);
-    uv_signal_start(&G.sigterm, on_signal, SIGTERM);
+    em_proc_signals_start(&G.proc, G.loop, "gateway", on_stop, NULL);
 
     /* the ready line: tests and scripts wait for it */
     printf("edumatcher-gateway %s:%d engine %s %s\n", host, (int)port, engine_pull, engine_pub);

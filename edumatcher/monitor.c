@@ -21,6 +21,7 @@
 #include "edumatcher/health.h"
 #include "edumatcher/http.h"
 #include "edumatcher/monitor_stats.h"
+#include "edumatcher/proc.h"
 #include "edumatcher/zmq_bus.h"
 
 #include <stdio.h>
@@ -56,7 +57,7 @@ struct monitor {
     struct em_bus_sock sub;
     struct em_http_server http;
     struct em_health health;
-    uv_signal_t sigint, sigterm;
+    struct em_proc proc; /* signals */
     struct em_mon state;
     uint64_t start_ms;
     uint64_t msgs_in, bad_beacons, http_requests;
@@ -137,30 +138,19 @@ static void on_own_beacon(uv_timer_t *t)
         em_mon_ingest(&m->state, &b, now_ms());
 }
 
-static void on_signal(uv_signal_t *s, int signum)
+static void on_stop(struct em_proc *p, void *data)
 {
-    struct monitor *m = s->data;
-    CORE_INFO("monitor: signal %d, stopping", signum);
+    struct monitor *m = data;
     em_http_close(&m->http);
     em_bus_close(&m->sub);
     em_health_stop(&m->health);
-    uv_close((uv_handle_t *)&m->sigint, NULL);
-    uv_close((uv_handle_t *)&m->sigterm, NULL);
 }
 
 int main(int argc, char **argv)
 {
-    char err[256];
-    int rc = core_config_parse_args(options, argc, argv, "edumatcher-monitor [config] [--opt val]",
-                                    err, sizeof err);
-    if (rc == 1)
-        return 0;
-    if (rc < 0) {
-        fprintf(stderr, "edumatcher-monitor: %s\n", err);
-        return 2;
-    }
-    int lvl = core_log_level_parse(loglevel);
-    core_log_init('O', lvl < 0 ? CORE_LOG_NOTICE : (enum core_log_level)lvl);
+    int rc, code;
+    if (em_proc_options("edumatcher-monitor", 'O', options, loglevel, argc, argv, &code))
+        return code;
 
     struct monitor *m = calloc(1, sizeof *m);
     if (!m)
@@ -197,11 +187,7 @@ int main(int argc, char **argv)
     m->health.timer.data = m;
     uv_timer_start(&m->health.timer, on_own_beacon, 0, (uint64_t)beacon_ms);
 
-    uv_signal_init(m->loop, &m->sigint);
-    uv_signal_init(m->loop, &m->sigterm);
-    m->sigint.data = m->sigterm.data = m;
-    uv_signal_start(&m->sigint, on_signal, SIGINT);
-    uv_signal_start(&m->sigterm, on_signal, SIGTERM);
+    em_proc_signals_start(&m->proc, m->loop, "monitor", on_stop, m);
 
     /* Tests and scripts read this line to find the port. */
     printf("edumatcher-monitor http://%s:%d/ health %s\n", http_host, em_http_port(&m->http),
