@@ -67,6 +67,31 @@ void gs_cmd_type(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_reply_simple(&c->w, "none", 4);
 }
 
+/* Store a copy of e's value and expiry under dst (RENAME, COPY). The value
+ * is copied aside first: setting the destination may move entries. On
+ * failure replies OOM and returns false. */
+static bool copy_entry(struct gs_client *c, struct gs_entry *e, const struct gs_arg *dst)
+{
+    struct gs_node *n = c->node;
+    size_t vlen;
+    const char *v = gs_entry_value(e, &vlen);
+    int64_t expire = gs_entry_expire_ms(e);
+    n->scratch.len = 0;
+    core_buf_append(&n->scratch, v, vlen);
+    if (n->scratch.oom) {
+        core_buf_free(&n->scratch);
+        gs_error_oom(c);
+        return false;
+    }
+    int rc = gs_store_set(n->store, dst->p, dst->len, n->scratch.data, vlen, expire, NULL);
+    scratch_done(n);
+    if (rc) {
+        gs_error_oom(c);
+        return false;
+    }
+    return true;
+}
+
 /* Redis's renameGenericCommand. */
 static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
 {
@@ -88,23 +113,8 @@ static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
         gs_reply_int(&c->w, 0);
         return;
     }
-    /* The value is copied aside: setting the destination may move entries. */
-    size_t vlen;
-    const char *v = gs_entry_value(e, &vlen);
-    int64_t expire = gs_entry_expire_ms(e);
-    n->scratch.len = 0;
-    core_buf_append(&n->scratch, v, vlen);
-    if (n->scratch.oom) {
-        core_buf_free(&n->scratch);
-        gs_error_oom(c);
+    if (!copy_entry(c, e, &argv[2]))
         return;
-    }
-    int rc = gs_store_set(n->store, argv[2].p, argv[2].len, n->scratch.data, vlen, expire, NULL);
-    scratch_done(n);
-    if (rc) {
-        gs_error_oom(c);
-        return;
-    }
     gs_store_delete(n->store, argv[1].p, argv[1].len, now);
     if (nx)
         gs_reply_int(&c->w, 1);
@@ -172,22 +182,8 @@ void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_reply_int(&c->w, 0);
         return;
     }
-    size_t vlen;
-    const char *v = gs_entry_value(e, &vlen);
-    int64_t expire = gs_entry_expire_ms(e);
-    n->scratch.len = 0;
-    core_buf_append(&n->scratch, v, vlen);
-    if (n->scratch.oom) {
-        core_buf_free(&n->scratch);
-        gs_error_oom(c);
+    if (!copy_entry(c, e, &argv[2]))
         return;
-    }
-    int rc = gs_store_set(n->store, argv[2].p, argv[2].len, n->scratch.data, vlen, expire, NULL);
-    scratch_done(n);
-    if (rc) {
-        gs_error_oom(c);
-        return;
-    }
     gs_reply_int(&c->w, 1);
 }
 
