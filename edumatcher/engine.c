@@ -244,6 +244,8 @@ int em_engine_authorize(const struct em_engine *e, uint16_t gw, unsigned kind)
         return 0;
     if (em_msgs[kind].cls == EM_CLASS_EVENT)
         return EM_REJ_SYNTAX; /* A.7: known, but not a message one sends */
+    if (kind == EM_MSG_PING)
+        return 0; /* C.4: a heartbeat, answered on every session, OPS too */
     int oper = em_msgs[kind].cls == EM_CLASS_OPER;
     return oper != (gw == e->ops) ? EM_REJ_AUTH : 0;
 }

@@ -104,11 +104,10 @@ struct session {
     enum sess_state state;
     char gw[EM_GW_MAX + 1];
     size_t gwlen;
-    bool ops;           /* logged in as the operator */
-    bool discarding;    /* inside an overlong line (ALF §1) */
-    bool dirty;         /* has output to flush after a bus batch */
-    uint32_t ops_pings; /* operator PINGs waiting for their probe's answer */
-    uint64_t tokens;    /* rate limit bucket, in 1e-6 messages */
+    bool ops;        /* logged in as the operator */
+    bool discarding; /* inside an overlong line (ALF §1) */
+    bool dirty;      /* has output to flush after a bus batch */
+    uint64_t tokens; /* rate limit bucket, in 1e-6 messages */
     uint64_t refill_ns;
     uint64_t login_sent_ns;
     struct em_bus_topic in_topic; /* the gw, as the PUSH topic frame */
@@ -405,15 +404,8 @@ static void handle_line(struct session *s, const char *line, size_t n)
     switch (m.kind) {
     case EM_MSG_PING:
         /* Through the engine, so PONG comes after the replies to what was
-         * sent before it (a trader may use PING as a barrier). The engine
-         * refuses PING from OPS (a client message), so the operator's PING
-         * sends a LOGIN probe instead, whose answer (REJECT AUTH, which no
-         * operator message can cause) becomes the PONG: a barrier too. */
-        if (s->ops) {
-            send_login(s);
-            s->ops_pings++;
-            return;
-        }
+         * sent before it (a trader, or the operator, may use PING as a
+         * barrier; docs/alf.md C.4). */
         break;
     case EM_MSG_LOGIN:
         reply_reject(s, &m, EM_REJ_AUTH); /* one login per session */
@@ -566,14 +558,9 @@ static void handle_event(struct session *s, const struct em_msg *ev)
     if (s->state != S_LIVE)
         return;
     if (s->ops && ev->kind == EM_MSG_REJECT && ev->rej == EM_REJ_AUTH &&
-        !(ev->present & EM_BIT(cl))) {
-        if (s->ops_pings) { /* the answer to an operator PING's probe */
-            s->ops_pings--;
-            out(s, "PONG\n", 5);
-            mark_dirty(s);
-        }
-        return;
-    }
+        !(ev->present & EM_BIT(cl)))
+        return; /* a re-sent LOGIN's late answer: the gateway refuses the
+                   operator's client messages itself, so nothing else is */
     char line[EM_ALF_FORMAT_MAX + 1];
     size_t n = em_alf_format(ev, line);
     line[n++] = '\n';

@@ -1347,9 +1347,10 @@ static void handle_message(const char *gw, char *text)
     const struct msgdef *d = find_msgdef(m.type);
     if (!syntax_ok(&m, d))
         return reject(gw, &m, "SYNTAX");
-    /* C.4: operator messages only from OPS, client messages never. */
+    /* C.4: operator messages only from OPS, client messages never,
+     * except PING, which every session may send. */
     bool from_ops = strcmp(gw, "OPS") == 0;
-    if ((d->cls == M_OPERATOR) != from_ops)
+    if ((d->cls == M_OPERATOR) != from_ops && strcmp(d->type, "PING") != 0)
         return reject(gw, &m, "AUTH");
 
     /* F.7: the breaker reference of every symbol, fixed for this message;
