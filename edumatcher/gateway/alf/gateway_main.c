@@ -41,6 +41,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/uv_server.h"
 #include "edumatcher/gateway/alf/alf.h"
@@ -153,10 +154,7 @@ static struct {
 
 static uint32_t gw_hash(const char *gw, size_t n)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)gw[i]) * 16777619u;
-    return h & (HASH_BUCKETS - 1);
+    return core_fnv1a32(gw, n) & (HASH_BUCKETS - 1);
 }
 
 static struct session *find_gw(const char *gw, size_t n)
