@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/prom.h"
 #include "edumatcher/monitor/health.h"
 #include "edumatcher/http.h"
 #include "edumatcher/monitor/monitor_stats.h"
@@ -59,6 +60,7 @@ struct monitor {
     struct em_health health;
     struct em_proc proc; /* signals */
     struct em_mon state;
+    struct core_buf prom; /* /metrics text, reused between requests */
     uint64_t start_ms;
     uint64_t msgs_in, bad_beacons, http_requests;
 };
@@ -117,8 +119,19 @@ static void handle(const struct em_http_request *req, struct em_http_response *r
         res->content_type = "application/json";
         em_mon_json(&m->state, now_ms(), (uint64_t)stale_ms, res);
     } else if (em_http_path_is(req, "/metrics")) {
-        res->content_type = "text/plain; version=0.0.4";
-        em_mon_prometheus(&m->state, now_ms(), res);
+        res->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        struct core_prom_process self;
+        m->prom.len = 0;
+        em_mon_prometheus(&m->state, now_ms(), (uint64_t)stale_ms, &m->prom);
+        if (core_prom_process_read(&self) == 0)
+            core_prom_process(&m->prom, &self);
+        if (m->prom.oom) {
+            res->status = 500;
+            core_buf_free(&m->prom);
+            em_http_printf(res, "out of memory\n");
+        } else {
+            em_http_write(res, m->prom.data, m->prom.len);
+        }
     } else if (em_http_path_is(req, "/healthz")) {
         em_http_printf(res, "ok\n");
     } else {
@@ -196,6 +209,7 @@ int main(int argc, char **argv)
     uv_run(m->loop, UV_RUN_DEFAULT);
     uv_loop_close(m->loop);
     em_bus_ctx_term(m->zctx);
+    core_buf_free(&m->prom);
     free(m);
     return 0;
 }

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/buf.h"
 #include "core/metrics.h"
 #include "edumatcher/http.h"
 
@@ -57,10 +58,20 @@ int em_mon_rate(const struct em_mon_proc *p, const char *name, uint64_t window_m
 /* Value of metric `name` in p's latest beacon; false if absent. */
 bool em_mon_value(const struct em_mon_proc *p, const char *name, int64_t *out);
 
-/* Render the whole state. A process silent for more than stale_ms is
- * marked stale. */
+/* Render the whole state as JSON. A process silent for more than stale_ms
+ * is marked stale. */
 void em_mon_json(const struct em_mon *m, uint64_t now_ms, uint64_t stale_ms,
                  struct em_http_response *res);
-void em_mon_prometheus(const struct em_mon *m, uint64_t now_ms, struct em_http_response *res);
+
+/* Append the state to out in the Prometheus text format (core/prom.h):
+ * edumatcher_up (0 once silent for more than stale_ms), beacon age,
+ * restarts, memory and uptime per process; the handle latency histogram
+ * (edumatcher_handle_latency_seconds) of every process that sends one;
+ * then one family per counter name (edumatcher_<name>_total) and per
+ * gauge name (edumatcher_<name>), labelled by proc. Values are totals and
+ * current values only: rates are the reader's job. Allocation failure
+ * leaves out->oom set. */
+void em_mon_prometheus(const struct em_mon *m, uint64_t now_ms, uint64_t stale_ms,
+                       struct core_buf *out);
 
 #endif

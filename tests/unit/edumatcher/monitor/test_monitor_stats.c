@@ -128,14 +128,47 @@ static void test_renderings(void **state)
     em_mon_json(m, 9000, 3000, &res);
     em_http_write(&res, "", 1);
     assert_non_null(strstr(res.body, "\"stale\":true"));
-    res.len = 0;
-    em_mon_prometheus(m, 2500, &res);
-    em_http_write(&res, "", 1);
+    struct core_buf out = {0};
+    em_mon_prometheus(m, 2500, 3000, &out);
+    core_buf_append(&out, "", 1);
+    const char *t = out.data;
+    assert_non_null(strstr(t, "# TYPE edumatcher_msgs_in_total counter\n"
+                              "edumatcher_msgs_in_total{proc=\"engine\"} 300\n"));
+    assert_non_null(strstr(t, "# TYPE edumatcher_queue_depth gauge\n"
+                              "edumatcher_queue_depth{proc=\"engine\"} 4\n"));
+    assert_non_null(strstr(t, "edumatcher_up{proc=\"engine\"} 1\n"));
+    /* The beacon has no histogram: none is invented. */
+    assert_null(strstr(t, "edumatcher_handle_latency_seconds_bucket"));
+    assert_null(strstr(t, "name=")); /* one metric name per counter */
+    assert_null(strstr(t, "rate"));  /* no precomputed rates */
+    free(out.data);
+
+    /* A beacon with a histogram: cumulative buckets in seconds. */
+    b = beacon("engine", 9, 3000, 400);
+    b.has_hist = true;
+    b.lat_h[0] = 2;
+    b.lat_h[6] = 3;
+    b.lat_h[CORE_METRICS_LAT_BOUNDS] = 1;
+    b.lat_cnt = 6;
+    b.lat_sum = 1500000000;
+    em_mon_ingest(m, &b, 3000);
+    out = (struct core_buf){0};
+    em_mon_prometheus(m, 9000, 3000, &out);
+    core_buf_append(&out, "", 1);
+    t = out.data;
     assert_non_null(
-        strstr(res.body, "edumatcher_counter_total{proc=\"engine\",name=\"msgs_in\"} 300\n"));
+        strstr(t, "edumatcher_handle_latency_seconds_bucket{proc=\"engine\",le=\"1e-06\"} 2\n"));
     assert_non_null(
-        strstr(res.body, "edumatcher_handle_latency_ns{proc=\"engine\",quantile=\"0.99\"} 9000\n"));
-    assert_non_null(strstr(res.body, "window=\"1s\"} 200.000\n"));
+        strstr(t, "edumatcher_handle_latency_seconds_bucket{proc=\"engine\",le=\"5e-05\"} 2\n"));
+    assert_non_null(
+        strstr(t, "edumatcher_handle_latency_seconds_bucket{proc=\"engine\",le=\"0.0001\"} 5\n"));
+    assert_non_null(
+        strstr(t, "edumatcher_handle_latency_seconds_bucket{proc=\"engine\",le=\"+Inf\"} 6\n"));
+    assert_non_null(strstr(t, "edumatcher_handle_latency_seconds_sum{proc=\"engine\"} 1.5\n"));
+    assert_non_null(strstr(t, "edumatcher_handle_latency_seconds_count{proc=\"engine\"} 6\n"));
+    /* silent for 6 s with a 3 s limit */
+    assert_non_null(strstr(t, "edumatcher_up{proc=\"engine\"} 0\n"));
+    free(out.data);
     free(res.body);
     free(m);
 }
