@@ -20,6 +20,7 @@
  *     u8 flags (1 has_ref, 2 has_last, 4 has_resume, 8 has_cb_ref),
  *     i64 ref, last, cb_ref, trig_lo, trig_hi, u32 band, cb_band,
  *     u64 cb_ms, resume_at, u8 phase, halted_from,
+ *     (version 2 on) u32 last_qty, u64 volume, trades,
  *     per side (buy, sell): u32 n, n resting market orders (FIFO);
  *                           u32 nlevels, per level best first: u32 n, n orders (FIFO)
  *     per side (buy, sell): u32 n, n pending stops (trigger order)
@@ -140,6 +141,9 @@ int em_engine_snapshot(const struct em_engine *e, em_snapshot_write_fn write, vo
         out_u(&w, s->resume_at, 8);
         out_u(&w, s->phase, 1);
         out_u(&w, s->halted_from, 1);
+        out_u(&w, s->last_qty, 4);
+        out_u(&w, s->volume, 8);
+        out_u(&w, s->trades, 8);
         for (int side = 0; side < 2; side++) {
             out_fifo(&w, p, s->book.side[side].mkt);
             out_u(&w, s->book.side[side].nlevels, 4);
@@ -164,6 +168,7 @@ struct snap_in {
     const unsigned char *p;
     size_t left;
     int bad;
+    uint32_t version;
 };
 
 static uint64_t in_u(struct snap_in *r, unsigned width)
@@ -322,6 +327,11 @@ static int in_symbol(struct em_engine *e, struct snap_in *in, uint32_t id)
     s->resume_at = in_u(in, 8);
     s->phase = (uint8_t)in_u(in, 1);
     s->halted_from = (uint8_t)in_u(in, 1);
+    if (in->version >= 2) {
+        s->last_qty = (uint32_t)in_u(in, 4);
+        s->volume = in_u(in, 8);
+        s->trades = in_u(in, 8);
+    }
     if (in->bad || flags > 15 || !ticks_ok(s, s->ref) || !ticks_ok(s, s->last) ||
         !ticks_ok(s, s->cb_ref) || !ticks_ok(s, s->trig_lo) || !ticks_ok(s, s->trig_hi) ||
         s->phase < EM_PHASE_CLOSED || s->phase > EM_PHASE_HALTED ||
@@ -398,8 +408,10 @@ int em_engine_restore(struct em_engine *e, const void *blob, size_t len)
         return CORE_EINVAL;
     struct snap_in in = {.p = blob, .left = len};
     const unsigned char *magic = in_bytes(&in, sizeof SNAP_MAGIC);
-    if (!magic || memcmp(magic, SNAP_MAGIC, sizeof SNAP_MAGIC) != 0 ||
-        in_u(&in, 4) != EM_SNAPSHOT_VERSION)
+    if (!magic || memcmp(magic, SNAP_MAGIC, sizeof SNAP_MAGIC) != 0)
+        return CORE_EPROTO;
+    in.version = (uint32_t)in_u(&in, 4);
+    if (in.version < 1 || in.version > EM_SNAPSHOT_VERSION)
         return CORE_EPROTO;
     e->now = in_u(&in, 8);
     e->next_oid = in_u(&in, 8);

@@ -37,11 +37,12 @@
  * or on the clock timer), every --snapshot-records journal records or
  * --snapshot-interval-ms, the process writes its state through
  * em_journal_snapshot (temp file, fsync, rename; older segments are then
- * deleted). The blob is the process's own part (the engine clock and each
- * symbol's market-data totals) followed by em_engine_snapshot's bytes. On
- * start the journal hands over the latest valid snapshot, which is restored
- * (the per-order notes rebuilt from the engine's open orders), and only the
- * records after it are replayed.
+ * deleted). The blob is em_engine_snapshot's: the engine holds the clock
+ * and each symbol's market-data totals. On start the journal hands over the
+ * latest valid snapshot, which is restored, and only the records after it
+ * are replayed. Snapshots of earlier versions, which put the clock and the
+ * totals in a section of their own before the engine's bytes, are still
+ * read.
  *
  * Schedules: `AT <ms> <operator line>` in the symbols file fires that
  * message (journaled, as a message from OPS) when the engine clock
@@ -119,7 +120,6 @@ static const struct core_option options[] = {
 };
 
 #define ARENA    (4u << 20) /* staged event bytes per batch */
-#define MAX_SYMS 1024
 #define MAX_GW   65536
 #define JREC_MAX (1 + EM_GW_MAX + EM_FRAME_MAX)
 
@@ -140,19 +140,11 @@ struct staged {
     uint8_t data[];
 };
 
-struct sym_md {
-    char name[EM_SYM_MAX + 1];
+/* What the process keeps per symbol id: its market-data topic and the
+ * engine's md version last published. */
+struct sym_pub {
     struct em_bus_topic topic;
-    struct em_price last;
-    uint32_t last_qty;
-    uint64_t volume, trades;
-    bool changed;
-};
-
-/* What the process remembers of each order id (ids are dense from 1). */
-struct oinfo {
-    uint16_t sym; /* index into syms + 1; 0: unknown */
-    uint8_t side;
+    uint64_t version;
 };
 
 struct engine_proc {
@@ -168,21 +160,13 @@ struct engine_proc {
     uint64_t base_ns;   /* monotonic time at which engine time was now_ms */
     uint64_t engine_ms; /* the engine's clock: sum of journaled TICKs */
     uint64_t base_engine_ms;
-    /* the message being handled */
-    const struct em_msg *cur;
     /* topics per gateway id, built on first use */
     const struct em_bus_topic **gw_topic;
     struct em_topic_cache *ack_topics;
     struct em_bus_topic trade_topic;
-    /* symbols seen in SYMBOL messages */
-    struct sym_md syms[MAX_SYMS];
-    unsigned nsyms;
-    struct oinfo *orders;
-    size_t orders_cap;
-    /* first FILL of a trade, waiting for its other side */
-    bool have_pending;
-    uint16_t pend_gw;
-    uint64_t pend_oid, pend_tid;
+    /* per symbol id (1..), grown by the market-data timer */
+    struct sym_pub *syms;
+    uint32_t syms_cap;
     /* staging */
     uint8_t *arena;
     size_t arena_len;
@@ -212,50 +196,6 @@ struct engine_proc {
 };
 
 static struct engine_proc P;
-
-/* ---- symbols and orders ---- */
-
-static int sym_index(const char *name)
-{
-    for (unsigned i = 0; i < P.nsyms; i++)
-        if (strcmp(P.syms[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
-static void sym_add(const char *name)
-{
-    if (sym_index(name) >= 0 || P.nsyms == MAX_SYMS)
-        return;
-    struct sym_md *s = &P.syms[P.nsyms++];
-    memset(s, 0, sizeof *s);
-    strcpy(s->name, name);
-    em_bus_topic_set(&s->topic, "md.", name, strlen(name));
-}
-
-static void order_note(uint64_t oid, int sym, uint8_t side)
-{
-    if (oid >= P.orders_cap) {
-        /* Doubling: amortised, not an allocation per message. */
-        size_t cap = P.orders_cap ? P.orders_cap : 1u << 16;
-        while (cap <= oid)
-            cap *= 2;
-        struct oinfo *o = realloc(P.orders, cap * sizeof *o);
-        if (!o)
-            return;
-        memset(o + P.orders_cap, 0, (cap - P.orders_cap) * sizeof *o);
-        P.orders = o;
-        P.orders_cap = cap;
-    }
-    P.orders[oid].sym = (uint16_t)(sym + 1);
-    P.orders[oid].side = side;
-}
-
-static const struct oinfo *order_info(uint64_t oid)
-{
-    static const struct oinfo none;
-    return oid < P.orders_cap ? &P.orders[oid] : &none;
-}
 
 /* ---- staging and publishing ---- */
 
@@ -377,24 +317,9 @@ static char *put_u64(char *p, uint64_t v)
     return p;
 }
 
-static void on_trade(uint16_t gw_a, const struct em_msg *fill_a, uint16_t gw_b,
-                     const struct em_msg *fill_b)
+/* The engine's trade callback: one TRADE line per trade, after its FILLs. */
+static void on_trade(void *ctx, const struct em_trade *t)
 {
-    const struct oinfo *a = order_info(fill_a->oid);
-    const struct oinfo *b = order_info(fill_b->oid);
-    int sym = a->sym ? a->sym - 1 : b->sym ? b->sym - 1 : -1;
-    bool a_buys = a->side == EM_SIDE_BUY || (a->side == 0 && b->side == EM_SIDE_SELL);
-    uint16_t buy_gw = a_buys ? gw_a : gw_b, sell_gw = a_buys ? gw_b : gw_a;
-    uint64_t buy_oid = a_buys ? fill_a->oid : fill_b->oid;
-    uint64_t sell_oid = a_buys ? fill_b->oid : fill_a->oid;
-    if (sym >= 0) {
-        struct sym_md *s = &P.syms[sym];
-        s->last = fill_b->px;
-        s->last_qty = fill_b->qty;
-        s->volume += fill_b->qty;
-        s->trades++;
-        s->changed = true;
-    }
     if (P.replaying)
         return;
     /* TRADE tid=<n> sym=<s> px=<p> qty=<n> buy=<gw> sell=<gw> buy_oid=<n>
@@ -403,50 +328,28 @@ static void on_trade(uint16_t gw_a, const struct em_msg *fill_a, uint16_t gw_b,
      * (symbols and gw ids are short), so 256 bytes always suffice. */
     char line[256], *p = line;
     p = put_str(p, "TRADE tid=");
-    p = put_u64(p, fill_b->tid);
+    p = put_u64(p, t->tid);
     p = put_str(p, " sym=");
-    p = put_str(p, sym >= 0 ? P.syms[sym].name : "UNKNOWN");
+    p = put_str(p, t->sym);
     p = put_str(p, " px=");
-    p += em_alf_format_price(fill_b->px, p);
+    p += em_alf_format_price(t->px, p);
     p = put_str(p, " qty=");
-    p = put_u64(p, fill_b->qty);
+    p = put_u64(p, t->qty);
     p = put_str(p, " buy=");
-    p = put_str(p, em_engine_gateway_name(P.e, buy_gw));
+    p = put_str(p, em_engine_gateway_name(P.e, t->buy_gw));
     p = put_str(p, " sell=");
-    p = put_str(p, em_engine_gateway_name(P.e, sell_gw));
+    p = put_str(p, em_engine_gateway_name(P.e, t->sell_gw));
     p = put_str(p, " buy_oid=");
-    p = put_u64(p, buy_oid);
+    p = put_u64(p, t->buy_oid);
     p = put_str(p, " sell_oid=");
-    p = put_u64(p, sell_oid);
+    p = put_u64(p, t->sell_oid);
     stage(&P.trade_topic, -1, line, (size_t)(p - line));
     P.trades_out++;
 }
 
-static struct em_msg pend_fill;
-
 /* The engine's sink: called for each event, inside em_engine_submit. */
 static void sink(void *ctx, uint16_t gw, const struct em_msg *ev)
 {
-    const struct em_msg *cur = P.cur;
-    if (ev->kind == EM_MSG_ACK && cur && cur->kind == EM_MSG_NEW)
-        order_note(ev->oid, sym_index(cur->sym), cur->side);
-    if (ev->kind == EM_MSG_FILL) {
-        /* The two FILLs of a trade come one after the other (ALF §5.2). */
-        if (P.have_pending && P.pend_tid == ev->tid) {
-            on_trade(P.pend_gw, &pend_fill, gw, ev);
-            P.have_pending = false;
-        } else {
-            pend_fill = *ev;
-            P.pend_gw = gw;
-            P.pend_tid = ev->tid;
-            P.have_pending = true;
-        }
-    }
-    if (ev->present & EM_BIT(oid)) {
-        const struct oinfo *o = order_info(ev->oid);
-        if (o->sym)
-            P.syms[o->sym - 1].changed = true; /* its book changed */
-    }
     if (P.replaying)
         return;
     /* ACK and FILL are most events: the unchecked builders write the same
@@ -485,22 +388,12 @@ static int handle_msg(const uint8_t *rec, size_t len, struct em_msg *m, bool app
             exit(1);
         }
     }
-    if (m->kind == EM_MSG_SYMBOL)
-        sym_add(m->sym);
-    if (m->kind == EM_MSG_TICK)
-        P.engine_ms += m->ms;
-    if (m->present & EM_BIT(sym)) {
-        int si = sym_index(m->sym);
-        if (si >= 0)
-            P.syms[si].changed = true; /* phase, halt, mass cancel, ... */
-    }
-    P.cur = m;
     int rc, refused = em_engine_authorize(P.e, (uint16_t)gw, m->kind);
     if (refused) /* its code: SYNTAX for an event kind (A.7), else AUTH (C.4) */
         em_engine_reject(P.e, (uint16_t)gw, m, refused), rc = 0;
     else
         rc = em_engine_submit(P.e, (uint16_t)gw, m);
-    P.cur = NULL;
+    P.engine_ms = em_engine_now(P.e);
     return rc;
 }
 
@@ -617,44 +510,67 @@ static int format_side(char *out, size_t cap, const char *key, const char *sym, 
     return len;
 }
 
+/* Room for the publishing state of symbols 1..n. */
+static bool syms_fit(uint32_t n)
+{
+    if (n < P.syms_cap)
+        return true;
+    uint32_t cap = P.syms_cap ? P.syms_cap : 64;
+    while (cap <= n)
+        cap *= 2;
+    struct sym_pub *p = realloc(P.syms, cap * sizeof *p);
+    if (!p)
+        return false;
+    memset(p + P.syms_cap, 0, (cap - P.syms_cap) * sizeof *p);
+    P.syms = p;
+    P.syms_cap = cap;
+    return true;
+}
+
 /* Market data between messages: one snapshot per changed symbol per
- * interval (the engine's depth read costs O(orders in the levels read)). */
+ * interval (the engine's depth read costs O(orders in the levels read));
+ * a symbol changed when the engine's md version moved. */
 static void on_md_timer(uv_timer_t *t)
 {
-    for (unsigned i = 0; i < P.nsyms; i++) {
-        struct sym_md *s = &P.syms[i];
-        if (!s->changed)
+    uint32_t n = em_engine_nsymbols(P.e);
+    if (!syms_fit(n))
+        return;
+    for (uint32_t id = 1; id <= n; id++) {
+        struct sym_pub *sp = &P.syms[id];
+        struct em_symbol_md md;
+        if (em_engine_symbol_md(P.e, (uint16_t)id, &md) != 0 || md.version == sp->version)
             continue;
+        if (!sp->topic.len)
+            em_bus_topic_set(&sp->topic, "md.", md.name, strlen(md.name));
         char line[4096], px[32] = "";
-        uint8_t phase = 0;
-        struct em_price last;
-        int has_last = 0;
-        em_engine_symbol_state(P.e, s->name, &phase, &last, &has_last);
-        if (has_last)
-            px[em_alf_format_price(last, px)] = '\0';
-        int n = snprintf(line, sizeof line,
-                         "MD sym=%s phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64,
-                         s->name, em_phase_name(phase), has_last ? px : "-", s->last_qty, s->volume,
-                         s->trades);
-        if (md_depth > 0 && n > 0 && (size_t)n < sizeof line) {
-            n += format_side(line + n, sizeof line - (size_t)n, "bids", s->name, EM_SIDE_BUY);
-            if ((size_t)n < sizeof line)
-                n += format_side(line + n, sizeof line - (size_t)n, "asks", s->name, EM_SIDE_SELL);
+        if (md.has_last)
+            px[em_alf_format_price(md.last, px)] = '\0';
+        int len = snprintf(
+            line, sizeof line,
+            "MD sym=%s phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64, md.name,
+            em_phase_name(md.phase), md.has_last ? px : "-", md.last_qty, md.volume, md.trades);
+        if (md_depth > 0 && len > 0 && (size_t)len < sizeof line) {
+            len += format_side(line + len, sizeof line - (size_t)len, "bids", md.name, EM_SIDE_BUY);
+            if ((size_t)len < sizeof line)
+                len += format_side(line + len, sizeof line - (size_t)len, "asks", md.name,
+                                   EM_SIDE_SELL);
         }
-        if (n <= 0 || (size_t)n >= sizeof line)
+        if (len <= 0 || (size_t)len >= sizeof line)
             continue;
-        em_bus_send(&P.pub, &s->topic, line, (size_t)n);
-        s->changed = false;
+        em_bus_send(&P.pub, &sp->topic, line, (size_t)len);
+        sp->version = md.version;
         P.md_out++;
     }
 }
 
 /* ---- snapshots ----
  *
- * Blob: "EMENGPRC" u32 version(1) u64 engine_ms u32 nsyms, per symbol
- * u8 len name[len] i64 last.mant u8 last.dec u32 last_qty u64 volume
- * u64 trades; then the engine's snapshot (engine.h) to the end. Integers
- * little-endian. */
+ * The blob is the engine's snapshot (engine.h). Before the engine kept the
+ * market-data totals, the process wrote a section of its own first:
+ * "EMENGPRC" u32 version(1) u64 engine_ms u32 nsyms, per symbol u8 len
+ * name[len] i64 last.mant u8 last.dec u32 last_qty u64 volume u64 trades;
+ * then the engine's snapshot to the end (integers little-endian). Such
+ * snapshots are still restored (restore_legacy). */
 
 static const char PROC_MAGIC[8] = {'E', 'M', 'E', 'N', 'G', 'P', 'R', 'C'};
 
@@ -677,14 +593,6 @@ static int snap_add(void *ctx, const void *data, size_t len)
     return 0;
 }
 
-static void snap_u(uint64_t v, unsigned width)
-{
-    unsigned char b[8];
-    for (unsigned i = 0; i < width; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-    snap_add(NULL, b, width);
-}
-
 /* The snapshot step: between messages only, when enough records or time
  * have gone by. Rare slow work (O(open orders)); a failure is logged and
  * the journal simply keeps growing. */
@@ -700,21 +608,6 @@ static void maybe_snapshot(void)
     P.snap_ns = now;
     P.snap_len = 0;
     P.snap_oom = false;
-    snap_add(NULL, PROC_MAGIC, sizeof PROC_MAGIC);
-    snap_u(1, 4);
-    snap_u(P.engine_ms, 8);
-    snap_u(P.nsyms, 4);
-    for (unsigned i = 0; i < P.nsyms; i++) {
-        const struct sym_md *s = &P.syms[i];
-        size_t n = strlen(s->name);
-        snap_u(n, 1);
-        snap_add(NULL, s->name, n);
-        snap_u((uint64_t)s->last.mant, 8);
-        snap_u(s->last.dec, 1);
-        snap_u(s->last_qty, 4);
-        snap_u(s->volume, 8);
-        snap_u(s->trades, 8);
-    }
     int rc = em_engine_snapshot(P.e, snap_add, NULL);
     if (rc == 0 && P.snap_oom)
         rc = CORE_ENOMEM;
@@ -749,56 +642,61 @@ static uint64_t get_u(const unsigned char **p, size_t *left, unsigned width, boo
     return v;
 }
 
-static void note_open_order(void *ctx, uint64_t oid, const char *sym, uint8_t side)
+/* A snapshot with the process's own section (see above): the engine's
+ * bytes follow it; the totals are set on the restored engine. */
+static int restore_legacy(const unsigned char *p, size_t left)
 {
-    order_note(oid, sym_index(sym), side);
+    bool bad = false;
+    p += sizeof PROC_MAGIC;
+    left -= sizeof PROC_MAGIC;
+    if (get_u(&p, &left, 4, &bad) != 1)
+        return CORE_EPROTO;
+    get_u(&p, &left, 8, &bad); /* the clock: the engine's own is the same */
+    uint64_t nsyms = get_u(&p, &left, 4, &bad);
+    const unsigned char *totals = p;
+    size_t totals_left = left;
+    for (uint64_t i = 0; !bad && i < nsyms; i++) { /* find the engine's bytes */
+        size_t n = (size_t)get_u(&p, &left, 1, &bad);
+        if (bad || n == 0 || n > EM_SYM_MAX || left < n + 29)
+            return CORE_EPROTO;
+        p += n + 29;
+        left -= n + 29;
+    }
+    if (bad)
+        return CORE_EPROTO;
+    int rc = em_engine_restore(P.e, p, left);
+    for (uint64_t i = 0; rc == 0 && i < nsyms; i++) {
+        char name[EM_SYM_MAX + 1];
+        size_t n = (size_t)get_u(&totals, &totals_left, 1, &bad);
+        memcpy(name, totals, n);
+        name[n] = 0;
+        totals += n;
+        totals_left -= n;
+        totals += 9; /* last (mant, dec): the engine keeps its own */
+        totals_left -= 9;
+        uint32_t last_qty = (uint32_t)get_u(&totals, &totals_left, 4, &bad);
+        uint64_t volume = get_u(&totals, &totals_left, 8, &bad);
+        uint64_t trades = get_u(&totals, &totals_left, 8, &bad);
+        if (em_engine_set_symbol_totals(P.e, name, last_qty, volume, trades) != 0)
+            rc = CORE_EPROTO; /* a symbol the engine does not have */
+    }
+    return rc;
 }
 
 /* The restore step: the journal's latest valid snapshot, before replay. */
 static int restore_snapshot(const void *data, size_t len, uint64_t seq, void *ud)
 {
-    const unsigned char *p = data;
-    size_t left = len;
-    bool bad = len < sizeof PROC_MAGIC || memcmp(p, PROC_MAGIC, sizeof PROC_MAGIC) != 0;
-    if (!bad) {
-        p += sizeof PROC_MAGIC;
-        left -= sizeof PROC_MAGIC;
-    }
-    if (get_u(&p, &left, 4, &bad) != 1)
-        bad = true;
-    P.engine_ms = get_u(&p, &left, 8, &bad);
-    uint64_t nsyms = get_u(&p, &left, 4, &bad);
-    for (uint64_t i = 0; !bad && i < nsyms; i++) {
-        size_t n = (size_t)get_u(&p, &left, 1, &bad);
-        if (bad || n == 0 || n > EM_SYM_MAX || left < n || P.nsyms == MAX_SYMS) {
-            bad = true;
-            break;
-        }
-        char name[EM_SYM_MAX + 1];
-        memcpy(name, p, n);
-        name[n] = 0;
-        p += n;
-        left -= n;
-        if (sym_index(name) >= 0) {
-            bad = true; /* each symbol once */
-            break;
-        }
-        sym_add(name);
-        struct sym_md *s = &P.syms[P.nsyms - 1];
-        s->last.mant = (int64_t)get_u(&p, &left, 8, &bad);
-        s->last.dec = (uint8_t)get_u(&p, &left, 1, &bad);
-        s->last_qty = (uint32_t)get_u(&p, &left, 4, &bad);
-        s->volume = get_u(&p, &left, 8, &bad);
-        s->trades = get_u(&p, &left, 8, &bad);
-        s->changed = true;
-    }
-    int rc = bad ? CORE_EPROTO : em_engine_restore(P.e, p, left);
+    int rc;
+    if (len >= sizeof PROC_MAGIC && memcmp(data, PROC_MAGIC, sizeof PROC_MAGIC) == 0)
+        rc = restore_legacy(data, len);
+    else
+        rc = em_engine_restore(P.e, data, len);
     if (rc) {
         CORE_WARN("engine: snapshot after record %" PRIu64 " cannot be restored: %s", seq,
                   core_strerror(rc));
         return CORE_EIO;
     }
-    em_engine_for_each_order(P.e, note_open_order, NULL);
+    P.engine_ms = em_engine_now(P.e);
     P.restored_seq = (int64_t)seq;
     return 0;
 }
@@ -949,7 +847,7 @@ int main(int argc, char **argv)
         return 1;
     em_topic_cache_init(P.ack_topics, "order.ack.");
     em_bus_topic_set(&P.trade_topic, "trade.executed", "", 0);
-    struct em_engine_config cfg = {.sink = sink, .sink_ctx = NULL};
+    struct em_engine_config cfg = {.sink = sink, .sink_ctx = NULL, .on_trade = on_trade};
     P.e = em_engine_new(&cfg);
     if (!P.e)
         return 1;
@@ -967,7 +865,6 @@ int main(int argc, char **argv)
         return 1;
     }
     P.replaying = false;
-    P.have_pending = false;
     P.replayed = st.records;
     CORE_INFO("engine: restored the snapshot after record %" PRIu64 " and replayed %" PRIu64
               " journal records in %.1f ms (torn bytes %" PRIu64 ", engine clock %" PRIu64 " ms)",
