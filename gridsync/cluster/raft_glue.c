@@ -117,6 +117,25 @@ static void deliver(struct waiters *ws, int status, const struct core_buf *repli
     }
 }
 
+/* libraft's codes to ours, the one place they are converted: out of
+ * memory and "not the leader (any more)" mean the same everywhere; any
+ * other failure means what the caller says (`otherwise`), because the same
+ * RAFT_* code says different things from raft_apply and raft_start. */
+static int from_raft(int rv, int otherwise)
+{
+    switch (rv) {
+    case 0:
+        return 0;
+    case RAFT_NOMEM:
+        return CORE_ENOMEM;
+    case RAFT_NOTLEADER:
+    case RAFT_LEADERSHIPLOST:
+        return CORE_ESTATE;
+    default:
+        return otherwise;
+    }
+}
+
 static void slot_finish(struct slot *s, int status)
 {
     s->state = SLOT_FREE;
@@ -464,7 +483,7 @@ unsigned gs_fsm_flush(struct gs_fsm *f)
     int rc = raft_apply(f->raft, &s->req, &rb, 1, apply_cb);
     if (rc) {
         raft_free(rb.base);
-        slot_finish(s, rc == RAFT_NOMEM ? CORE_ENOMEM : CORE_ESTATE);
+        slot_finish(s, from_raft(rc, CORE_ESTATE));
         return 0;
     }
     s->index = s->req.index;
@@ -791,7 +810,7 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
             gs_fsm_free(g->fsm);
             free(g);
         }
-        return rv == RAFT_NOMEM ? CORE_ENOMEM : CORE_EIO;
+        return from_raft(rv, CORE_EIO);
     }
     g->raft.data = g;
     gs_fsm_attach(g->fsm, &g->raft);
@@ -831,7 +850,7 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
                   raft_errmsg(&g->raft), g->io.errmsg[0] ? "; " : "", g->io.errmsg);
         /* Memory goes once the loop has closed everything. */
         raft_close(&g->raft, on_raft_closed);
-        return rv == RAFT_NOMEM ? CORE_ENOMEM : CORE_EIO;
+        return from_raft(rv, CORE_EIO);
     }
     uv_prepare_start(&g->prepare, on_prepare);
     uv_timer_start(&g->rebalance, on_rebalance, REBALANCE_INTERVAL_MS, REBALANCE_INTERVAL_MS);
@@ -893,10 +912,8 @@ int gs_group_transfer(struct gs_group *g, uint64_t id)
     if (g->transferring || raft_state(&g->raft) != RAFT_LEADER)
         return CORE_ESTATE;
     int rv = raft_transfer(&g->raft, &g->transfer, id, on_transfer_done);
-    if (rv == RAFT_NOTLEADER)
-        return CORE_ESTATE;
     if (rv != 0)
-        return CORE_EINVAL;
+        return from_raft(rv, CORE_EINVAL);
     g->transferring = true;
     return 0;
 }
@@ -925,7 +942,7 @@ int gs_group_barrier(struct gs_group *g, void (*cb)(void *data, int status), voi
     int rv = raft_barrier(&g->raft, &b->req, on_barrier);
     if (rv != 0) {
         free(b);
-        return rv == RAFT_NOMEM ? CORE_ENOMEM : CORE_ESTATE;
+        return from_raft(rv, CORE_ESTATE);
     }
     return 0;
 }
