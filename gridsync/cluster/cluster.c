@@ -136,7 +136,7 @@ static int parse_peers(struct gs_cluster *cl, const char *list)
 }
 
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
-                         const char *const *argv, const size_t *argvlen, struct gs_buf *out);
+                         const char *const *argv, const size_t *argvlen, struct core_buf *out);
 static void on_barrier_prepare(uv_prepare_t *h);
 
 int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
@@ -404,7 +404,7 @@ void gs_cluster_free(struct gs_cluster *cl)
  * 3). The handler writes into a client that has no connection. */
 
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
-                         const char *const *argv, const size_t *argvlen, struct gs_buf *out)
+                         const char *const *argv, const size_t *argvlen, struct core_buf *out)
 {
     struct cgroup *grp = ctx;
     struct gs_cluster *cl = grp->cl;
@@ -422,20 +422,20 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
         unsigned slot = gs_key_slot(argv[cmd->first_key + 1], argvlen[cmd->first_key + 1]);
         if (grp->slot_state[slot] != SLOT_SERVING) {
             static const char err[] = "-TRYAGAIN the slot is moving to another node\r\n";
-            gs_buf_append(out, err, sizeof(err) - 1);
+            core_buf_append(out, err, sizeof(err) - 1);
             return;
         }
     }
     if (!cmd || !(cmd->flags & GS_CMD_WRITE)) {
         static const char err[] = "-ERR not a replicated command\r\n";
-        gs_buf_append(out, err, sizeof(err) - 1);
+        core_buf_append(out, err, sizeof(err) - 1);
         return;
     }
     if (cl->xcap < argc) {
         struct gs_arg *a = realloc(cl->xargv, argc * sizeof(*a));
         if (!a) {
             static const char err[] = "-OOM out of memory applying a replicated command\r\n";
-            gs_buf_append(out, err, sizeof(err) - 1);
+            core_buf_append(out, err, sizeof(err) - 1);
             return;
         }
         cl->xargv = a;
@@ -458,7 +458,7 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
         gs_store_make_room(store) == CORE_ENOMEM) {
         static const char err[] = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
-        gs_buf_append(out, err, sizeof(err) - 1);
+        core_buf_append(out, err, sizeof(err) - 1);
         return;
     }
     /* gs_node_now_ms reads wall_base_ms: shift it so that "now" is the
@@ -471,7 +471,7 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     cmd->fn(&fc, argc - 1, cl->xargv);
     n->store = saved_store;
     n->wall_base_ms = saved_base;
-    gs_buf_append(out, cl->xout.data, cl->xout.len);
+    core_buf_append(out, cl->xout.data, cl->xout.len);
 }
 
 /* --------------------------------------------------------------- routing */

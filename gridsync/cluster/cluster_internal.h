@@ -132,7 +132,7 @@ bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
 int gs_cl_apply_target(struct gs_cluster *cl);
 /* Apply a MIGRATE_ENTRY entry (argv[0] is its operation) of group grp. */
 void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned argc,
-                        const char *const *argv, const size_t *argvlen, struct gs_buf *out);
+                        const char *const *argv, const size_t *argvlen, struct core_buf *out);
 /* The index of the live node named p[0..len), or -1. */
 int gs_cl_find_node(const struct gs_cluster *cl, const char *p, size_t len);
 

@@ -47,7 +47,7 @@
 #include "edumatcher/engine/engine.h" /* EM_OPS_GW */
 #include "edumatcher/monitor/health.h"
 #include "edumatcher/engine/msg.h"
-#include "edumatcher/proc.h"
+#include "core/proc.h"
 #include "edumatcher/bus/zmq_bus.h"
 
 #include <inttypes.h>
@@ -125,7 +125,7 @@ static struct {
     struct em_health health;
     uv_timer_t login_timer;
     uv_check_t flush_check; /* sends the pending bus batch once per loop turn */
-    struct em_proc proc;    /* signals */
+    struct core_proc proc;  /* signals */
     /* frames for the engine not sent yet: all of one session (batch_sess),
      * sent as one bus message when the session changes, the batch is full,
      * or the loop turn ends (flush_check) */
@@ -660,7 +660,7 @@ static int load_tokens(const char *path)
     return 0;
 }
 
-static void on_stop(struct em_proc *p, void *data)
+static void on_stop(struct core_proc *p, void *data)
 {
     core_server_stop(G.srv); /* on_close sends each session's DISCONNECT */
     em_bus_close(&G.sub);
@@ -673,7 +673,7 @@ static void on_stop(struct em_proc *p, void *data)
 int main(int argc, char **argv)
 {
     int rc, code;
-    if (em_proc_options("edumatcher-gateway", 'G', options, loglevel, argc, argv, &code))
+    if (core_proc_options("edumatcher-gateway", 'G', options, loglevel, argc, argv, &code))
         return code;
     if (tokens_file[0] && load_tokens(tokens_file) != 0)
         return 1;
@@ -717,8 +717,8 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "bus_full", &G.bus_full);
     core_metrics_counter(mt, "bad_events", &G.bad_events);
     core_metrics_gauge(mt, "sessions", &G.sessions);
-    em_proc_health_start("gateway", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms, NULL,
-                         NULL);
+    em_health_start_or_warn("gateway", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms,
+                            NULL, NULL);
 
     uv_timer_init(G.loop, &G.login_timer);
     uv_timer_start(&G.login_timer, on_login_timer, (uint64_t)login_retry_ms,
@@ -727,7 +727,7 @@ int main(int argc, char **argv)
      * turn forwarded leaves before the loop sleeps again. */
     uv_check_init(G.loop, &G.flush_check);
     uv_check_start(&G.flush_check, on_flush_check);
-    em_proc_signals_start(&G.proc, G.loop, "gateway", on_stop, NULL);
+    core_proc_signals_start(&G.proc, G.loop, "gateway", on_stop, NULL);
 
     /* the ready line: tests and scripts wait for it */
     printf("edumatcher-gateway %s:%d engine %s %s\n", host, (int)port, engine_pull, engine_pub);
@@ -736,6 +736,7 @@ int main(int argc, char **argv)
     /* let the DISCONNECTs go out (PUSH linger) before the context ends */
     em_bus_ctx_term(G.zctx);
     core_server_free(G.srv);
+    core_proc_signals_close(&G.proc, G.loop);
     uv_loop_close(G.loop);
     return 0;
 }
