@@ -317,12 +317,12 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
     }
     if (cl->target && (rc = gs_cl_apply_target(cl)) != 0)
         goto fail_started;
-    if (n->cfg.cluster_linearizable_reads) {
-        uv_prepare_init(n->loop, &cl->barrier_prep);
-        cl->barrier_prep.data = cl;
-        uv_prepare_start(&cl->barrier_prep, on_barrier_prepare);
-        cl->prep_started = true;
-    }
+    /* Every read mode may park reads for a barrier (a new leader's first,
+     * an expired lease's, or all of them). */
+    uv_prepare_init(n->loop, &cl->barrier_prep);
+    cl->barrier_prep.data = cl;
+    uv_prepare_start(&cl->barrier_prep, on_barrier_prepare);
+    cl->prep_started = true;
     CORE_INFO("cluster: node %u of %u (%s), replication factor %u", cl->self, cl->n,
               cl->nodes[cl->self].name, gs_ring_rf(cl->ring));
     *out = cl;
@@ -537,12 +537,15 @@ static void on_write_done(void *data, int status, const char *reply, size_t len)
 
 /* ---- linearizable reads ------------------------------------------------
  *
- * With cluster-linearizable-reads, a read at a leader is not answered from
- * the store at once: the client waits (its request left unconsumed) for a
- * Raft barrier issued after it arrived. A committed barrier proves that
- * this node was still the leader after the read arrived, so the store then
- * holds every write acknowledged before it (Raft thesis 6.4). One barrier
- * per group per loop iteration serves all the reads that arrived in it. */
+ * A read at a leader that may not answer from its store at once
+ * (gs_fsm_read_now: always in cluster-read-mode barrier; in lease mode
+ * when the lease has run out; in every mode before the leader has applied
+ * an entry of its term) waits, its request left unconsumed, for a Raft
+ * barrier issued after it arrived. A committed barrier proves that this
+ * node was still the leader after the read arrived and has applied every
+ * entry committed before, so the store then holds every write acknowledged
+ * before it (Raft thesis 6.4); it also renews the lease. One barrier per
+ * group per loop iteration serves all the reads that arrived in it. */
 
 static void on_barrier_done(void *data, int status)
 {
@@ -824,7 +827,8 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
     } else if (gs_group_is_leader(grp->raft)) {
         if (write)
             return gs_cl_propose(cl, grp, c, slot, argc, argv);
-        if (cl->node->cfg.cluster_linearizable_reads)
+        if (!gs_fsm_read_now(gs_group_fsm(grp->raft),
+                             (enum gs_read_mode)cl->node->cfg.cluster_read_mode))
             return defer_read(cl, grp, c, slot);
         run_on(cl, grp, c, cmd, argc, argv);
         return true;

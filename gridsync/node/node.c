@@ -38,6 +38,8 @@
 
 static const char *const policy_names[] = {"noeviction", "slru", "allkeys-lru", NULL};
 static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
+/* In the order of enum gs_read_mode (raft_glue.h). */
+static const char *const read_mode_names[] = {"lease", "barrier", "any", NULL};
 
 void gs_config_defaults(struct gs_config *cfg)
 {
@@ -114,24 +116,26 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "directory for the cluster's Raft logs and snapshots"},
         {"cluster-replicas", CORE_OPT_INT, NULL, 1, 7, NULL, CORE_OPT_IMMUTABLE,
          "copies of each slot (Raft group size)"},
-        {"cluster-linearizable-reads", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
-         "leaders confirm leadership with a Raft barrier before each batch of reads"},
+        {"cluster-read-mode", CORE_OPT_ENUM, NULL, 0, 0, read_mode_names, 0,
+         "how a leader makes reads linearizable: lease (a majority heard from it within "
+         "the election timeout less a drift bound), barrier (a Raft barrier per batch of "
+         "reads) or any (no check: stale while a deposed leader has not noticed)"},
         {"cluster-snapshot-entries", CORE_OPT_INT, NULL, 16, INT32_MAX, NULL, CORE_OPT_IMMUTABLE,
          "Raft log entries between two snapshots of a shard"},
         {"cluster-join", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
          "this node is the last of cluster-peers, being added to a running cluster"},
         {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
     };
-    void *ptrs[] = {
-        &cfg->port, cfg->bind, &cfg->maxmemory, &cfg->maxmemory_policy, &cfg->maxclients,
-        cfg->requirepass, &cfg->query_buf_limit, &cfg->output_buf_limit, &cfg->proto_max_bulk_len,
-        &cfg->timeout, &cfg->hz, &cfg->loglevel, cfg->save, &cfg->appendonly,
-        /* gs-origin */
-        cfg->origin, &cfg->origin_timeout, &cfg->origin_ttl, &cfg->origin_negative_ttl,
-        &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce,
-        /* cluster */
-        &cfg->cluster_enabled, cfg->cluster_peers, cfg->dir, &cfg->cluster_replicas,
-        &cfg->cluster_linearizable_reads, &cfg->cluster_snapshot_entries, &cfg->cluster_join};
+    void *ptrs[] = {&cfg->port, cfg->bind, &cfg->maxmemory, &cfg->maxmemory_policy,
+                    &cfg->maxclients, cfg->requirepass, &cfg->query_buf_limit,
+                    &cfg->output_buf_limit, &cfg->proto_max_bulk_len, &cfg->timeout, &cfg->hz,
+                    &cfg->loglevel, cfg->save, &cfg->appendonly,
+                    /* gs-origin */
+                    cfg->origin, &cfg->origin_timeout, &cfg->origin_ttl, &cfg->origin_negative_ttl,
+                    &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce,
+                    /* cluster */
+                    &cfg->cluster_enabled, cfg->cluster_peers, cfg->dir, &cfg->cluster_replicas,
+                    &cfg->cluster_read_mode, &cfg->cluster_snapshot_entries, &cfg->cluster_join};
     _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
     memcpy(opts, table, sizeof(table));
     for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)

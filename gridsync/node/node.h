@@ -60,7 +60,7 @@ struct gs_config {
     char cluster_peers[CORE_OPT_STRLEN]; /* host:port,host:port,... (all nodes) */
     char dir[CORE_OPT_STRLEN];           /* Raft logs and snapshots */
     int64_t cluster_replicas;            /* replication factor */
-    bool cluster_linearizable_reads;     /* reads wait for a Raft barrier */
+    int cluster_read_mode;               /* enum gs_read_mode (raft_glue.h) */
     bool cluster_join;                   /* this node is being added (docs) */
     int64_t cluster_snapshot_entries;    /* Raft log entries between snapshots */
 };
