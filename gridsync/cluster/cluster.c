@@ -323,6 +323,8 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
     cl->barrier_prep.data = cl;
     uv_prepare_start(&cl->barrier_prep, on_barrier_prepare);
     cl->prep_started = true;
+    if ((rc = gs_cl_hints_start(cl)) != 0)
+        goto fail_started;
     CORE_INFO("cluster: node %u of %u (%s), replication factor %u", cl->self, cl->n,
               cl->nodes[cl->self].name, gs_ring_rf(cl->ring));
     *out = cl;
@@ -358,6 +360,7 @@ void gs_cluster_stop(struct gs_cluster *cl)
         uv_close((uv_handle_t *)&cl->barrier_prep, NULL);
         cl->prep_started = false;
     }
+    gs_cl_hints_stop(cl);
     for (unsigned g = 0; g < cl->n; g++) {
         if (cl->groups[g].raft) {
             cl->closing++;
@@ -482,7 +485,9 @@ void gs_cl_reply_moved(struct gs_client *c, unsigned slot, const struct cnode *t
 int gs_cl_leader_of(const struct gs_cluster *cl, const struct cgroup *grp)
 {
     uint64_t id;
-    if (grp->raft && gs_group_leader(grp->raft, &id, NULL, 0) == 0)
+    if (!grp->raft)
+        return gs_cl_hinted_leader(cl, grp);
+    if (gs_group_leader(grp->raft, &id, NULL, 0) == 0)
         for (unsigned i = 0; i < cl->n; i++)
             if (cl->nodes[i].raft_id == id && !cl->nodes[i].removed)
                 return (int)i;
@@ -797,7 +802,7 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         }
     }
     if (!grp->raft) {
-        gs_cl_reply_moved(c, slot, &cl->nodes[g]);
+        gs_cl_reply_moved(c, slot, &cl->nodes[gs_cl_redirect_node(cl, grp)]);
         return true;
     }
     if (grp->slot_state && grp->slot_state[slot] != SLOT_SERVING) {
@@ -907,7 +912,10 @@ bool gs_cluster_node_live(const struct gs_cluster *cl, unsigned i)
 
 unsigned gs_cluster_group_leader(const struct gs_cluster *cl, unsigned g)
 {
-    int l = gs_cl_leader_of(cl, &cl->groups[g]);
+    const struct cgroup *grp = &cl->groups[g];
+    if (!grp->raft)
+        return gs_cl_redirect_node(cl, grp);
+    int l = gs_cl_leader_of(cl, grp);
     return l >= 0 ? (unsigned)l : g;
 }
 
