@@ -6,16 +6,21 @@
  *   trader --FIX/TCP--> fix_session --NewOrderSingle...--> NEW/CANCEL/... --PUSH--> engine
  *   trader <--FIX------ fix_session <--ExecutionReport... <--SUB order.ack.<gw>----- engine
  *
- * The session layer (fix_session.h) owns sequence numbers, heartbeats,
- * resends and logout; this file owns the connection, the engine login, the
- * order table that gives each ExecutionReport the fields FIX wants and the
- * engine events do not carry (Symbol, Side, OrderQty, AvgPx, the FIX
- * ClOrdID chain of cancels and replaces), and the mapping itself.
+ * Two shared modules do the sessions' work: the FIX session layer
+ * (fix_session.h: sequence numbers, heartbeats, resends, logout) and the
+ * gateway session (gateway/gateway_session.h: the engine login, AUTH
+ * against the tokens file, the rate limit, batching towards the engine,
+ * cancel-on-disconnect), the same one the ALF gateway uses. This file owns
+ * the connection, the order table that gives each ExecutionReport the
+ * fields FIX wants and the engine events do not carry (Symbol, Side,
+ * OrderQty, AvgPx, the FIX ClOrdID chain of cancels and replaces), and the
+ * mapping itself.
  *
  * Connection states (functions making each transition):
  *
- *   FIX AWAIT_LOGON --Logon accepted: on_fix_logon--> engine LOGIN sent, app messages held
- *   held --LOGGEDIN from the engine: handle_event--> LIVE (held frames forwarded in order)
+ *   FIX AWAIT_LOGON --Logon accepted by the gateway session: on_fix_logon--> LOGIN to the
+ *                     engine; application messages held (translated)
+ *   held --LOGGEDIN from the engine: front_live--> LIVE (held messages go on in order)
  *   LIVE --Logout / TestRequest timeout / error: on_fix_close--> connection closed
  *   any state after Logon --connection drops: on_close--> DISCONNECT to the engine
  *                                                        (cancel-on-disconnect, as ALF)
@@ -33,13 +38,14 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/proc.h"
 #include "core/uv_server.h"
-#include "edumatcher/engine.h" /* EM_OPS_GW */
+#include "edumatcher/bus/zmq_bus.h"
+#include "edumatcher/engine/engine.h" /* EM_OPS_GW */
+#include "edumatcher/engine/msg.h"
 #include "edumatcher/gateway/fix/fix_session.h"
-#include "edumatcher/health.h"
-#include "edumatcher/msg.h"
-#include "edumatcher/proc.h"
-#include "edumatcher/zmq_bus.h"
+#include "edumatcher/gateway/gateway_session.h"
+#include "edumatcher/monitor/health.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -108,8 +114,7 @@ static const struct core_option options[] = {
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
-#define HASH_BUCKETS 4096         /* sessions by gw; a power of two */
-#define HELD_MAX     (64u * 1024) /* engine frames held until LOGGEDIN */
+#define HELD_MAX 256 /* messages held until the engine answered LOGIN */
 
 /* ---- the order table of one session ---- */
 
@@ -212,17 +217,13 @@ static void omap_del(struct ford *f)
 struct fconn {
     struct core_conn *conn;
     struct em_fix_session fs;
+    struct em_gw_session *gs;
     char gw[EM_GW_MAX + 1];
-    size_t gwlen;
-    bool logged_on;  /* FIX Logon accepted: the engine knows of us */
-    bool live;       /* the engine answered LOGIN */
-    bool dirty;      /* output to flush after a bus batch */
-    uint64_t tokens; /* rate limit bucket, in 1e-6 messages */
-    uint64_t refill_ns;
-    uint64_t login_sent_ns;
-    struct em_bus_topic in_topic;
-    char sub_prefix[EM_BUS_TOPIC_MAX];
-    struct core_buf held; /* engine frames waiting for LOGGEDIN */
+    bool logged_on;      /* FIX Logon accepted: the engine knows of us */
+    bool live;           /* the engine answered LOGIN */
+    bool login_refused;  /* the gateway session answered LOGIN with REJECT */
+    struct em_msg *held; /* translated messages waiting for LOGGEDIN */
+    unsigned nheld;
     struct omap orders;
     /* OrderMassCancelRequest in flight: answered at the engine's PONG */
     int mass_pending;
@@ -231,7 +232,6 @@ struct fconn {
     char mass_sym[EM_SYM_MAX + 1];
     uint64_t mass_count;
     bool mass_rejected;
-    struct fconn *hnext;       /* by gw */
     struct fconn *next, *prev; /* every connection, for the timer */
 };
 
@@ -243,23 +243,11 @@ static struct {
     struct em_health health;
     uv_timer_t timer;
     uv_check_t flush_check;
-    struct em_proc proc;
+    struct core_proc proc;
     struct em_fix_session_config cfg;
-    struct fconn *batch_conn;
-    size_t batch_len;
-    unsigned batch_frames;
-    uint8_t batch[EM_BUS_PAYLOAD_MAX];
-    struct fconn *by_gw[HASH_BUCKETS];
+    struct em_gw *gw;
     struct fconn *all;
-    struct fconn **dirty;
-    size_t ndirty, dirty_cap;
-    struct {
-        char gw[EM_GW_MAX + 1];
-        char token[EM_TOKEN_MAX + 1];
-    } * tokens;
-    size_t ntokens;
-    uint64_t msgs_in, forwarded, reports_out, rejects, rate_limited, bus_full, unrouted;
-    int64_t sessions;
+    uint64_t reports_out, fix_rejects;
 } G;
 
 static uint64_t wall_ns(void)
@@ -267,121 +255,46 @@ static uint64_t wall_ns(void)
     return (uint64_t)core_wall_ms() * 1000000u;
 }
 
-static uint32_t gw_hash(const char *gw, size_t n)
+/* ---- the gateway sessions' bus (as the ALF gateway's) ---- */
+
+static int bus_send(void *ctx, const char *gw, size_t gwlen, const void *frames, size_t len)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)gw[i]) * 16777619u;
-    return h & (HASH_BUCKETS - 1);
+    (void)ctx;
+    struct em_bus_topic t;
+    int rc = em_bus_topic_set(&t, "", gw, gwlen);
+    return rc ? rc : em_bus_send(&G.push, &t, frames, len);
 }
 
-static struct fconn *find_gw(const char *gw, size_t n)
+static void bus_subscribe(void *ctx, const char *topic)
 {
-    for (struct fconn *f = G.by_gw[gw_hash(gw, n)]; f; f = f->hnext)
-        if (f->gwlen == n && memcmp(f->gw, gw, n) == 0)
-            return f;
-    return NULL;
+    (void)ctx;
+    em_bus_subscribe(&G.sub, topic);
 }
 
-static void hash_remove(struct fconn *f)
+static void bus_unsubscribe(void *ctx, const char *topic)
 {
-    struct fconn **p = &G.by_gw[gw_hash(f->gw, f->gwlen)];
-    while (*p && *p != f)
-        p = &(*p)->hnext;
-    if (*p)
-        *p = f->hnext;
+    (void)ctx;
+    em_bus_unsubscribe(&G.sub, topic);
 }
 
-static void mark_dirty(struct fconn *f)
-{
-    if (f->dirty)
-        return;
-    if (G.ndirty == G.dirty_cap) {
-        size_t cap = G.dirty_cap ? G.dirty_cap * 2 : 256;
-        struct fconn **d = realloc(G.dirty, cap * sizeof *d);
-        if (!d)
-            return;
-        G.dirty = d;
-        G.dirty_cap = cap;
-    }
-    G.dirty[G.ndirty++] = f;
-    f->dirty = true;
-}
+static const struct em_gw_bus bus = {
+    .send = bus_send, .subscribe = bus_subscribe, .unsubscribe = bus_unsubscribe};
 
-/* ---- to the engine (batched per loop turn, as the ALF gateway) ---- */
-
-static void batch_flush(void)
-{
-    struct fconn *f = G.batch_conn;
-    if (!f || G.batch_len == 0)
-        return;
-    size_t len = G.batch_len;
-    unsigned frames = G.batch_frames;
-    G.batch_len = 0;
-    G.batch_frames = 0;
-    G.batch_conn = NULL;
-    if (em_bus_send(&G.push, &f->in_topic, G.batch, len) == 0) {
-        G.forwarded += frames;
-        return;
-    }
-    G.bus_full += frames;
-    CORE_WARN("fix: engine queue full, %u messages of %s dropped", frames, f->gw);
-}
-
-static void forward_frame(struct fconn *f, const uint8_t *frame, size_t n)
-{
-    if (G.batch_conn != f || G.batch_len + n > sizeof G.batch)
-        batch_flush();
-    G.batch_conn = f;
-    memcpy(G.batch + G.batch_len, frame, n);
-    G.batch_len += n;
-    G.batch_frames++;
-}
-
-/* Send m to the engine now, or hold it until the engine answered LOGIN. */
+/* A translated message to the engine through the gateway session (which
+ * may answer it at once with a REJECT: RATE_LIMIT, ...), or held until
+ * the engine answered LOGIN. */
 static int to_engine(struct fconn *f, const struct em_msg *m)
 {
-    uint8_t frame[EM_FRAME_MAX];
-    int n = em_frame_encode(m, frame, sizeof frame);
-    if (n < 0)
-        return n;
-    if (!f->live && m->kind != EM_MSG_LOGIN && m->kind != EM_MSG_DISCONNECT) {
-        if (f->held.len + (size_t)n > HELD_MAX)
+    if (!f->live) {
+        if (f->nheld == HELD_MAX)
             return CORE_ETOOBIG;
-        core_buf_append(&f->held, frame, (size_t)n);
+        if (!f->held && !(f->held = malloc(HELD_MAX * sizeof *f->held)))
+            return CORE_ENOMEM;
+        f->held[f->nheld++] = *m;
         return 0;
     }
-    forward_frame(f, frame, (size_t)n);
+    em_gw_session_input(f->gs, m, 0);
     return 0;
-}
-
-static void on_flush_check(uv_check_t *h)
-{
-    (void)h;
-    batch_flush();
-}
-
-static void send_login(struct fconn *f)
-{
-    struct em_msg m = {.kind = EM_MSG_LOGIN, .present = EM_BIT(gw)};
-    memcpy(m.gw, f->gw, f->gwlen + 1);
-    to_engine(f, &m);
-    f->login_sent_ns = core_now_ns();
-}
-
-static bool rate_ok(struct fconn *f)
-{
-    if (rate_limit <= 0)
-        return true;
-    uint64_t now = core_now_ns();
-    uint64_t cap = (uint64_t)rate_burst * 1000000u;
-    uint64_t add = (now - f->refill_ns) * (uint64_t)rate_limit / 1000u;
-    f->refill_ns = now;
-    f->tokens = f->tokens + add > cap ? cap : f->tokens + add;
-    if (f->tokens < 1000000u)
-        return false;
-    f->tokens -= 1000000u;
-    return true;
 }
 
 /* ---- FIX output helpers ---- */
@@ -395,7 +308,6 @@ static void send_report(struct fconn *f)
 {
     if (em_fix_session_send(&f->fs) == 0)
         G.reports_out++;
-    mark_dirty(f);
 }
 
 /* ALF reject codes in words, for Text(58) (docs/fix.md). */
@@ -512,7 +424,7 @@ static void reject_order(struct fconn *f, const struct ford *o, int code)
                                                   : 99);
     em_fix_add_cstr(out, EM_FIX_TAG_TEXT, rej_words(code));
     send_report(f);
-    G.rejects++;
+    G.fix_rejects++;
 }
 
 static void cancel_reject(struct fconn *f, const char *clordid, const char *orig, char to,
@@ -531,7 +443,7 @@ static void cancel_reject(struct fconn *f, const char *clordid, const char *orig
     em_fix_add_uint(out, EM_FIX_TAG_CXLREJREASON, code == EM_REJ_UNKNOWN_ORDER ? 1 : 99);
     em_fix_add_cstr(out, EM_FIX_TAG_TEXT, rej_words(code));
     send_report(f);
-    G.rejects++;
+    G.fix_rejects++;
 }
 
 static void business_reject(struct fconn *f, const struct em_fix_msg *m, int reason,
@@ -543,7 +455,7 @@ static void business_reject(struct fconn *f, const struct em_fix_msg *m, int rea
     em_fix_add_uint(out, EM_FIX_TAG_BUSINESSREJECTREASON, (uint64_t)reason);
     em_fix_add_cstr(out, EM_FIX_TAG_TEXT, text);
     send_report(f);
-    G.rejects++;
+    G.fix_rejects++;
 }
 
 /* ---- FIX application messages -> engine ---- */
@@ -747,20 +659,18 @@ static void on_new_order(struct fconn *f, const struct em_fix_msg *m)
         reject_order(f, &tmp, code);
         return;
     }
-    if (!rate_ok(f)) {
-        G.rate_limited++;
-        reject_order(f, &tmp, EM_REJ_RATE_LIMIT);
-        return;
-    }
+    /* the entry first: the gateway session may answer at once */
     struct ford *o = omap_add(&f->orders, clordid);
-    if (!o || to_engine(f, &e) != 0) {
-        if (o)
-            omap_del(o);
+    if (!o) {
         reject_order(f, &tmp, EM_REJ_RATE_LIMIT);
         return;
     }
     snprintf(tmp.key, sizeof tmp.key, "%s", clordid);
     *o = tmp;
+    if (to_engine(f, &e) != 0) {
+        reject_order(f, o, EM_REJ_RATE_LIMIT);
+        omap_del(o);
+    }
 }
 
 /* The order a FIX OrigClOrdID names: its first ClOrdID or a later one. */
@@ -817,19 +727,15 @@ static void on_cancel_or_replace(struct fconn *f, const struct em_fix_msg *m, bo
             e.present |= EM_BIT(qty);
         }
     }
-    if (!rate_ok(f)) {
-        G.rate_limited++;
-        cancel_reject(f, clordid, orig, to, o, EM_REJ_RATE_LIMIT);
-        return;
-    }
-    if (to_engine(f, &e) != 0) {
-        cancel_reject(f, clordid, orig, to, o, EM_REJ_RATE_LIMIT);
-        return;
-    }
+    /* pending first: the gateway session may refuse it at once */
     o->pending_type = replace ? 'G' : 'F';
     snprintf(o->pending, sizeof o->pending, "%s", clordid);
     o->pending_qty = qty;
     o->pending_px = px;
+    if (to_engine(f, &e) != 0) {
+        o->pending_type = 0;
+        cancel_reject(f, clordid, orig, to, o, EM_REJ_RATE_LIMIT);
+    }
 }
 
 static void on_mass_cancel(struct fconn *f, const struct em_fix_msg *m)
@@ -885,7 +791,6 @@ static void on_mass_cancel(struct fconn *f, const struct em_fix_msg *m)
 static void on_fix_app(void *ctx, const struct em_fix_msg *m)
 {
     struct fconn *f = ctx;
-    G.msgs_in++;
     if (!strcmp(m->type, "D"))
         on_new_order(f, m);
     else if (!strcmp(m->type, "F"))
@@ -896,7 +801,6 @@ static void on_fix_app(void *ctx, const struct em_fix_msg *m)
         on_mass_cancel(f, m);
     else
         business_reject(f, m, 3, "unsupported message type");
-    mark_dirty(f);
 }
 
 /* ---- engine events -> FIX ---- */
@@ -933,23 +837,14 @@ static void finish_order(struct fconn *f, struct ford *o)
 
 static void handle_event(struct fconn *f, const struct em_msg *ev)
 {
-    if (ev->kind == EM_MSG_LOGGEDIN) {
-        if (!f->live) {
-            f->live = true;
-            /* what the trader sent while the engine login was on its way */
-            for (size_t off = 0; off < f->held.len;) {
-                struct em_msg m;
-                int n = em_frame_decode((const uint8_t *)f->held.data + off, f->held.len - off, &m);
-                if (n <= 0)
-                    break;
-                forward_frame(f, (const uint8_t *)f->held.data + off, (size_t)n);
-                off += (size_t)n;
-            }
-            f->held.len = 0;
-        }
+    if (ev->kind == EM_MSG_LOGGEDIN)
+        return; /* front_live */
+    if (!f->logged_on) {
+        if (ev->kind == EM_MSG_REJECT)
+            f->login_refused = true; /* the answer to our LOGIN */
         return;
     }
-    if (!f->live || f->fs.state != EM_FIX_ACTIVE)
+    if (f->fs.state != EM_FIX_ACTIVE)
         return;
     if (ev->kind == EM_MSG_PONG) {
         if (f->mass_pending)
@@ -1086,32 +981,55 @@ static void handle_event(struct fconn *f, const struct em_msg *ev)
     }
 }
 
+/* ---- the gateway session's front end ---- */
+
+static void front_deliver(void *ctx, const struct em_msg *ev)
+{
+    handle_event(ctx, ev);
+}
+
+static void front_flush(void *ctx)
+{
+    struct fconn *f = ctx;
+    core_conn_flush(f->conn);
+}
+
+static void front_live(void *ctx)
+{
+    struct fconn *f = ctx;
+    f->live = true;
+    /* what the trader sent while the engine login was on its way */
+    for (unsigned i = 0; i < f->nheld && !core_conn_closing(f->conn); i++)
+        em_gw_session_input(f->gs, &f->held[i], 0);
+    f->nheld = 0;
+    free(f->held);
+    f->held = NULL;
+}
+
+static void front_close(void *ctx, bool after_reply)
+{
+    struct fconn *f = ctx;
+    if (after_reply)
+        core_conn_close_after_reply(f->conn);
+    else
+        core_conn_close(f->conn);
+}
+
+static bool front_closing(void *ctx)
+{
+    struct fconn *f = ctx;
+    return core_conn_closing(f->conn);
+}
+
+static const struct em_gw_front front = {front_deliver, front_flush, front_live, front_close,
+                                         front_closing};
+
 static void on_event(struct em_bus_sock *b, const char *topic, size_t tl, const void *payload,
                      size_t len, void *data)
 {
     (void)b;
     (void)data;
-    static const char prefix[] = "order.ack.";
-    if (tl <= sizeof prefix - 1 || memcmp(topic, prefix, sizeof prefix - 1) != 0) {
-        G.unrouted++;
-        return;
-    }
-    const char *gw = topic + sizeof prefix - 1;
-    size_t gwlen = tl - (sizeof prefix - 1);
-    const uint8_t *p = payload, *end = p + len;
-    while (p < end) {
-        struct fconn *f = find_gw(gw, gwlen);
-        if (!f || core_conn_closing(f->conn)) {
-            G.unrouted++;
-            return;
-        }
-        struct em_msg ev;
-        int n = em_frame_decode(p, (size_t)(end - p), &ev);
-        if (n <= 0)
-            return;
-        handle_event(f, &ev);
-        p += n;
-    }
+    em_gw_bus_message(G.gw, topic, tl, payload, len);
 }
 
 static void on_event_batch(struct em_bus_sock *b, unsigned handled, void *data)
@@ -1119,14 +1037,13 @@ static void on_event_batch(struct em_bus_sock *b, unsigned handled, void *data)
     (void)b;
     (void)handled;
     (void)data;
-    for (size_t i = 0; i < G.ndirty; i++) {
-        struct fconn *f = G.dirty[i];
-        if (!f)
-            continue;
-        f->dirty = false;
-        core_conn_flush(f->conn);
-    }
-    G.ndirty = 0;
+    em_gw_bus_batch_end(G.gw);
+}
+
+static void on_flush_check(uv_check_t *h)
+{
+    (void)h;
+    em_gw_flush(G.gw);
 }
 
 /* ---- the session layer's callbacks ---- */
@@ -1135,15 +1052,6 @@ static void on_fix_send(void *ctx, const char *buf, size_t len)
 {
     struct fconn *f = ctx;
     core_buf_append(core_conn_out(f->conn), buf, len);
-    mark_dirty(f);
-}
-
-static const char *token_of(const char *gw)
-{
-    for (size_t i = 0; i < G.ntokens; i++)
-        if (strcmp(G.tokens[i].gw, gw) == 0)
-            return G.tokens[i].token;
-    return NULL;
 }
 
 static int on_fix_logon(void *ctx, const struct em_fix_msg *m, const char **why)
@@ -1165,28 +1073,27 @@ static int on_fix_logon(void *ctx, const struct em_fix_msg *m, const char **why)
         *why = "Username(553) must be the SenderCompID";
         return -1;
     }
-    const char *want = token_of(gw);
-    if (want && !(em_fix_get(m, EM_FIX_TAG_PASSWORD, &u, &un) && un == strlen(want) &&
-                  memcmp(u, want, un) == 0)) {
-        *why = "wrong Password(554)";
-        return -1;
+    /* the gateway session checks the token (Password) and that the trader
+     * has no other session here, as for an ALF LOGIN */
+    struct em_msg login = {.kind = EM_MSG_LOGIN, .present = EM_BIT(gw)};
+    memcpy(login.gw, gw, n + 1);
+    if (em_fix_get(m, EM_FIX_TAG_PASSWORD, &u, &un)) {
+        if (un > EM_TOKEN_MAX || !em_valid_token(u, un)) {
+            *why = "wrong Password(554)";
+            return -1;
+        }
+        memcpy(login.token, u, un);
+        login.token[un] = '\0';
+        login.present |= EM_BIT(token);
     }
-    if (find_gw(gw, n)) {
-        *why = "this trader already has a session on this gateway";
+    f->login_refused = false;
+    em_gw_session_input(f->gs, &login, 0);
+    if (f->login_refused || !em_gw_session_logging_in(f->gs)) {
+        *why = "wrong Password(554), or this trader has a session on this gateway already";
         return -1;
     }
     memcpy(f->gw, gw, n + 1);
-    f->gwlen = n;
-    em_bus_topic_set(&f->in_topic, "", f->gw, f->gwlen);
-    snprintf(f->sub_prefix, sizeof f->sub_prefix, "order.ack.%s", f->gw);
-    uint32_t h = gw_hash(f->gw, f->gwlen);
-    f->hnext = G.by_gw[h];
-    G.by_gw[h] = f;
     f->logged_on = true;
-    f->tokens = (uint64_t)rate_burst * 1000000u;
-    f->refill_ns = core_now_ns();
-    em_bus_subscribe(&G.sub, f->sub_prefix);
-    send_login(f);
     return 0;
 }
 
@@ -1194,7 +1101,6 @@ static void on_fix_close(void *ctx, const char *why)
 {
     struct fconn *f = ctx;
     CORE_INFO("fix: session %s closed: %s", f->gw[0] ? f->gw : "(no logon)", why);
-    mark_dirty(f);
     core_conn_close_after_reply(f->conn);
 }
 
@@ -1210,13 +1116,17 @@ static int on_open(struct core_conn *c, void *app)
     if (!f)
         return CORE_ENOMEM;
     f->conn = c;
+    f->gs = em_gw_session_open(G.gw, &front, f);
+    if (!f->gs) {
+        free(f);
+        return CORE_ENOMEM;
+    }
     em_fix_session_init(&f->fs, &G.cfg, &fix_ops, f, wall_ns());
     core_conn_set_data(c, f);
     f->next = G.all;
     if (G.all)
         G.all->prev = f;
     G.all = f;
-    G.sessions++;
     return 0;
 }
 
@@ -1224,98 +1134,44 @@ static size_t on_data(struct core_conn *c, char *data, size_t len)
 {
     struct fconn *f = core_conn_data(c);
     size_t used = em_fix_session_input(&f->fs, data, len, wall_ns());
-    if (f->dirty)
-        core_conn_flush(c);
+    core_conn_flush(c);
     return used;
 }
 
 static void on_close(struct core_conn *c)
 {
     struct fconn *f = core_conn_data(c);
-    if (f->logged_on) {
-        /* cancel-on-disconnect, as ALF (docs/alf.md C.3) */
-        struct em_msg m = {.kind = EM_MSG_DISCONNECT};
-        to_engine(f, &m);
-        batch_flush();
-        hash_remove(f);
-        em_bus_unsubscribe(&G.sub, f->sub_prefix);
-    }
+    /* cancel-on-disconnect, as ALF (docs/alf.md C.3): the gateway
+     * session sends DISCONNECT for a logged-in trader */
+    em_gw_session_close(f->gs);
     em_fix_session_end(&f->fs);
-    for (size_t i = 0; i < G.ndirty; i++)
-        if (G.dirty[i] == f)
-            G.dirty[i] = NULL;
-    if (G.batch_conn == f)
-        batch_flush();
     if (f->prev)
         f->prev->next = f->next;
     else
         G.all = f->next;
     if (f->next)
         f->next->prev = f->prev;
-    core_buf_free(&f->held);
+    free(f->held);
     free(f->orders.slots);
     free(f);
-    G.sessions--;
 }
 
 static void on_timer(uv_timer_t *t)
 {
     (void)t;
-    uint64_t now = wall_ns(), mono = core_now_ns();
+    uint64_t now = wall_ns();
     for (struct fconn *f = G.all; f; f = f->next) {
         if (core_conn_closing(f->conn))
             continue;
         em_fix_session_tick(&f->fs, now);
-        if (f->logged_on && !f->live &&
-            mono - f->login_sent_ns >= (uint64_t)login_retry_ms * 1000000u)
-            send_login(f);
-        if (f->dirty) {
-            f->dirty = false;
-            core_conn_flush(f->conn);
-        }
+        core_conn_flush(f->conn);
     }
-    for (size_t i = 0; i < G.ndirty; i++)
-        if (G.dirty[i])
-            G.dirty[i]->dirty = false;
-    G.ndirty = 0;
+    em_gw_tick(G.gw); /* LOGIN re-sent until the engine answers */
 }
 
 /* ---- start-up ---- */
 
-static int load_tokens(const char *path)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        CORE_WARN("fix: cannot open %s", path);
-        return CORE_ENOTFOUND;
-    }
-    char line[256];
-    size_t cap = 0;
-    while (fgets(line, sizeof line, fp)) {
-        char gw[64], tok[128];
-        if (line[0] == '#' || sscanf(line, "%63s %127s", gw, tok) != 2)
-            continue;
-        if (!em_valid_gw(gw, strlen(gw)) || strlen(tok) > EM_TOKEN_MAX ||
-            !em_valid_token(tok, strlen(tok)))
-            continue;
-        if (G.ntokens == cap) {
-            cap = cap ? cap * 2 : 16;
-            void *p = realloc(G.tokens, cap * sizeof *G.tokens);
-            if (!p) {
-                fclose(fp);
-                return CORE_ENOMEM;
-            }
-            G.tokens = p;
-        }
-        strcpy(G.tokens[G.ntokens].gw, gw);
-        strcpy(G.tokens[G.ntokens].token, tok);
-        G.ntokens++;
-    }
-    fclose(fp);
-    return 0;
-}
-
-static void on_stop(struct em_proc *p, void *data)
+static void on_stop(struct core_proc *p, void *data)
 {
     (void)p;
     (void)data;
@@ -1330,14 +1186,26 @@ static void on_stop(struct em_proc *p, void *data)
 int main(int argc, char **argv)
 {
     int rc, code;
-    if (em_proc_options("edumatcher-fix", 'F', options, loglevel, argc, argv, &code))
+    if (core_proc_options("edumatcher-fix", 'F', options, loglevel, argc, argv, &code))
         return code;
     if (!em_valid_gw(comp_id, strlen(comp_id))) {
         fprintf(stderr, "edumatcher-fix: --comp-id must be 1-16 of A-Z 0-9 _\n");
         return 2;
     }
-    if (tokens_file[0] && load_tokens(tokens_file) != 0)
+    struct em_gw_config gcfg = {.bus = &bus,
+                                .rate_limit = rate_limit,
+                                .rate_burst = rate_burst,
+                                .login_retry_ms = login_retry_ms};
+    G.gw = em_gw_new(&gcfg);
+    if (!G.gw)
         return 1;
+    if (tokens_file[0]) {
+        rc = em_gw_load_tokens(G.gw, tokens_file);
+        if (rc) {
+            CORE_WARN("fix: cannot load %s: %s", tokens_file, core_strerror(rc));
+            return 1;
+        }
+    }
     if (mkdir(store_dir, 0700) != 0 && errno != EEXIST) {
         CORE_WARN("fix: cannot create %s", store_dir);
         return 1;
@@ -1379,21 +1247,23 @@ int main(int argc, char **argv)
 
     em_health_init(&G.health, name_opt);
     struct core_metrics *mt = &G.health.metrics;
-    core_metrics_counter(mt, "msgs_in", &G.msgs_in);
-    core_metrics_counter(mt, "forwarded", &G.forwarded);
+    struct em_gw_stats *st = em_gw_stats(G.gw);
+    core_metrics_counter(mt, "msgs_in", &st->msgs_in);
+    core_metrics_counter(mt, "forwarded", &st->forwarded);
+    core_metrics_counter(mt, "events_in", &st->events_out);
     core_metrics_counter(mt, "reports_out", &G.reports_out);
-    core_metrics_counter(mt, "rejects", &G.rejects);
-    core_metrics_counter(mt, "rate_limited", &G.rate_limited);
-    core_metrics_counter(mt, "bus_full", &G.bus_full);
-    core_metrics_gauge(mt, "sessions", &G.sessions);
-    em_proc_health_start("fix", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms, NULL,
-                         NULL);
+    core_metrics_counter(mt, "rejects", &G.fix_rejects);
+    core_metrics_counter(mt, "rate_limited", &st->rate_limited);
+    core_metrics_counter(mt, "bus_full", &st->bus_full);
+    core_metrics_gauge(mt, "sessions", &st->sessions);
+    em_health_start_or_warn("fix", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms, NULL,
+                            NULL);
 
     uv_timer_init(G.loop, &G.timer);
     uv_timer_start(&G.timer, on_timer, 100, 100);
     uv_check_init(G.loop, &G.flush_check);
     uv_check_start(&G.flush_check, on_flush_check);
-    em_proc_signals_start(&G.proc, G.loop, "fix", on_stop, NULL);
+    core_proc_signals_start(&G.proc, G.loop, "fix", on_stop, NULL);
 
     printf("edumatcher-fix %s:%d comp-id %s engine %s %s\n", host, core_server_port(G.srv), comp_id,
            engine_pull, engine_pub);
@@ -1402,5 +1272,6 @@ int main(int argc, char **argv)
     em_bus_ctx_term(G.zctx);
     core_server_free(G.srv);
     uv_loop_close(G.loop);
+    em_gw_free(G.gw);
     return 0;
 }

@@ -21,7 +21,7 @@ def test_wrong_comp_id_or_password_is_a_logout_with_the_reason(fixx):
     assert r.logon(extra=f"554={FIX_TOKEN}|")[58] == "wrong TargetCompID(56)"
     assert r.read() is None
     r = RawFix(fixx.fix.port, "FIX1")
-    assert r.logon(extra="554=guess|")[58] == "wrong Password(554)"
+    assert r.logon(extra="554=guess|")[58].startswith("wrong Password(554)")
     assert r.read() is None
     r = RawFix(fixx.fix.port, "OPS")
     assert "trader id" in r.logon()[58]
