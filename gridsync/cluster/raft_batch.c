@@ -270,12 +270,12 @@ size_t gs_hint_encode(char *out, const struct gs_hint *h)
 {
     if (h->n > GS_HINT_MAX)
         return 0;
-    put32(out, GS_HINT_MAGIC);
-    put64(out + 4, h->sender);
-    put32(out + 12, h->n);
+    core_put_le32(out, GS_HINT_MAGIC);
+    core_put_le64(out + 4, h->sender);
+    core_put_le32(out + 12, h->n);
     for (uint32_t i = 0; i < h->n; i++) {
-        put32(out + GS_HINT_HEADER + 12 * i, h->group[i]);
-        put64(out + GS_HINT_HEADER + 12 * i + 4, h->term[i]);
+        core_put_le32(out + GS_HINT_HEADER + 12 * i, h->group[i]);
+        core_put_le64(out + GS_HINT_HEADER + 12 * i + 4, h->term[i]);
     }
     return GS_HINT_HEADER + 12u * h->n;
 }
@@ -283,16 +283,16 @@ size_t gs_hint_encode(char *out, const struct gs_hint *h)
 int gs_hint_parse(const void *buf, size_t len, struct gs_hint *h)
 {
     const char *p = buf;
-    if (len < GS_HINT_HEADER || get32(p) != GS_HINT_MAGIC)
+    if (len < GS_HINT_HEADER || core_get_le32(p) != GS_HINT_MAGIC)
         return CORE_EPROTO;
-    uint32_t n = get32(p + 12);
+    uint32_t n = core_get_le32(p + 12);
     if (n > GS_HINT_MAX || len != GS_HINT_HEADER + 12u * n)
         return CORE_EPROTO;
-    h->sender = get64(p + 4);
+    h->sender = core_get_le64(p + 4);
     h->n = n;
     for (uint32_t i = 0; i < n; i++) {
-        h->group[i] = get32(p + GS_HINT_HEADER + 12 * i);
-        h->term[i] = get64(p + GS_HINT_HEADER + 12 * i + 4);
+        h->group[i] = core_get_le32(p + GS_HINT_HEADER + 12 * i);
+        h->term[i] = core_get_le64(p + GS_HINT_HEADER + 12 * i + 4);
     }
     return 0;
 }
