@@ -4,9 +4,11 @@
  *
  * Invariants:
  *  1. store.next_in is the MsgSeqNum expected from the peer, store.next_out
- *     the one of our next message; both are written to the store before
- *     the effects of a message leave (a restarted gateway never reuses a
- *     number it sent, nor handles an inbound message twice).
+ *     the one of our next message; both are in the store before the
+ *     effects of a message leave (a restarted gateway never reuses a
+ *     number it sent, nor handles an inbound message twice): next_out with
+ *     each stored message, next_in once per em_fix_session_input, before it
+ *     returns (the caller sends nothing of that input before).
  *  2. Every outbound message with a sequence number is in the store, so a
  *     ResendRequest can be answered; admin messages are gap-filled on
  *     resend, application messages and Rejects resent with PossDupFlag=Y.
@@ -21,15 +23,24 @@
 
 #define NS_PER_S 1000000000ull
 
+/* Write next_in if it changed, and close the store. */
+static void close_store(struct em_fix_session *s)
+{
+    if (!s->store_open)
+        return;
+    if (s->in_dirty)
+        em_fix_store_set_seqs(&s->store, s->store.next_in, s->store.next_out);
+    s->in_dirty = false;
+    em_fix_store_close(&s->store);
+    s->store_open = false;
+}
+
 static void do_close(struct em_fix_session *s, const char *why)
 {
     if (s->state == EM_FIX_CLOSED)
         return;
     s->state = EM_FIX_CLOSED;
-    if (s->store_open) {
-        em_fix_store_close(&s->store);
-        s->store_open = false;
-    }
+    close_store(s);
     s->ops->close(s->ctx, why);
 }
 
@@ -59,8 +70,6 @@ static int send_out(struct em_fix_session *s)
     if (s->store_open) {
         uint64_t seq = s->store.next_out;
         int rc = em_fix_store_append(&s->store, seq, s->out_buf, n);
-        if (rc == 0)
-            rc = em_fix_store_set_seqs(&s->store, s->store.next_in, seq + 1);
         if (rc)
             return rc;
     }
@@ -145,12 +154,11 @@ static void send_resend_request(struct em_fix_session *s, uint64_t from, uint64_
     send_admin(s);
 }
 
+/* The next expected inbound number; written once per input (invariant 1). */
 static int advance_in(struct em_fix_session *s, uint64_t next_in)
 {
-    if (em_fix_store_set_seqs(&s->store, next_in, s->store.next_out)) {
-        do_close(s, "store failed");
-        return -1;
-    }
+    s->store.next_in = next_in;
+    s->in_dirty = true;
     return 0;
 }
 
@@ -167,10 +175,7 @@ void em_fix_session_init(struct em_fix_session *s, const struct em_fix_session_c
 
 void em_fix_session_end(struct em_fix_session *s)
 {
-    if (s->store_open) {
-        em_fix_store_close(&s->store);
-        s->store_open = false;
-    }
+    close_store(s);
     s->state = EM_FIX_CLOSED;
 }
 
@@ -515,6 +520,11 @@ size_t em_fix_session_input(struct em_fix_session *s, const char *buf, size_t le
         if (rc == 0)
             on_message(s, buf + used, n);
         used += n; /* a garbled message is dropped (n bytes) */
+    }
+    if (s->in_dirty && s->store_open) {
+        s->in_dirty = false;
+        if (em_fix_store_set_seqs(&s->store, s->store.next_in, s->store.next_out))
+            do_close(s, "store failed");
     }
     if (s->state == EM_FIX_CLOSED)
         return len;

@@ -79,6 +79,7 @@ struct em_fix_session {
     char their_id[EM_FIX_COMPID_MAX + 1];
     struct em_fix_store store;
     bool store_open;
+    bool in_dirty;  /* next_in changed, not yet written */
     uint64_t hb_ns; /* HeartBtInt, 0: none */
     uint64_t last_rx_ns, last_tx_ns, started_ns, logout_ns;
     uint64_t testreq_ns; /* 0: no TestRequest outstanding */

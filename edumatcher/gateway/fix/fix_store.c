@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define SEQS_LINE 40 /* "%019" PRIu64 " %019" PRIu64 "\n" */
@@ -142,6 +143,10 @@ int em_fix_store_open(struct em_fix_store *st, const char *dir, const char *send
             goto fail;
         at += REC_HEAD + len;
     }
+    /* the .seqs line may lag behind the messages sent (appending does not
+     * rewrite it): the next outbound number follows the last one stored */
+    if (st->count && st->first + st->count > st->next_out)
+        st->next_out = st->first + st->count;
     if (ftruncate(st->msgs_fd, (off_t)at) != 0) {
         rc = CORE_EIO;
         goto fail;
@@ -164,12 +169,20 @@ int em_fix_store_append(struct em_fix_store *st, uint64_t seq, const char *msg, 
     uint32_t l = (uint32_t)len;
     memcpy(h, &seq, 8);
     memcpy(h + 8, &l, 4);
-    if ((rc = write_all(st->msgs_fd, h, REC_HEAD, (off_t)st->msgs_end)) != 0 ||
-        (rc = write_all(st->msgs_fd, msg, len, (off_t)(st->msgs_end + REC_HEAD))) != 0) {
+    /* one system call per message: header and bytes together */
+    struct iovec iov[2] = {{h, REC_HEAD}, {(void *)msg, len}};
+    ssize_t w;
+    do
+        w = pwritev(st->msgs_fd, iov, 2, (off_t)st->msgs_end);
+    while (w < 0 && errno == EINTR);
+    if (w < 0 || (size_t)w != REC_HEAD + len) {
+        /* a short write (disk full): the torn record is overwritten by the
+         * next append, or cut off at the next open */
         st->count = seq - st->first; /* not stored after all */
-        return rc;
+        return CORE_EIO;
     }
     st->msgs_end += REC_HEAD + len;
+    st->next_out = seq + 1;
     return 0;
 }
 

@@ -9,7 +9,9 @@
  *   .seqs  one line "<next_in> <next_out>\n" of fixed width, rewritten in
  *          place with one pwrite (never a partial line: the width is
  *          fixed);
- *   .msgs  records [u64 seq][u32 len][len bytes], appended.
+ *   .msgs  records [u64 seq][u32 len][len bytes], appended with one
+ *          pwritev each. Appending does not rewrite .seqs: on open, the
+ *          next outbound number is past the last stored message.
  * Data is written with write(2) and not fsync'ed: it survives the
  * gateway process, not the machine.
  *
@@ -42,9 +44,9 @@ int em_fix_store_open(struct em_fix_store *st, const char *dir, const char *send
  * Returns 0 or CORE_EIO. */
 int em_fix_store_set_seqs(struct em_fix_store *st, uint64_t next_in, uint64_t next_out);
 
-/* Append the outbound message seq (msg, len bytes, copied). seq must be
- * greater than every stored one. Returns 0, CORE_EINVAL, CORE_EIO,
- * CORE_ENOMEM. */
+/* Append the outbound message seq (msg, len bytes, copied) and make
+ * next_out seq + 1. seq must be greater than every stored one. Returns 0,
+ * CORE_EINVAL, CORE_EIO, CORE_ENOMEM. */
 int em_fix_store_append(struct em_fix_store *st, uint64_t seq, const char *msg, size_t len);
 
 /* Copy the stored message seq into buf (cap bytes). Returns 0 with *len
