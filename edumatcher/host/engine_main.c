@@ -49,8 +49,14 @@
  *
  * Market data is between messages: a timer publishes, at most once per
  * symbol per --md-interval-ms and only when its book changed, a snapshot:
- *   MD sym=<s> phase=<p> last=<px|-> lastqty=<n> volume=<n> trades=<n>
- *      bids=<px>:<shown>:<orders>,... asks=...      (best --md-depth levels)
+ *   MD sym=<s> seq=<n> epoch=<n> phase=<p> last=<px|-> lastqty=<n> volume=<n>
+ *      trades=<n> bids=<px>:<shown>:<orders>,... asks=...  (best --md-depth levels)
+ * seq counts the messages of one symbol's stream from 1, without gaps, in
+ * one run of the process (epoch, its start time in ns since the epoch,
+ * changes when the engine restarts): a subscriber that sees seq skip, or
+ * the epoch change, has lost messages. A late joiner asks the query socket
+ * for `book <SYM>`: the same line for the book now, with the seq of the
+ * stream's last message, then applies the stream's messages above it.
  */
 #include "core/clock.h"
 #include "core/config.h"
@@ -69,6 +75,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,6 +159,7 @@ struct sym_md {
     struct em_price last;
     uint32_t last_qty;
     uint64_t volume, trades;
+    uint64_t md_seq; /* md messages published in this run */
     bool changed;
 };
 
@@ -203,6 +211,7 @@ struct engine_proc {
     /* metrics */
     uint64_t msgs_in, bus_msgs_in, bad_frames, events_out, trades_out, md_out, journal_errors;
     uint64_t queries;
+    uint64_t md_epoch; /* this run's start (ns, wall clock): resets md seq */
     int64_t open_orders, last_batch;
     uint64_t replayed;
     /* schedule: operator messages due at an engine time (AT lines) */
@@ -655,31 +664,42 @@ static int format_side(char *out, size_t cap, const char *key, const char *sym, 
 
 /* Market data between messages: one snapshot per changed symbol per
  * interval (the engine's depth read costs O(orders in the levels read)). */
+/* The MD line of symbol s with sequence number seq into line; returns its
+ * length, or -1 if it does not fit. */
+static int format_md(const struct sym_md *s, uint64_t seq, char *line, size_t cap)
+{
+    char px[32] = "";
+    uint8_t phase = 0;
+    struct em_price last;
+    int has_last = 0;
+    em_engine_symbol_state(P.e, s->name, &phase, &last, &has_last);
+    if (has_last)
+        px[em_alf_format_price(last, px)] = '\0';
+    int n = snprintf(line, cap,
+                     "MD sym=%s seq=%" PRIu64 " epoch=%" PRIu64
+                     " phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64,
+                     s->name, seq, P.md_epoch, em_phase_name(phase), has_last ? px : "-",
+                     s->last_qty, s->volume, s->trades);
+    if (md_depth > 0 && n > 0 && (size_t)n < cap) {
+        n += format_side(line + n, cap - (size_t)n, "bids", s->name, EM_SIDE_BUY);
+        if ((size_t)n < cap)
+            n += format_side(line + n, cap - (size_t)n, "asks", s->name, EM_SIDE_SELL);
+    }
+    return n > 0 && (size_t)n < cap ? n : -1;
+}
+
 static void on_md_timer(uv_timer_t *t)
 {
     for (unsigned i = 0; i < P.nsyms; i++) {
         struct sym_md *s = &P.syms[i];
         if (!s->changed)
             continue;
-        char line[4096], px[32] = "";
-        uint8_t phase = 0;
-        struct em_price last;
-        int has_last = 0;
-        em_engine_symbol_state(P.e, s->name, &phase, &last, &has_last);
-        if (has_last)
-            px[em_alf_format_price(last, px)] = '\0';
-        int n = snprintf(line, sizeof line,
-                         "MD sym=%s phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64,
-                         s->name, em_phase_name(phase), has_last ? px : "-", s->last_qty, s->volume,
-                         s->trades);
-        if (md_depth > 0 && n > 0 && (size_t)n < sizeof line) {
-            n += format_side(line + n, sizeof line - (size_t)n, "bids", s->name, EM_SIDE_BUY);
-            if ((size_t)n < sizeof line)
-                n += format_side(line + n, sizeof line - (size_t)n, "asks", s->name, EM_SIDE_SELL);
-        }
-        if (n <= 0 || (size_t)n >= sizeof line)
+        char line[4096];
+        int n = format_md(s, s->md_seq + 1, line, sizeof line);
+        if (n < 0)
             continue;
         em_bus_send(&P.pub, &s->topic, line, (size_t)n);
+        s->md_seq++;
         s->changed = false;
         P.md_out++;
     }
@@ -841,10 +861,12 @@ static int restore_snapshot(const void *data, size_t len, uint64_t seq, void *ud
 
 /* ---- queries (REP, between messages) ---- */
 
-/* One query: topic "trades", payload "<from tid> [<max>]": the TRADE lines
+/* One query. Topic "trades", payload "<from tid> [<max>]": the TRADE lines
  * of trades from that id on that are in the trade log (so already
  * published or about to be), one per line, as many as fit one bus
- * message; an empty answer means none yet. Anything else: topic "error". */
+ * message; an empty answer means none yet. Topic "book", payload "<SYM>":
+ * the symbol's MD line now (see the top of this file). Anything else:
+ * topic "error". */
 static void on_query(struct em_bus_sock *s, const char *topic, size_t tl, const void *payload,
                      size_t len, void *data)
 {
@@ -865,6 +887,19 @@ static void on_query(struct em_bus_sock *s, const char *topic, size_t tl, const 
             return;
         }
         em_bus_send(s, &error_t, "trade log unreadable", 20);
+        return;
+    }
+    if (tl == 4 && memcmp(topic, "book", 4) == 0) {
+        /* The book now, numbered as the stream's last message: every
+         * message above it is newer (each is a whole snapshot). */
+        static const struct em_bus_topic book_t = {4, "book"};
+        int si = sym_index(arg);
+        char line[EM_BUS_PAYLOAD_MAX];
+        int w = si >= 0 ? format_md(&P.syms[si], P.syms[si].md_seq, line, sizeof line) : -1;
+        if (w >= 0)
+            em_bus_send(s, &book_t, line, (size_t)w);
+        else
+            em_bus_send(s, &error_t, "unknown symbol", 14);
         return;
     }
     em_bus_send(s, &error_t, "unknown query", 13);
@@ -1062,6 +1097,9 @@ int main(int argc, char **argv)
     P.snapshot_seq = (int64_t)st.snapshot_seq;
     P.base_ns = core_now_ns();
     P.base_engine_ms = P.engine_ms;
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    P.md_epoch = (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec;
 
     if (em_bus_ctx_new(&P.zctx) != 0)
         return 1;
