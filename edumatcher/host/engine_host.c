@@ -50,15 +50,29 @@
  *
  * Market data is between messages: a timer publishes, at most once per
  * symbol per --md-interval-ms and only when its book changed, a snapshot:
- *   MD sym=<s> phase=<p> last=<px|-> lastqty=<n> volume=<n> trades=<n>
- *      bids=<px>:<shown>:<orders>,... asks=...      (best --md-depth levels)
+ *   MD sym=<s> seq=<n> epoch=<n> phase=<p> last=<px|-> lastqty=<n> volume=<n>
+ *      trades=<n> bids=<px>:<shown>:<orders>,... asks=...  (best --md-depth levels)
+ * seq counts the messages of one symbol's stream from 1, without gaps, in
+ * one run of the process (epoch, its start time in ns since the epoch,
+ * changes when the engine restarts): a subscriber that sees seq skip, or
+ * the epoch change, has lost messages. A late joiner asks the query socket
+ * for `book <SYM>`: the same line for the book now, with the seq of the
+ * stream's last message, then applies the stream's messages above it.
+ *
+ * Trades by id: every TRADE line also goes to the trade log beside the
+ * journal (bus/trade_log.h), flushed after the journal and before
+ * publishing, so the query `trades <from>` can give any published trade
+ * again (clearing's recovery).
  */
 #include "edumatcher/host/engine_host.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -92,11 +106,15 @@ struct staged {
 struct sym_pub {
     struct em_bus_topic topic;
     uint64_t version;
+    uint64_t md_seq; /* md messages published in this run */
 };
 
 struct em_host {
     struct em_host_config cfg;
     struct em_journal journal;
+    struct em_trade_log tlog; /* every trade by id, for recovery (trade_log.h) */
+    bool tlog_open;
+    uint64_t md_epoch; /* this run's start (ns, wall clock): resets md seq */
     struct em_engine *e;
     bool replaying;
     bool fresh;         /* the journal was empty at open */
@@ -151,6 +169,13 @@ static void flush_and_publish(struct em_host *h)
         h->st.journal_errors++;
         h->failed = CORE_EIO;
         CORE_WARN("engine: journal write failed; stopping");
+    }
+    /* After the journal (a torn trade log is refilled by replay), before
+     * publishing (a published trade can always be recovered by id). */
+    if (!h->failed && em_trade_log_flush(&h->tlog) != 0) {
+        h->st.journal_errors++;
+        h->failed = CORE_EIO;
+        CORE_WARN("engine: trade log write failed; stopping");
     }
     publish_staged(h);
 }
@@ -266,7 +291,9 @@ static char *put_u64(char *p, uint64_t v)
 static void on_trade(void *ctx, const struct em_trade *t)
 {
     struct em_host *h = ctx;
-    if (h->replaying)
+    /* On replay only a trade the log lacks (the crash came between the
+     * journal's flush and the log's) is formatted, to be logged again. */
+    if ((h->replaying && t->tid < em_trade_log_next(&h->tlog)) || h->failed)
         return;
     /* TRADE tid=<n> sym=<s> px=<p> qty=<n> buy=<gw> sell=<gw> buy_oid=<n>
      * sell_oid=<n>, formatted by hand: one per trade, inside the message,
@@ -289,6 +316,26 @@ static void on_trade(void *ctx, const struct em_trade *t)
     p = put_u64(p, t->buy_oid);
     p = put_str(p, " sell_oid=");
     p = put_u64(p, t->sell_oid);
+    if (em_trade_log_full(&h->tlog)) {
+        /* On replay the journal is on disk already; live, it goes first
+         * (trade_log.h invariant 3), as when the arena fills. */
+        if (h->replaying ? em_trade_log_flush(&h->tlog) != 0 : (flush_and_publish(h), h->failed)) {
+            CORE_WARN("engine: trade log write failed; stopping");
+            h->failed = CORE_EIO;
+            return;
+        }
+    }
+    int rc = em_trade_log_append(&h->tlog, t->tid, line, (size_t)(p - line));
+    if (rc != 0) {
+        /* A gap means the log and the journal disagree: not recoverable
+         * by this process, and clearing would miss trades. */
+        CORE_WARN("engine: trade log refused trade %" PRIu64 ": %s; stopping", t->tid,
+                  core_strerror(rc));
+        h->failed = CORE_EIO;
+        return;
+    }
+    if (h->replaying)
+        return;
     stage(h, &h->trade_topic, -1, line, (size_t)(p - line));
     h->st.trades_out++;
 }
@@ -495,6 +542,29 @@ static bool syms_fit(struct em_host *h, uint32_t n)
 /* Market data between messages: one snapshot per changed symbol per
  * interval (the engine's depth read costs O(orders in the levels read));
  * a symbol changed when the engine's md version moved. */
+/* The MD line of symbol id with sequence number seq into line; returns
+ * its length, or -1 if it does not fit or there is no such symbol. */
+static int format_md(struct em_host *h, uint16_t id, uint64_t seq, char *line, size_t cap)
+{
+    struct em_symbol_md md;
+    if (em_engine_symbol_md(h->e, id, &md) != 0)
+        return -1;
+    char px[32] = "";
+    if (md.has_last)
+        px[em_alf_format_price(md.last, px)] = '\0';
+    int len = snprintf(line, cap,
+                       "MD sym=%s seq=%" PRIu64 " epoch=%" PRIu64
+                       " phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64,
+                       md.name, seq, h->md_epoch, em_phase_name(md.phase), md.has_last ? px : "-",
+                       md.last_qty, md.volume, md.trades);
+    if (h->cfg.md_depth > 0 && len > 0 && (size_t)len < cap) {
+        len += format_side(h, line + len, cap - (size_t)len, "bids", md.name, EM_SIDE_BUY);
+        if ((size_t)len < cap)
+            len += format_side(h, line + len, cap - (size_t)len, "asks", md.name, EM_SIDE_SELL);
+    }
+    return len > 0 && (size_t)len < cap ? len : -1;
+}
+
 void em_host_publish_md(struct em_host *h)
 {
     uint32_t n = em_engine_nsymbols(h->e);
@@ -507,26 +577,54 @@ void em_host_publish_md(struct em_host *h)
             continue;
         if (!sp->topic.len)
             em_bus_topic_set(&sp->topic, "md.", md.name, strlen(md.name));
-        char line[4096], px[32] = "";
-        if (md.has_last)
-            px[em_alf_format_price(md.last, px)] = '\0';
-        int len = snprintf(
-            line, sizeof line,
-            "MD sym=%s phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64, md.name,
-            em_phase_name(md.phase), md.has_last ? px : "-", md.last_qty, md.volume, md.trades);
-        if (h->cfg.md_depth > 0 && len > 0 && (size_t)len < sizeof line) {
-            len +=
-                format_side(h, line + len, sizeof line - (size_t)len, "bids", md.name, EM_SIDE_BUY);
-            if ((size_t)len < sizeof line)
-                len += format_side(h, line + len, sizeof line - (size_t)len, "asks", md.name,
-                                   EM_SIDE_SELL);
-        }
-        if (len <= 0 || (size_t)len >= sizeof line)
+        char line[4096];
+        int len = format_md(h, (uint16_t)id, sp->md_seq + 1, line, sizeof line);
+        if (len < 0)
             continue;
         h->cfg.bus->publish(h->cfg.bus_ctx, &sp->topic, line, (size_t)len);
+        sp->md_seq++;
         sp->version = md.version;
         h->st.md_out++;
     }
+}
+
+/* ---- queries (REP, between messages) ---- */
+
+size_t em_host_query(struct em_host *h, const char *topic, size_t tl, const void *payload,
+                     size_t len, const struct em_bus_topic **reply, char *out, size_t cap)
+{
+    static const struct em_bus_topic trades_t = {6, "trades"}, book_t = {4, "book"},
+                                     error_t = {5, "error"};
+    h->st.queries++;
+    char arg[64];
+    size_t n = len < sizeof arg - 1 ? len : sizeof arg - 1;
+    memcpy(arg, payload, n);
+    arg[n] = '\0';
+    unsigned long long from = 0;
+    unsigned max = 1000;
+    *reply = &error_t;
+    if (tl == 6 && memcmp(topic, "trades", 6) == 0 && sscanf(arg, "%llu %u", &from, &max) >= 1) {
+        unsigned got;
+        long w = em_trade_log_read(&h->tlog, from, max, out, cap, &got);
+        if (w >= 0) {
+            *reply = &trades_t;
+            return (size_t)w;
+        }
+        return (size_t)snprintf(out, cap, "trade log unreadable");
+    }
+    if (tl == 4 && memcmp(topic, "book", 4) == 0) {
+        /* The book now, numbered as the stream's last message: every
+         * message above it is newer (each is a whole snapshot). */
+        uint16_t id = em_engine_symbol_id(h->e, arg);
+        uint64_t seq = id && id < h->syms_cap ? h->syms[id].md_seq : 0;
+        int w = id ? format_md(h, id, seq, out, cap) : -1;
+        if (w >= 0) {
+            *reply = &book_t;
+            return (size_t)w;
+        }
+        return (size_t)snprintf(out, cap, "unknown symbol");
+    }
+    return (size_t)snprintf(out, cap, "unknown query");
 }
 
 /* ---- snapshots ----
@@ -767,6 +865,8 @@ int em_host_load_symbols(struct em_host *h, const char *path)
 
 static void host_free(struct em_host *h)
 {
+    if (h->tlog_open)
+        em_trade_log_close(&h->tlog);
     if (h->gw_topic)
         for (uint32_t gw = 0; gw < MAX_GW; gw++) {
             const char *t = (const char *)h->gw_topic[gw];
@@ -809,13 +909,40 @@ int em_host_open(struct em_host **out, const struct em_host_config *cfg)
     em_topic_cache_init(h->ack_topics, "order.ack.");
     em_bus_topic_set(&h->trade_topic, "trade.executed", "", 0);
 
+    /* The trade log lives beside the journal; replay appends to it. */
+    int rc;
+    if (mkdir(h->cfg.journal.dir, 0755) != 0 && errno != EEXIST) {
+        CORE_WARN("engine: cannot create %s: %s", h->cfg.journal.dir, strerror(errno));
+        rc = CORE_EIO;
+        goto fail;
+    }
+    rc = em_trade_log_open(&h->tlog, h->cfg.journal.dir,
+                           h->cfg.journal.fsync == EM_FSYNC_ALWAYS ||
+                               h->cfg.journal.fsync == EM_FSYNC_BATCH);
+    if (rc) {
+        CORE_WARN("engine: cannot open the trade log in %s: %s", h->cfg.journal.dir,
+                  core_strerror(rc));
+        goto fail;
+    }
+    h->tlog_open = true;
+
     /* Replay before anything can arrive or be published. */
     h->replaying = true;
     struct em_journal_replay_stats st;
-    int rc = em_journal_open(&h->journal, &h->cfg.journal, restore_snapshot, replay_record, h, &st);
+    rc = em_journal_open(&h->journal, &h->cfg.journal, restore_snapshot, replay_record, h, &st);
+    if (rc == 0 && h->failed)
+        em_journal_close(&h->journal);
+    if (rc == 0)
+        rc = h->failed;
     if (rc)
         goto fail;
     h->replaying = false;
+    if (em_trade_log_flush(&h->tlog) != 0) {
+        CORE_WARN("engine: cannot write the trade log");
+        em_journal_close(&h->journal);
+        rc = CORE_EIO;
+        goto fail;
+    }
     h->st.replayed = st.records;
     h->st.torn_bytes = st.torn_bytes;
     h->st.snapshot_seq = (int64_t)st.snapshot_seq;
@@ -824,6 +951,9 @@ int em_host_open(struct em_host **out, const struct em_host_config *cfg)
     h->snap_ns = now_ns(h);
     h->base_ns = now_ns(h);
     h->base_engine_ms = h->engine_ms;
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    h->md_epoch = (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec;
     *out = h;
     return 0;
 fail_mem:
@@ -853,6 +983,11 @@ struct em_host_stats *em_host_stats(struct em_host *h)
     em_engine_stats(h->e, &st);
     h->st.open_orders = (int64_t)st.open_orders;
     return &h->st;
+}
+
+struct em_trade_log *em_host_trade_log(struct em_host *h)
+{
+    return &h->tlog;
 }
 
 struct em_journal *em_host_journal(struct em_host *h)

@@ -19,7 +19,9 @@
  *   elapsed monotonic time into TICKs between messages), so a replay fires
  *   timers at the same point of the stream;
  * - on open, the latest snapshot is restored and the journal replayed
- *   through the same submit path with publishing off.
+ *   through the same submit path with publishing off;
+ * - every TRADE line goes to the trade log beside the journal (by id, for
+ *   recovery; em_host_query), flushed after the journal, before publishing.
  *
  * A journal write failure is fatal: from then on nothing is published or
  * submitted, and the calls below return CORE_EIO; the process must stop.
@@ -33,6 +35,7 @@
 
 #include "core/metrics.h"
 #include "edumatcher/bus/journal.h"
+#include "edumatcher/bus/trade_log.h"
 #include "edumatcher/bus/zmq_bus.h" /* struct em_bus_topic */
 #include "edumatcher/engine/engine.h"
 
@@ -60,7 +63,7 @@ struct em_host_config {
 /* Totals and gauges, updated in place: register them with core/metrics. */
 struct em_host_stats {
     uint64_t msgs_in, bus_msgs_in, bad_frames, events_out, bus_msgs_out, trades_out, md_out;
-    uint64_t journal_errors, snapshots, snapshot_failures;
+    uint64_t journal_errors, snapshots, snapshot_failures, queries;
     int64_t open_orders; /* as of the last em_host_stats call */
     int64_t last_batch;  /* messages in the last batch */
     int64_t snapshot_seq, restored_seq;
@@ -101,12 +104,25 @@ int em_host_tick(struct em_host *h);
 /* Flush and publish what is staged (on stop). Returns 0 or CORE_EIO. */
 int em_host_flush(struct em_host *h);
 /* The market-data timer: one MD line per symbol changed since its last:
- *   MD sym=<s> phase=<p> last=<px|-> lastqty=<n> volume=<n> trades=<n>
- *      bids=<px>:<shown>:<orders>,... asks=...     (md_depth levels) */
+ *   MD sym=<s> seq=<n> epoch=<n> phase=<p> last=<px|-> lastqty=<n>
+ *      volume=<n> trades=<n> bids=<px>:<shown>:<orders>,... asks=...
+ * (md_depth levels; seq numbers each symbol's stream from 1 in this run,
+ * epoch is the run's start in ns of wall time). */
 void em_host_publish_md(struct em_host *h);
 
+/* One query (a REP request, between messages), answered into out[0..cap)
+ * with *reply its topic; returns the answer's length. Topic "trades",
+ * payload "<from tid> [<max>]": the TRADE lines from that id on that are
+ * in the trade log, one per line, as many as fit (empty: none yet).
+ * Topic "book", payload "<SYM>": the symbol's MD line now, numbered as its
+ * stream's last message. Anything else, or a failure: topic "error". */
+size_t em_host_query(struct em_host *h, const char *topic, size_t tl, const void *payload,
+                     size_t len, const struct em_bus_topic **reply, char *out, size_t cap);
+
 struct em_host_stats *em_host_stats(struct em_host *h);
-/* The journal (its counters for metrics) and the engine (read only). */
+/* The journal and the trade log (their counters for metrics), the engine
+ * (read only). */
+struct em_trade_log *em_host_trade_log(struct em_host *h);
 struct em_journal *em_host_journal(struct em_host *h);
 const struct em_engine *em_host_engine(const struct em_host *h);
 /* The engine clock in ms (sum of the journaled TICKs). */

@@ -10,7 +10,9 @@
  *
  * This file only wires: options, the sockets, the timers and health
  * beacons around an engine host (engine_host.h: inbound -> journal ->
- * engine -> publish, the clock, the schedule, snapshots, market data).
+ * engine -> publish, the clock, the schedule, snapshots, market data,
+ * the trade log), and the query socket (REP: `trades <from>`, `book <SYM>`,
+ * answered by em_host_query).
  * A journal failure stops the process (exit 1): effects a restart would
  * lose are never published.
  */
@@ -18,11 +20,11 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/proc.h"
 #include "edumatcher/bus/journal.h"
 #include "edumatcher/bus/zmq_bus.h"
 #include "edumatcher/host/engine_host.h"
 #include "edumatcher/monitor/health.h"
-#include "edumatcher/proc.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -43,6 +45,7 @@ static int64_t grace_ms = 300;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
 static int64_t snapshot_records = 1000000;
 static int64_t snapshot_interval_ms = 600000;
+static char query_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9103";
 
 static const struct core_option options[] = {
     {"pull", CORE_OPT_STRING, pull_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -74,16 +77,19 @@ static const struct core_option options[] = {
      "snapshot the state after this many journal records (0: not by count)"},
     {"snapshot-interval-ms", CORE_OPT_INT, &snapshot_interval_ms, 0, 604800000, NULL, 0,
      "snapshot the state this often when records came in (0: not by time)"},
+    {"query", CORE_OPT_STRING, query_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "endpoint to bind for queries (REP): trades by id for recovery (\"\": none)"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
 static struct {
     uv_loop_t *loop;
     void *zctx;
-    struct em_bus_sock pull, pub;
+    struct em_bus_sock pull, pub, query;
+    bool has_query;
     struct em_health health;
     uv_timer_t tick_timer, md_timer, grace_timer;
-    struct em_proc proc; /* signals */
+    struct core_proc proc; /* signals */
     struct em_host *host;
 } P;
 
@@ -124,6 +130,15 @@ static void on_md_timer(uv_timer_t *t)
     em_host_publish_md(P.host);
 }
 
+static void on_query(struct em_bus_sock *s, const char *topic, size_t tl, const void *payload,
+                     size_t len, void *data)
+{
+    static char out[EM_BUS_PAYLOAD_MAX];
+    const struct em_bus_topic *reply;
+    size_t n = em_host_query(P.host, topic, tl, payload, len, &reply, out, sizeof out);
+    em_bus_send(s, reply, out, n);
+}
+
 static void on_grace_over(uv_timer_t *t)
 {
     int rc = em_bus_open(&P.pull, P.zctx, EM_BUS_PULL, pull_ep, true);
@@ -147,11 +162,13 @@ static void on_health(struct em_health *h, void *data)
     em_host_stats(P.host); /* refreshes the open_orders gauge */
 }
 
-static void on_stop(struct em_proc *p, void *data)
+static void on_stop(struct core_proc *p, void *data)
 {
     check(em_host_flush(P.host));
     em_bus_close(&P.pull);
     em_bus_close(&P.pub);
+    if (P.has_query)
+        em_bus_close(&P.query);
     em_health_stop(&P.health);
     uv_close((uv_handle_t *)&P.tick_timer, NULL);
     uv_close((uv_handle_t *)&P.md_timer, NULL);
@@ -162,7 +179,7 @@ static void on_stop(struct em_proc *p, void *data)
 int main(int argc, char **argv)
 {
     int rc, code;
-    if (em_proc_options("edumatcher-engine", 'E', options, loglevel, argc, argv, &code))
+    if (core_proc_options("edumatcher-engine", 'E', options, loglevel, argc, argv, &code))
         return code;
 
     P.loop = uv_default_loop();
@@ -197,6 +214,15 @@ int main(int argc, char **argv)
         CORE_WARN("engine: cannot bind %s: %s", pub_ep, core_strerror(rc));
         return 1;
     }
+    if (query_ep[0]) {
+        rc = em_bus_open(&P.query, P.zctx, EM_BUS_REP, query_ep, true);
+        if (rc) {
+            CORE_WARN("engine: cannot bind %s: %s", query_ep, core_strerror(rc));
+            return 1;
+        }
+        em_bus_watch(&P.query, P.loop, 16, on_query, NULL);
+        P.has_query = true;
+    }
     if (symbols_file[0]) {
         rc = em_host_load_symbols(P.host, symbols_file);
         if (rc) {
@@ -218,6 +244,8 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "bus_msgs_out", &st->bus_msgs_out);
     core_metrics_counter(mt, "trades_out", &st->trades_out);
     core_metrics_counter(mt, "md_out", &st->md_out);
+    core_metrics_counter(mt, "queries", &st->queries);
+    core_metrics_counter(mt, "trades_logged", &em_host_trade_log(P.host)->count);
     core_metrics_counter(mt, "journal_records", &j->records);
     core_metrics_counter(mt, "journal_syncs", &j->syncs);
     core_metrics_gauge(mt, "open_orders", &st->open_orders);
@@ -226,8 +254,8 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "snapshot_failures", &st->snapshot_failures);
     core_metrics_gauge(mt, "snapshot_seq", &st->snapshot_seq);
     core_metrics_gauge(mt, "restored_seq", &st->restored_seq);
-    em_proc_health_start("engine", &P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms,
-                         on_health, NULL);
+    em_health_start_or_warn("engine", &P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms,
+                            on_health, NULL);
 
     /* Input starts after a grace period: a PUB drops what it publishes
      * before a subscriber's subscription arrives, and after a restart the
@@ -239,10 +267,11 @@ int main(int argc, char **argv)
     uv_timer_start(&P.tick_timer, on_tick_timer, (uint64_t)tick_ms, (uint64_t)tick_ms);
     uv_timer_init(P.loop, &P.md_timer);
     uv_timer_start(&P.md_timer, on_md_timer, (uint64_t)md_interval_ms, (uint64_t)md_interval_ms);
-    em_proc_signals_start(&P.proc, P.loop, "engine", on_stop, NULL);
+    core_proc_signals_start(&P.proc, P.loop, "engine", on_stop, NULL);
 
     uv_run(P.loop, UV_RUN_DEFAULT);
     em_host_close(P.host);
+    core_proc_signals_close(&P.proc, P.loop);
     uv_loop_close(P.loop);
     em_bus_ctx_term(P.zctx);
     return 0;

@@ -74,6 +74,22 @@ static const char *published(const char *topic, unsigned from)
     return NULL;
 }
 
+/* An MD line without its epoch (the run's wall-clock start). */
+static const char *no_epoch(const char *line)
+{
+    static char out[1024];
+    assert_non_null(line);
+    const char *e = strstr(line, " epoch=");
+    assert_non_null(e);
+    size_t n = (size_t)(e - line);
+    memcpy(out, line, n);
+    e += 7;
+    while (*e >= '0' && *e <= '9')
+        e++;
+    strcpy(out + n, e);
+    return out;
+}
+
 /* ---- helpers ---- */
 
 static char dir[64];
@@ -174,12 +190,34 @@ static void test_journal_before_publish(void **state)
     /* market data: from the engine's totals, only when changed */
     from = B.n;
     em_host_publish_md(h);
-    assert_string_equal(published("md.ABC", from),
-                        "MD sym=ABC phase=CONTINUOUS last=10.01 lastqty=4 volume=4 trades=1 "
+    assert_string_equal(no_epoch(published("md.ABC", from)),
+                        "MD sym=ABC seq=1 phase=CONTINUOUS last=10.01 lastqty=4 volume=4 trades=1 "
                         "bids= asks=10.01:6:1");
     from = B.n;
     em_host_publish_md(h);
     assert_int_equal(B.n, from);
+
+    /* queries: the book now, numbered as the stream's last message, and
+     * trades by id from the trade log */
+    const struct em_bus_topic *reply;
+    char out[4096];
+    size_t n = em_host_query(h, "book", 4, "ABC", 3, &reply, out, sizeof out);
+    out[n] = 0;
+    assert_memory_equal(reply->s, "book", 4);
+    assert_string_equal(no_epoch(out),
+                        "MD sym=ABC seq=1 phase=CONTINUOUS last=10.01 lastqty=4 volume=4 "
+                        "trades=1 bids= asks=10.01:6:1");
+    n = em_host_query(h, "book", 4, "XYZ", 3, &reply, out, sizeof out);
+    assert_memory_equal(reply->s, "error", 5);
+    n = em_host_query(h, "trades", 6, "1", 1, &reply, out, sizeof out);
+    out[n] = 0;
+    assert_memory_equal(reply->s, "trades", 6);
+    assert_non_null(strstr(out, "TRADE tid=1 sym=ABC px=10.01 qty=4 buy=B1 sell=S1"));
+    n = em_host_query(h, "trades", 6, "2", 1, &reply, out, sizeof out);
+    assert_int_equal(n, 0); /* none yet */
+    em_host_query(h, "what", 4, "", 0, &reply, out, sizeof out);
+    assert_memory_equal(reply->s, "error", 5);
+    assert_int_equal(em_host_stats(h)->queries, 5);
 
     /* a frame that does not decode is counted, not published */
     uint8_t junk[3] = {0xff, 0xff, 0xff};
@@ -227,9 +265,10 @@ static void test_clock_and_schedule(void **state)
     symbols_file(h);
     assert_int_equal(B.n, 0);
     em_host_publish_md(h);
-    assert_string_equal(published("md.ABC", 0),
-                        "MD sym=ABC phase=CLOSED last=10.01 lastqty=4 volume=4 trades=1 bids= "
-                        "asks=");
+    assert_string_equal(
+        no_epoch(published("md.ABC", 0)),
+        "MD sym=ABC seq=1 phase=CLOSED last=10.01 lastqty=4 volume=4 trades=1 bids= "
+        "asks=");
     assert_int_equal(em_host_journal(h)->records, 0);
     em_host_close(h);
     remove_dir();
@@ -255,8 +294,8 @@ static void test_snapshot_and_restore(void **state)
     assert_int_equal(st->restored_seq, 3);
     assert_int_equal(st->replayed, 1);
     em_host_publish_md(h);
-    assert_string_equal(published("md.ABC", 0),
-                        "MD sym=ABC phase=CONTINUOUS last=10.01 lastqty=1 volume=5 trades=2 "
+    assert_string_equal(no_epoch(published("md.ABC", 0)),
+                        "MD sym=ABC seq=1 phase=CONTINUOUS last=10.01 lastqty=1 volume=5 trades=2 "
                         "bids= asks=10.01:5:1");
     /* ids go on where they were */
     unsigned from = B.n;
@@ -357,8 +396,8 @@ static void test_legacy_snapshot(void **state)
     assert_int_equal(em_host_stats(h)->restored_seq, 1);
     assert_int_equal(em_host_clock_ms(h), 250);
     em_host_publish_md(h);
-    assert_string_equal(published("md.ABC", 0),
-                        "MD sym=ABC phase=CONTINUOUS last=10.01 lastqty=4 volume=4 trades=1 "
+    assert_string_equal(no_epoch(published("md.ABC", 0)),
+                        "MD sym=ABC seq=1 phase=CONTINUOUS last=10.01 lastqty=4 volume=4 trades=1 "
                         "bids= asks=10.01:6:1");
     em_host_close(h);
 
