@@ -19,7 +19,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "edumatcher/monitor/health.h"
-#include "edumatcher/http.h"
+#include "core/http.h"
 #include "edumatcher/monitor/monitor_stats.h"
 #include "core/proc.h"
 #include "edumatcher/bus/zmq_bus.h"
@@ -55,7 +55,7 @@ struct monitor {
     uv_loop_t *loop;
     void *zctx;
     struct em_bus_sock sub;
-    struct em_http_server http;
+    struct core_http_server *http;
     struct em_health health;
     struct core_proc proc; /* signals */
     struct em_mon state;
@@ -106,25 +106,47 @@ static const char page[] =
     "+new Date().toLocaleTimeString();}catch(e){document.getElementById('s').textContent="
     "'monitor unreachable'}}tick();setInterval(tick,1000);</script></body></html>\n";
 
-static void handle(const struct em_http_request *req, struct em_http_response *res, void *data)
+/* One handler per path (core_http_route); every request is counted. */
+static void serve_page(const struct core_http_request *req, struct core_http_response *res,
+                       void *data)
 {
     struct monitor *m = data;
     m->http_requests++;
-    if (em_http_path_is(req, "/")) {
-        res->content_type = "text/html; charset=utf-8";
-        em_http_write(res, page, sizeof page - 1);
-    } else if (em_http_path_is(req, "/metrics.json")) {
-        res->content_type = "application/json";
-        em_mon_json(&m->state, now_ms(), (uint64_t)stale_ms, res);
-    } else if (em_http_path_is(req, "/metrics")) {
-        res->content_type = "text/plain; version=0.0.4";
-        em_mon_prometheus(&m->state, now_ms(), res);
-    } else if (em_http_path_is(req, "/healthz")) {
-        em_http_printf(res, "ok\n");
-    } else {
-        res->status = 404;
-        em_http_printf(res, "not found\n");
-    }
+    core_http_reply(res, 200, "text/html; charset=utf-8", page, sizeof page - 1);
+}
+
+static void serve_json(const struct core_http_request *req, struct core_http_response *res,
+                       void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    res->content_type = "application/json";
+    em_mon_json(&m->state, now_ms(), (uint64_t)stale_ms, res);
+}
+
+static void serve_prometheus(const struct core_http_request *req, struct core_http_response *res,
+                             void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    res->content_type = "text/plain; version=0.0.4";
+    em_mon_prometheus(&m->state, now_ms(), res);
+}
+
+static void serve_healthz(const struct core_http_request *req, struct core_http_response *res,
+                          void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    core_http_printf(res, "ok\n");
+}
+
+static void serve_other(const struct core_http_request *req, struct core_http_response *res,
+                        void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    core_http_reply(res, 404, "text/plain", "not found\n", 10);
 }
 
 /* The monitor lists itself: ingest its own beacon without the bus. */
@@ -141,7 +163,7 @@ static void on_own_beacon(uv_timer_t *t)
 static void on_stop(struct core_proc *p, void *data)
 {
     struct monitor *m = data;
-    em_http_close(&m->http);
+    core_http_stop(m->http);
     em_bus_close(&m->sub);
     em_health_stop(&m->health);
 }
@@ -173,7 +195,19 @@ int main(int argc, char **argv)
     }
     em_bus_watch(&m->sub, m->loop, 0, on_beacon, m);
 
-    rc = em_http_listen(&m->http, m->loop, http_host, (int)http_port, 64, handle, m);
+    rc = core_http_new(&m->http, m->loop, 64, 0);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/", serve_page, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/metrics.json", serve_json, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/metrics", serve_prometheus, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/healthz", serve_healthz, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, NULL, serve_other, m);
+    if (rc == 0)
+        rc = core_http_listen(m->http, http_host, (int)http_port);
     if (rc) {
         CORE_WARN("monitor: cannot listen on %s:%d: %s", http_host, (int)http_port,
                   core_strerror(rc));
@@ -190,12 +224,13 @@ int main(int argc, char **argv)
     core_proc_signals_start(&m->proc, m->loop, "monitor", on_stop, m);
 
     /* Tests and scripts read this line to find the port. */
-    printf("edumatcher-monitor http://%s:%d/ health %s\n", http_host, em_http_port(&m->http),
+    printf("edumatcher-monitor http://%s:%d/ health %s\n", http_host, core_http_port(m->http),
            health_ep);
     fflush(stdout);
     uv_run(m->loop, UV_RUN_DEFAULT);
     core_proc_signals_close(&m->proc, m->loop);
     uv_loop_close(m->loop);
+    core_http_free(m->http);
     em_bus_ctx_term(m->zctx);
     free(m);
     return 0;

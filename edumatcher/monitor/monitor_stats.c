@@ -117,16 +117,16 @@ bool em_mon_value(const struct em_mon_proc *p, const char *name, int64_t *out)
 }
 
 void em_mon_json(const struct em_mon *m, uint64_t now_ms, uint64_t stale_ms,
-                 struct em_http_response *res)
+                 struct core_http_response *res)
 {
-    em_http_printf(res, "{\"beacons\":%" PRIu64 ",\"processes\":[", m->beacons);
+    core_http_printf(res, "{\"beacons\":%" PRIu64 ",\"processes\":[", m->beacons);
     for (unsigned i = 0; i < m->n; i++) {
         const struct em_mon_proc *p = &m->p[i];
         if (p->count == 0)
             continue;
         const struct core_beacon *b = em_mon_latest(p);
         uint64_t age = now_ms > p->last_recv_ms ? now_ms - p->last_recv_ms : 0;
-        em_http_printf(
+        core_http_printf(
             res,
             "%s{\"proc\":\"%s\",\"pid\":%" PRIu64 ",\"up_ms\":%" PRIu64 ",\"age_ms\":%" PRIu64
             ",\"stale\":%s,\"restarts\":%" PRIu64 ",\"rss\":%" PRIu64 ",\"lat_n\":%" PRIu64
@@ -135,85 +135,87 @@ void em_mon_json(const struct em_mon *m, uint64_t now_ms, uint64_t stale_ms,
             p->restarts, b->rss, b->lat_n, b->lat_p50, b->lat_p99, b->lat_max);
         int64_t qd;
         if (find_metric(b, "queue_depth", &qd, NULL))
-            em_http_printf(res, ",\"queue_depth\":%" PRId64, qd);
-        em_http_printf(res, ",\"msgs_per_s\":{");
+            core_http_printf(res, ",\"queue_depth\":%" PRId64, qd);
+        core_http_printf(res, ",\"msgs_per_s\":{");
         for (size_t w = 0; w < NWINDOWS; w++) {
             double r;
             if (em_mon_rate(p, "msgs_in", windows[w].ms, &r) == 0)
-                em_http_printf(res, "%s\"%s\":%.1f", w ? "," : "", windows[w].label, r);
+                core_http_printf(res, "%s\"%s\":%.1f", w ? "," : "", windows[w].label, r);
             else
-                em_http_printf(res, "%s\"%s\":null", w ? "," : "", windows[w].label);
+                core_http_printf(res, "%s\"%s\":null", w ? "," : "", windows[w].label);
         }
-        em_http_printf(res, "},\"counters\":{");
+        core_http_printf(res, "},\"counters\":{");
         bool first = true;
         for (unsigned k = 0; k < b->n; k++) {
             if (b->m[k].kind != CORE_METRIC_COUNTER)
                 continue;
             double r;
-            em_http_printf(res, "%s\"%s\":{\"total\":%" PRId64, first ? "" : ",", b->m[k].name,
-                           b->m[k].value);
+            core_http_printf(res, "%s\"%s\":{\"total\":%" PRId64, first ? "" : ",", b->m[k].name,
+                             b->m[k].value);
             if (em_mon_rate(p, b->m[k].name, 10000, &r) == 0)
-                em_http_printf(res, ",\"rate_10s\":%.1f", r);
-            em_http_printf(res, "}");
+                core_http_printf(res, ",\"rate_10s\":%.1f", r);
+            core_http_printf(res, "}");
             first = false;
         }
-        em_http_printf(res, "},\"gauges\":{");
+        core_http_printf(res, "},\"gauges\":{");
         first = true;
         for (unsigned k = 0; k < b->n; k++) {
             if (b->m[k].kind != CORE_METRIC_GAUGE)
                 continue;
-            em_http_printf(res, "%s\"%s\":%" PRId64, first ? "" : ",", b->m[k].name, b->m[k].value);
+            core_http_printf(res, "%s\"%s\":%" PRId64, first ? "" : ",", b->m[k].name,
+                             b->m[k].value);
             first = false;
         }
-        em_http_printf(res, "}}");
+        core_http_printf(res, "}}");
     }
-    em_http_printf(res, "]}\n");
+    core_http_printf(res, "]}\n");
 }
 
-void em_mon_prometheus(const struct em_mon *m, uint64_t now_ms, struct em_http_response *res)
+void em_mon_prometheus(const struct em_mon *m, uint64_t now_ms, struct core_http_response *res)
 {
     /* Text exposition format 0.0.4: one family per metric name, labels
      * carry the process. Names are [a-z0-9_] already (metrics.h). */
-    em_http_printf(res, "# TYPE edumatcher_up gauge\n");
+    core_http_printf(res, "# TYPE edumatcher_up gauge\n");
     for (unsigned i = 0; i < m->n; i++)
-        em_http_printf(res, "edumatcher_up{proc=\"%s\"} 1\n", m->p[i].proc);
-    em_http_printf(res, "# TYPE edumatcher_rss_bytes gauge\n");
+        core_http_printf(res, "edumatcher_up{proc=\"%s\"} 1\n", m->p[i].proc);
+    core_http_printf(res, "# TYPE edumatcher_rss_bytes gauge\n");
     for (unsigned i = 0; i < m->n; i++)
         if (m->p[i].count)
-            em_http_printf(res, "edumatcher_rss_bytes{proc=\"%s\"} %" PRIu64 "\n", m->p[i].proc,
-                           em_mon_latest(&m->p[i])->rss);
-    em_http_printf(res, "# TYPE edumatcher_handle_latency_ns gauge\n");
+            core_http_printf(res, "edumatcher_rss_bytes{proc=\"%s\"} %" PRIu64 "\n", m->p[i].proc,
+                             em_mon_latest(&m->p[i])->rss);
+    core_http_printf(res, "# TYPE edumatcher_handle_latency_ns gauge\n");
     for (unsigned i = 0; i < m->n; i++) {
         if (!m->p[i].count)
             continue;
         const struct core_beacon *b = em_mon_latest(&m->p[i]);
-        em_http_printf(res,
-                       "edumatcher_handle_latency_ns{proc=\"%s\",quantile=\"0.5\"} %" PRIu64 "\n"
-                       "edumatcher_handle_latency_ns{proc=\"%s\",quantile=\"0.99\"} %" PRIu64 "\n",
-                       m->p[i].proc, b->lat_p50, m->p[i].proc, b->lat_p99);
+        core_http_printf(res,
+                         "edumatcher_handle_latency_ns{proc=\"%s\",quantile=\"0.5\"} %" PRIu64 "\n"
+                         "edumatcher_handle_latency_ns{proc=\"%s\",quantile=\"0.99\"} %" PRIu64
+                         "\n",
+                         m->p[i].proc, b->lat_p50, m->p[i].proc, b->lat_p99);
     }
-    em_http_printf(res, "# TYPE edumatcher_counter_total counter\n");
+    core_http_printf(res, "# TYPE edumatcher_counter_total counter\n");
     for (unsigned i = 0; i < m->n; i++) {
         if (!m->p[i].count)
             continue;
         const struct core_beacon *b = em_mon_latest(&m->p[i]);
         for (unsigned k = 0; k < b->n; k++)
             if (b->m[k].kind == CORE_METRIC_COUNTER)
-                em_http_printf(res,
-                               "edumatcher_counter_total{proc=\"%s\",name=\"%s\"} %" PRId64 "\n",
-                               m->p[i].proc, b->m[k].name, b->m[k].value);
+                core_http_printf(res,
+                                 "edumatcher_counter_total{proc=\"%s\",name=\"%s\"} %" PRId64 "\n",
+                                 m->p[i].proc, b->m[k].name, b->m[k].value);
     }
-    em_http_printf(res, "# TYPE edumatcher_gauge gauge\n");
+    core_http_printf(res, "# TYPE edumatcher_gauge gauge\n");
     for (unsigned i = 0; i < m->n; i++) {
         if (!m->p[i].count)
             continue;
         const struct core_beacon *b = em_mon_latest(&m->p[i]);
         for (unsigned k = 0; k < b->n; k++)
             if (b->m[k].kind == CORE_METRIC_GAUGE)
-                em_http_printf(res, "edumatcher_gauge{proc=\"%s\",name=\"%s\"} %" PRId64 "\n",
-                               m->p[i].proc, b->m[k].name, b->m[k].value);
+                core_http_printf(res, "edumatcher_gauge{proc=\"%s\",name=\"%s\"} %" PRId64 "\n",
+                                 m->p[i].proc, b->m[k].name, b->m[k].value);
     }
-    em_http_printf(res, "# TYPE edumatcher_rate_per_second gauge\n");
+    core_http_printf(res, "# TYPE edumatcher_rate_per_second gauge\n");
     for (unsigned i = 0; i < m->n; i++) {
         if (m->p[i].count < 2)
             continue;
@@ -224,10 +226,10 @@ void em_mon_prometheus(const struct em_mon *m, uint64_t now_ms, struct em_http_r
             for (size_t w = 0; w < NWINDOWS; w++) {
                 double r;
                 if (em_mon_rate(&m->p[i], b->m[k].name, windows[w].ms, &r) == 0)
-                    em_http_printf(res,
-                                   "edumatcher_rate_per_second{proc=\"%s\",name=\"%s\","
-                                   "window=\"%s\"} %.3f\n",
-                                   m->p[i].proc, b->m[k].name, windows[w].label, r);
+                    core_http_printf(res,
+                                     "edumatcher_rate_per_second{proc=\"%s\",name=\"%s\","
+                                     "window=\"%s\"} %.3f\n",
+                                     m->p[i].proc, b->m[k].name, windows[w].label, r);
             }
         }
     }

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "core/metrics.h"
-#include "edumatcher/http.h"
+#include "core/http.h"
 
 #define EM_MON_PROCS   32
 #define EM_MON_HISTORY 64
@@ -60,7 +60,7 @@ bool em_mon_value(const struct em_mon_proc *p, const char *name, int64_t *out);
 /* Render the whole state. A process silent for more than stale_ms is
  * marked stale. */
 void em_mon_json(const struct em_mon *m, uint64_t now_ms, uint64_t stale_ms,
-                 struct em_http_response *res);
-void em_mon_prometheus(const struct em_mon *m, uint64_t now_ms, struct em_http_response *res);
+                 struct core_http_response *res);
+void em_mon_prometheus(const struct em_mon *m, uint64_t now_ms, struct core_http_response *res);
 
 #endif

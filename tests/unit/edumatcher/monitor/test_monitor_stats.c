@@ -116,27 +116,27 @@ static void test_renderings(void **state)
     em_mon_ingest(m, &b, 1000);
     b = beacon("engine", 9, 2000, 300);
     em_mon_ingest(m, &b, 2000);
-    struct em_http_response res = {0};
+    struct core_http_response res = {0};
     em_mon_json(m, 2500, 3000, &res);
-    em_http_write(&res, "", 1);
-    assert_non_null(strstr(res.body, "\"proc\":\"engine\""));
-    assert_non_null(strstr(res.body, "\"stale\":false"));
-    assert_non_null(strstr(res.body, "\"1s\":200.0"));
-    assert_non_null(strstr(res.body, "\"queue_depth\":4"));
-    assert_non_null(strstr(res.body, "\"lat_p99_ns\":9000"));
-    res.len = 0;
+    core_http_write(&res, "", 1);
+    assert_non_null(strstr(res.body.data, "\"proc\":\"engine\""));
+    assert_non_null(strstr(res.body.data, "\"stale\":false"));
+    assert_non_null(strstr(res.body.data, "\"1s\":200.0"));
+    assert_non_null(strstr(res.body.data, "\"queue_depth\":4"));
+    assert_non_null(strstr(res.body.data, "\"lat_p99_ns\":9000"));
+    core_buf_reset(&res.body);
     em_mon_json(m, 9000, 3000, &res);
-    em_http_write(&res, "", 1);
-    assert_non_null(strstr(res.body, "\"stale\":true"));
-    res.len = 0;
+    core_http_write(&res, "", 1);
+    assert_non_null(strstr(res.body.data, "\"stale\":true"));
+    core_buf_reset(&res.body);
     em_mon_prometheus(m, 2500, &res);
-    em_http_write(&res, "", 1);
+    core_http_write(&res, "", 1);
     assert_non_null(
-        strstr(res.body, "edumatcher_counter_total{proc=\"engine\",name=\"msgs_in\"} 300\n"));
-    assert_non_null(
-        strstr(res.body, "edumatcher_handle_latency_ns{proc=\"engine\",quantile=\"0.99\"} 9000\n"));
-    assert_non_null(strstr(res.body, "window=\"1s\"} 200.000\n"));
-    free(res.body);
+        strstr(res.body.data, "edumatcher_counter_total{proc=\"engine\",name=\"msgs_in\"} 300\n"));
+    assert_non_null(strstr(
+        res.body.data, "edumatcher_handle_latency_ns{proc=\"engine\",quantile=\"0.99\"} 9000\n"));
+    assert_non_null(strstr(res.body.data, "window=\"1s\"} 200.000\n"));
+    core_buf_free(&res.body);
     free(m);
 }
 
