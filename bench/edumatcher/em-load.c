@@ -25,6 +25,7 @@
  * Quantities 1–10 lots. The mid walks randomly; the random generator is
  * seeded (--seed), so a run is repeatable given the same server.
  */
+#include "core/proc.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/error.h"
@@ -434,14 +435,9 @@ static void run(void)
 
 int main(int argc, char **argv)
 {
-    char err[256];
-    int rc = core_config_parse_args(options, argc, argv, "em-load [--opt val]", err, sizeof err);
-    if (rc == 1)
-        return 0;
-    if (rc < 0) {
-        fprintf(stderr, "em-load: %s\n", err);
-        return 2;
-    }
+    int code;
+    if (core_proc_options("em-load", 'L', options, NULL, argc, argv, &code))
+        return code;
     L.n = (int)nconns;
     L.c = calloc((size_t)L.n, sizeof *L.c);
     L.rng = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
