@@ -159,7 +159,8 @@ int main(int argc, char **argv)
                                                &keys64)) != 0) ||
         (argc > 2 && (code = core_proc_int_arg("evict-sim", "REQUESTS", argv[2], 1, UINT32_MAX,
                                                &requests64)) != 0) ||
-        (argc > 3 && (code = core_proc_double_arg("evict-sim", "ZIPF_S", argv[3], 0, 10, &s)) != 0) ||
+        (argc > 3 &&
+         (code = core_proc_double_arg("evict-sim", "ZIPF_S", argv[3], 0, 10, &s)) != 0) ||
         (argc > 4 &&
          (code = core_proc_double_arg("evict-sim", "SCAN_FRACTION", argv[4], 0, 1, &scan)) != 0) ||
         (argc > 5 &&
