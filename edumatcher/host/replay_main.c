@@ -1,5 +1,5 @@
 /*
- * edumatcher-replay: run the engine over a replay stream (spec/ALF.md §8,
+ * edumatcher-replay: run the engine over a replay stream (docs/alf.md §8,
  * docs/alf.md C) and print every event as `<gw> <event>`.
  *
  * Usage: edumatcher-replay [FILE]   (standard input when FILE is absent)

@@ -1,6 +1,6 @@
 /*
  * em-refmodel: a deliberately simple reference model of the ALF protocol
- * (spec/ALF.md §3–8 and the project's docs/alf.md), the second
+ * (docs/alf.md §3–8 and its choices A–H), the second
  * implementation of the differential test. It reads the replay format of
  * §8 (`<gw> <message>` per line, from a file argument or stdin) and writes
  * every event as `<gw> <event>` to stdout, as edumatcher-replay does.
@@ -9,7 +9,7 @@
  * fast: every live order sits in one array in oid order, and every
  * question ("best sell of this symbol", "order with this cl") is a linear
  * scan. The section that a rule comes from is cited next to the code
- * (§n = spec/ALF.md; A.n … H.n = docs/alf.md).
+ * (§n and A.n … H.n = sections of docs/alf.md).
  *
  * Invariants:
  *  1. `live` holds every order that is not finished, in oid order; finished
