@@ -358,9 +358,9 @@ static void finish_change(struct gs_cluster *cl)
         gs_cl_set_members(grp, m, nm, cl->self);
         if (grp->raft && grp->role < 0) {
             CORE_INFO("cluster: leaving the group of %s", cl->nodes[g].name);
-            gs_group_close_erase(grp->raft, on_left_group, grp->own_store ? grp->store : NULL);
+            gs_group_close_erase(grp->raft, on_left_group, grp->own_store ? grp->db.store : NULL);
             grp->raft = NULL;
-            grp->store = NULL;
+            grp->db.store = NULL;
             grp->own_store = false;
             /* Its log's state goes with it (a later rejoin starts empty). */
             free(grp->slot_state);
@@ -502,7 +502,7 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
         }
         struct export_ctx x = {.state = grp->slot_state};
         int64_t now = gs_node_now_ms(cl->node);
-        uint64_t next = gs_store_scan(grp->store, (uint64_t)cur, 256, now, export_key, &x);
+        uint64_t next = gs_store_scan(grp->db.store, (uint64_t)cur, 256, now, export_key, &x);
         if (x.oom) {
             free(x.e);
             gs_error_oom(c);

@@ -15,6 +15,10 @@
  *  4. An entry is tagged with (raft id, incarnation, seq); incarnation is
  *     random per process so entries replayed from an earlier run of this
  *     node never match a live slot.
+ *  5. Reads from the store are allowed (gs_fsm_read_now) only while
+ *     ready_term is the current term, i.e. an entry this node proposed in
+ *     its current term as leader has been applied here; the lease counts
+ *     only while lease_term is the current term too.
  */
 #include "gridsync/cluster/raft_glue.h"
 
@@ -59,6 +63,8 @@ struct slot {
     enum slot_state state;
     bool applied; /* its entry went through fsm_apply here */
     uint64_t seq;
+    raft_term term;     /* the term it was proposed in */
+    int64_t propose_ms; /* monotonic, just before raft_apply: the lease's start */
     raft_index index;
     int64_t limbo_since_ms;
     struct raft_apply req;
@@ -80,11 +86,41 @@ struct gs_fsm {
     struct core_buf scratch; /* replies of entries other nodes proposed */
     struct gs_batch_reader rd;
     struct gs_fsm_stats st;
+    /* reads (raft_glue.h, "Reads"; invariant 5) */
+    raft_term ready_term;
+    raft_term lease_term;
+    int64_t lease_until_ms; /* monotonic */
+    bool renewing;          /* a background lease renewal is in flight */
 };
 
 static int64_t fsm_now(struct gs_fsm *f)
 {
     return f->cfg.clock_ms ? f->cfg.clock_ms(f->cfg.clock_ctx) : core_wall_ms();
+}
+
+static int64_t mono_now(struct gs_fsm *f)
+{
+    if (f->cfg.mono_ms)
+        return f->cfg.mono_ms(f->cfg.mono_ctx);
+    return (int64_t)f->raft->io->time(f->raft->io);
+}
+
+/* An entry this node proposed at start_ms in term has committed and been
+ * applied here: the node may read (invariant 5), and a majority heard from
+ * it at or after start_ms, which extends the lease. */
+static void committed_own(struct gs_fsm *f, raft_term term, int64_t start_ms)
+{
+    if (!f->raft || term != f->raft->current_term || raft_state(f->raft) != RAFT_LEADER)
+        return;
+    f->ready_term = term;
+    if (!f->cfg.lease_ms)
+        return;
+    int64_t until = start_ms + (int64_t)f->cfg.lease_ms;
+    if (f->lease_term != term || until > f->lease_until_ms) {
+        f->lease_term = term;
+        f->lease_until_ms = until;
+        f->st.lease_renewed++;
+    }
 }
 
 static int waiters_push(struct waiters *ws, gs_write_cb cb, void *data)
@@ -414,6 +450,8 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
     struct gs_fsm *f = s->fsm;
     (void)result;
     if (status == 0 || s->applied) {
+        if (status == 0)
+            committed_own(f, s->term, s->propose_ms);
         if (!s->applied) {
             /* Committed but not seen by fsm_apply: cannot happen with one
              * buffer per entry; answer "unknown" rather than a wrong reply. */
@@ -477,6 +515,8 @@ unsigned gs_fsm_flush(struct gs_fsm *f)
     s->ws = f->open_ws;
     f->open_ws = tmp;
     s->seq = h.seq;
+    s->term = f->raft->current_term;
+    s->propose_ms = mono_now(f);
     s->applied = false;
     core_buf_reset(&s->replies);
     s->state = SLOT_INFLIGHT;
@@ -490,6 +530,82 @@ unsigned gs_fsm_flush(struct gs_fsm *f)
     f->st.entries_proposed++;
     f->st.commands_proposed += n;
     return n;
+}
+
+struct fsm_barrier {
+    struct raft_barrier req;
+    struct gs_fsm *fsm;
+    raft_term term;
+    int64_t start_ms;
+    void (*cb)(void *, int);
+    void *data;
+};
+
+static void on_fsm_barrier(struct raft_barrier *req, int status)
+{
+    struct fsm_barrier *b = req->data;
+    struct gs_fsm *f = b->fsm;
+    if (status == 0)
+        committed_own(f, b->term, b->start_ms);
+    if (b->cb)
+        b->cb(b->data, status == 0 ? 0 : CORE_ESTATE);
+    else
+        f->renewing = false;
+    free(b);
+}
+
+static int fsm_barrier(struct gs_fsm *f, void (*cb)(void *, int), void *data)
+{
+    if (!f->raft || raft_state(f->raft) != RAFT_LEADER)
+        return CORE_ESTATE;
+    struct fsm_barrier *b = malloc(sizeof(*b));
+    if (!b)
+        return CORE_ENOMEM;
+    *b = (struct fsm_barrier){.fsm = f, .cb = cb, .data = data};
+    b->req.data = b;
+    b->term = f->raft->current_term;
+    /* Taken before the entry exists, so before any message carrying it
+     * leaves: a conservative start for the lease. */
+    b->start_ms = mono_now(f);
+    int rv = raft_barrier(f->raft, &b->req, on_fsm_barrier);
+    if (rv != 0) {
+        free(b);
+        return from_raft(rv, CORE_ESTATE);
+    }
+    f->st.barriers++;
+    return 0;
+}
+
+int gs_fsm_barrier(struct gs_fsm *f, void (*cb)(void *data, int status), void *data)
+{
+    if (!cb)
+        return CORE_EINVAL;
+    return fsm_barrier(f, cb, data);
+}
+
+bool gs_fsm_read_now(struct gs_fsm *f, enum gs_read_mode mode)
+{
+    if (!f->raft || raft_state(f->raft) != RAFT_LEADER)
+        return false;
+    raft_term term = f->raft->current_term;
+    if (f->ready_term != term || mode == GS_READ_BARRIER)
+        return false;
+    if (mode == GS_READ_ANY)
+        return true;
+    if (f->lease_term != term || !f->cfg.lease_ms)
+        return false;
+    int64_t left = f->lease_until_ms - mono_now(f);
+    if (left <= 0)
+        return false;
+    if (left < (int64_t)f->cfg.lease_ms / 2 && !f->renewing && fsm_barrier(f, NULL, NULL) == 0)
+        f->renewing = true;
+    return true;
+}
+
+void gs_fsm_end_lease(struct gs_fsm *f)
+{
+    f->lease_term = 0;
+    f->lease_until_ms = 0;
 }
 
 void gs_fsm_stats(const struct gs_fsm *f, struct gs_fsm_stats *out)
@@ -534,6 +650,15 @@ struct gs_group {
     void (*close_cb)(void *);
     void *close_data;
 };
+
+/* The lease clock: read fresh, unlike libuv's loop time, which is cached
+ * at the start of each iteration and so may lag behind by what the
+ * iteration has done so far. */
+static int64_t mono_ms_now(void *ctx)
+{
+    (void)ctx;
+    return (int64_t)(core_now_ns() / 1000000u);
+}
 
 static int mkdir_p(const char *dir)
 {
@@ -760,7 +885,15 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
     struct gs_group *g = calloc(1, sizeof(*g));
     if (!g)
         return CORE_ENOMEM;
-    rc = gs_fsm_new(&g->fsm, &cfg->fsm);
+    unsigned election_ms = cfg->election_ms ? cfg->election_ms : DEFAULT_ELECTION_MS;
+    struct gs_fsm_config fcfg = cfg->fsm;
+    if (!fcfg.lease_ms) {
+        unsigned drift = cfg->lease_drift_ms ? cfg->lease_drift_ms : election_ms / 3;
+        fcfg.lease_ms = drift < election_ms ? election_ms - drift : 0;
+    }
+    if (!fcfg.mono_ms)
+        fcfg.mono_ms = mono_ms_now;
+    rc = gs_fsm_new(&g->fsm, &fcfg);
     if (rc) {
         free(g);
         return rc;
@@ -814,7 +947,7 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
     }
     g->raft.data = g;
     gs_fsm_attach(g->fsm, &g->raft);
-    raft_set_election_timeout(&g->raft, cfg->election_ms ? cfg->election_ms : DEFAULT_ELECTION_MS);
+    raft_set_election_timeout(&g->raft, election_ms);
     raft_set_heartbeat_timeout(&g->raft,
                                cfg->heartbeat_ms ? cfg->heartbeat_ms : DEFAULT_HEARTBEAT_MS);
     raft_set_pre_vote(&g->raft, true);
@@ -843,8 +976,10 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
             rv = 0;
     }
     raft_configuration_close(&conf);
-    if (rv == 0)
+    if (rv == 0) {
+        gs_transport_deaf(g->use_mux ? &g->chan.t : &g->transport.outer, g->use_mux, election_ms);
         rv = raft_start(&g->raft);
+    }
     if (rv != 0) {
         CORE_WARN("raft: start %s in %s: %s (%s%s%s)", self, cfg->dir, raft_strerror(rv),
                   raft_errmsg(&g->raft), g->io.errmsg[0] ? "; " : "", g->io.errmsg);
@@ -911,6 +1046,9 @@ int gs_group_transfer(struct gs_group *g, uint64_t id)
 {
     if (g->transferring || raft_state(&g->raft) != RAFT_LEADER)
         return CORE_ESTATE;
+    /* The target starts its election at once (libraft's TimeoutNow lets
+     * it disrupt this leader), so no lease may outlive this call. */
+    gs_fsm_end_lease(g->fsm);
     int rv = raft_transfer(&g->raft, &g->transfer, id, on_transfer_done);
     if (rv != 0)
         return from_raft(rv, CORE_EINVAL);
@@ -918,33 +1056,9 @@ int gs_group_transfer(struct gs_group *g, uint64_t id)
     return 0;
 }
 
-struct barrier_req {
-    struct raft_barrier req;
-    void (*cb)(void *, int);
-    void *data;
-};
-
-static void on_barrier(struct raft_barrier *req, int status)
-{
-    struct barrier_req *b = req->data;
-    b->cb(b->data, status == 0 ? 0 : CORE_ESTATE);
-    free(b);
-}
-
 int gs_group_barrier(struct gs_group *g, void (*cb)(void *data, int status), void *data)
 {
-    struct barrier_req *b = malloc(sizeof(*b));
-    if (!b)
-        return CORE_ENOMEM;
-    b->req.data = b;
-    b->cb = cb;
-    b->data = data;
-    int rv = raft_barrier(&g->raft, &b->req, on_barrier);
-    if (rv != 0) {
-        free(b);
-        return from_raft(rv, CORE_ESTATE);
-    }
-    return 0;
+    return gs_fsm_barrier(g->fsm, cb, data);
 }
 
 void gs_group_raft_info(struct gs_group *g, uint64_t *term, uint64_t *commit, uint64_t *applied)

@@ -94,6 +94,15 @@ struct gs_fsm_config {
     unsigned limbo_timeout_ms;   /* 0 = 5000 */
     int64_t (*clock_ms)(void *); /* NULL = core_wall_ms */
     void *clock_ctx;
+    /* Leader lease (see "Reads" above): how long after proposing an entry
+     * that commits this node may serve reads without a barrier. Must be
+     * below the minimum election timeout minus the clock-drift bound; 0 =
+     * no lease (lease reads always wait for a barrier). */
+    unsigned lease_ms;
+    /* Monotonic milliseconds for the lease, read fresh at each check.
+     * NULL = raft's io->time (the fixture's simulated clock in tests). */
+    int64_t (*mono_ms)(void *);
+    void *mono_ctx;
 };
 
 struct gs_fsm;
@@ -125,6 +134,53 @@ int gs_fsm_submit(struct gs_fsm *f, unsigned argc, const char *const *argv, cons
  * number of commands proposed. */
 unsigned gs_fsm_flush(struct gs_fsm *f);
 
+/* ---- Reads ----
+ *
+ * How a read at the leader is made linearizable (docs/gridsync-cluster.md,
+ * "Consistency"):
+ *
+ *   GS_READ_ANY      the leader answers from its store. Stale only in
+ *                    the window where a deposed leader still believes it
+ *                    leads (until it steps down, up to two election
+ *                    timeouts after losing its majority).
+ *   GS_READ_LEASE    the leader answers from its store while its lease
+ *                    holds: an entry it proposed at time t has committed,
+ *                    so a majority heard from it at or after t and none
+ *                    of them grants a vote before t + the election
+ *                    timeout (libraft rejects votes while it knows a
+ *                    leader; pre-vote keeps a cut-off node from raising
+ *                    terms). The lease is lease_ms after t; it ends at a
+ *                    term change or a leadership transfer. Otherwise the
+ *                    read waits for a barrier, which renews the lease.
+ *   GS_READ_BARRIER  every read waits for a barrier issued after it.
+ *
+ * In every mode a new leader first commits and applies an entry of its own
+ * term: until then it may hold committed entries it has not applied (Raft
+ * thesis 6.4: the leader learns its commit index only through an entry of
+ * its term), and its store may miss writes the previous leader
+ * acknowledged. */
+enum gs_read_mode { GS_READ_LEASE = 0, GS_READ_BARRIER = 1, GS_READ_ANY = 2 };
+
+/* May this node answer a read from its store now, in mode? False when it
+ * is not the leader, has not applied an entry of its term yet, or (lease)
+ * its lease has run out: the caller then waits for gs_fsm_barrier (when
+ * leader) or redirects. In lease mode a lease past half its life is
+ * renewed in the background (one barrier at a time), so steady reads do
+ * not wait. */
+bool gs_fsm_read_now(struct gs_fsm *f, enum gs_read_mode mode);
+
+/* A linearizable-read barrier: cb(data, 0) once an entry of this node's
+ * term, appended after the call, is committed and applied here (so every
+ * entry committed before the call is applied, this node was still leader
+ * after the call, and its lease is renewed from the call), else
+ * cb(data, CORE_ESTATE). Returns 0 (cb called exactly once, never from
+ * inside this call), or CORE_ESTATE / CORE_ENOMEM (cb not called). */
+int gs_fsm_barrier(struct gs_fsm *f, void (*cb)(void *data, int status), void *data);
+
+/* End the lease now (a leadership transfer is starting: the target may
+ * win an election at once, without waiting for an election timeout). */
+void gs_fsm_end_lease(struct gs_fsm *f);
+
 /* Counters, for INFO and tests. */
 struct gs_fsm_stats {
     uint64_t entries_proposed;  /* raft_apply calls that succeeded */
@@ -133,8 +189,10 @@ struct gs_fsm_stats {
     uint64_t entries_malformed; /* skipped on apply */
     uint64_t limbo_succeeded, limbo_failed, limbo_unknown;
     uint64_t snapshots_taken, snapshots_restored;
-    unsigned inflight; /* slots not FREE */
-    unsigned queued;   /* commands in the open batch */
+    uint64_t barriers;      /* gs_fsm_barrier calls and lease renewals */
+    uint64_t lease_renewed; /* commits that extended the lease */
+    unsigned inflight;      /* slots not FREE */
+    unsigned queued;        /* commands in the open batch */
 };
 void gs_fsm_stats(const struct gs_fsm *f, struct gs_fsm_stats *out);
 
@@ -169,6 +227,9 @@ struct gs_group_config {
     unsigned snapshot_threshold; /* entries between snapshots; 0 = 1024 */
     unsigned snapshot_trailing;  /* entries kept after one; 0 = 128 */
     unsigned connect_retry_ms;   /* 0 = 50 */
+    unsigned lease_drift_ms;     /* clock-drift bound taken off the lease
+                                  * (fsm.lease_ms = election_ms - this when
+                                  * fsm.lease_ms is 0); 0 = election_ms / 3 */
     struct gs_raft_mux *mux;     /* NULL: a port of its own (this node's
                                   * peers[] address) */
     uint32_t mux_group;          /* with a mux: the group's number, the
@@ -208,10 +269,7 @@ int gs_group_leader(struct gs_group *g, uint64_t *id, char *addr, size_t addrlen
  * CORE_ESTATE if not leader or a transfer is running, CORE_EINVAL. */
 int gs_group_transfer(struct gs_group *g, uint64_t id);
 
-/* A linearizable-read barrier: cb(data, 0) once every entry committed
- * before the call is applied here and this node was still leader, else
- * cb(data, CORE_ESTATE). Returns 0 or CORE_ESTATE/CORE_ENOMEM (cb not
- * called). */
+/* gs_fsm_barrier on the group's state machine. */
 int gs_group_barrier(struct gs_group *g, void (*cb)(void *data, int status), void *data);
 
 /* Membership reconciliation (docs/gridsync-cluster.md, "Join and

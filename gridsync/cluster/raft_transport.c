@@ -146,8 +146,8 @@ static void incoming_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     uv_read_stop(s);
     struct gs_mux_channel *ch = find_chan(in->mux, group);
-    if (!ch || !ch->accept_cb) {
-        incoming_drop(in); /* that group is not (or no longer) here */
+    if (!ch || !ch->accept_cb || uv_now(in->mux->loop) < ch->deaf_until) {
+        incoming_drop(in); /* that group is not (or no longer, or not yet) here */
         return;
     }
     incoming_remove(in);
@@ -423,6 +423,10 @@ static void nd_accepted(struct raft_uv_transport *inner, raft_id id, const char 
                         struct uv_stream_s *stream)
 {
     struct gs_nodelay_transport *nt = nodelay_of_inner(inner);
+    if (uv_now(nt->loop) < nt->deaf_until) {
+        uv_close((uv_handle_t *)stream, free_raft_handle); /* ours until handed on */
+        return;
+    }
     set_nodelay(stream);
     nt->accept_cb(&nt->outer, id, address, stream);
 }
@@ -488,5 +492,18 @@ int gs_nodelay_transport_init(struct gs_nodelay_transport *nt, uv_loop_t *loop)
     nt->outer.listen = nd_listen;
     nt->outer.connect = nd_connect;
     nt->outer.close = nd_close;
+    nt->loop = loop;
+    nt->deaf_until = 0;
     return 0;
+}
+
+void gs_transport_deaf(struct raft_uv_transport *t, bool mux, unsigned ms)
+{
+    if (mux) {
+        struct gs_mux_channel *ch = (struct gs_mux_channel *)t;
+        ch->deaf_until = uv_now(ch->mux->loop) + ms;
+    } else {
+        struct gs_nodelay_transport *nt = nodelay_of(t);
+        nt->deaf_until = uv_now(nt->loop) + ms;
+    }
 }

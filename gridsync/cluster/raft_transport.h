@@ -31,6 +31,8 @@ struct gs_nodelay_transport {
     struct raft_uv_transport inner; /* libraft's TCP transport */
     raft_uv_accept_cb accept_cb;
     raft_uv_transport_close_cb close_cb;
+    uv_loop_t *loop;
+    uint64_t deaf_until; /* uv_now: refuse peers' connections before (gs_transport_deaf) */
 };
 
 /* Set up t over libraft's TCP transport on loop. Returns 0 or a RAFT_*
@@ -51,6 +53,7 @@ struct gs_mux_channel {
     struct gs_mux_connect *connects;
     uv_timer_t defer; /* closes after the connects, so close_cb comes last */
     raft_uv_transport_close_cb close_cb;
+    uint64_t deaf_until; /* uv_now: refuse peers' connections before */
 };
 
 /* Set up ch as group `group` (any number, the same on every member) of
@@ -59,5 +62,13 @@ struct gs_mux_channel {
  * interface when the raft instance closes; the struct must stay until
  * then. */
 int gs_mux_channel_init(struct gs_mux_channel *ch, struct gs_raft_mux *m, uint32_t group);
+
+/* A node that has just (re)started may have heard from a leader an instant
+ * before it went down, and has forgotten it: libraft would grant a vote at
+ * once. A leader's lease (raft_glue.h, "Reads") counts on every member of
+ * its majority refusing votes for an election timeout after hearing from
+ * it, so a starting group accepts no connection from its peers (hence no
+ * RequestVote) for ms milliseconds; peers retry their connections. */
+void gs_transport_deaf(struct raft_uv_transport *t, bool mux, unsigned ms);
 
 #endif

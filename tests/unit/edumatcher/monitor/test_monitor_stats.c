@@ -19,6 +19,7 @@ static struct core_beacon beacon(const char *proc, uint64_t pid, uint64_t up_ms,
     strcpy(b.proc, proc);
     b.pid = pid;
     b.up_ms = up_ms;
+    b.lat_n = 10;
     b.lat_p50 = 1500;
     b.lat_p99 = 9000;
     b.n = 2;
@@ -124,18 +125,60 @@ static void test_renderings(void **state)
     assert_non_null(strstr(res.body.data, "\"1s\":200.0"));
     assert_non_null(strstr(res.body.data, "\"queue_depth\":4"));
     assert_non_null(strstr(res.body.data, "\"lat_p99_ns\":9000"));
+    /* A beacon without samples has no percentiles (not 0). */
+    b = beacon("idle", 5, 1000, 0);
+    b.lat_n = 0;
+    em_mon_ingest(m, &b, 2000);
+    core_buf_reset(&res.body);
+    em_mon_json(m, 2500, 3000, &res);
+    core_http_write(&res, "", 1);
+    assert_non_null(strstr(res.body.data, "\"proc\":\"idle\""));
+    assert_non_null(strstr(res.body.data, "\"lat_n\":0,\"lat_p50_ns\":null,\"lat_p99_ns\":null"));
     core_buf_reset(&res.body);
     em_mon_json(m, 9000, 3000, &res);
     core_http_write(&res, "", 1);
     assert_non_null(strstr(res.body.data, "\"stale\":true"));
-    core_buf_reset(&res.body);
-    em_mon_prometheus(m, 2500, &res);
-    core_http_write(&res, "", 1);
+    struct core_buf out = {0};
+    em_mon_prometheus(m, 2500, 3000, &out);
+    core_buf_append(&out, "", 1);
+    const char *t = out.data;
+    assert_non_null(strstr(t, "# TYPE edumatcher_msgs_in_total counter\n"
+                              "edumatcher_msgs_in_total{proc=\"engine\"} 300\n"));
+    assert_non_null(strstr(t, "# TYPE edumatcher_queue_depth gauge\n"
+                              "edumatcher_queue_depth{proc=\"engine\"} 4\n"));
+    assert_non_null(strstr(t, "edumatcher_up{proc=\"engine\"} 1\n"));
+    /* The beacon has no histogram: none is invented. */
+    assert_null(strstr(t, "edumatcher_handle_latency_seconds_bucket"));
+    assert_null(strstr(t, "name=")); /* one metric name per counter */
+    assert_null(strstr(t, "rate"));  /* no precomputed rates */
+    free(out.data);
+
+    /* A beacon with a histogram: cumulative buckets in seconds. */
+    b = beacon("engine", 9, 3000, 400);
+    b.has_hist = true;
+    b.lat_h[0] = 2;
+    b.lat_h[6] = 3;
+    b.lat_h[CORE_METRICS_LAT_BOUNDS] = 1;
+    b.lat_cnt = 6;
+    b.lat_sum = 1500000000;
+    em_mon_ingest(m, &b, 3000);
+    out = (struct core_buf){0};
+    em_mon_prometheus(m, 9000, 3000, &out);
+    core_buf_append(&out, "", 1);
+    t = out.data;
     assert_non_null(
-        strstr(res.body.data, "edumatcher_counter_total{proc=\"engine\",name=\"msgs_in\"} 300\n"));
-    assert_non_null(strstr(
-        res.body.data, "edumatcher_handle_latency_ns{proc=\"engine\",quantile=\"0.99\"} 9000\n"));
-    assert_non_null(strstr(res.body.data, "window=\"1s\"} 200.000\n"));
+        strstr(t, "edumatcher_handle_latency_seconds_bucket{proc=\"engine\",le=\"1e-06\"} 2\n"));
+    assert_non_null(
+        strstr(t, "edumatcher_handle_latency_seconds_bucket{proc=\"engine\",le=\"5e-05\"} 2\n"));
+    assert_non_null(
+        strstr(t, "edumatcher_handle_latency_seconds_bucket{proc=\"engine\",le=\"0.0001\"} 5\n"));
+    assert_non_null(
+        strstr(t, "edumatcher_handle_latency_seconds_bucket{proc=\"engine\",le=\"+Inf\"} 6\n"));
+    assert_non_null(strstr(t, "edumatcher_handle_latency_seconds_sum{proc=\"engine\"} 1.5\n"));
+    assert_non_null(strstr(t, "edumatcher_handle_latency_seconds_count{proc=\"engine\"} 6\n"));
+    /* silent for 6 s with a 3 s limit */
+    assert_non_null(strstr(t, "edumatcher_up{proc=\"engine\"} 0\n"));
+    free(out.data);
     core_buf_free(&res.body);
     free(m);
 }

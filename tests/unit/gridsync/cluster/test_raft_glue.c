@@ -2,8 +2,11 @@
  * The Raft glue's state machine and proposer on libraft's deterministic
  * fixture (in-memory network and disk, simulated time): replication,
  * batching, elections after a leader loss, catch-up of a restarted
- * follower, snapshot install, and the "limbo" rule (a write whose leader
- * stepped down is answered by what really happened to its entry).
+ * follower, snapshot install, the "limbo" rule (a write whose leader
+ * stepped down is answered by what really happened to its entry), and
+ * when a leader may answer reads from its store (a new leader only after
+ * an entry of its term; a lease that runs out before anyone else can win
+ * an election).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +27,11 @@
 #include "test_exec.h"
 
 #define MAX_NODES 5
+
+/* libraft's default election timeout (the fixture keeps it) and the lease
+ * the tests give their leaders: the timeout less a drift bound. */
+#define ELECTION_MS 1000
+#define LEASE_MS    700
 
 /* ---- Cluster of n fixture servers, each with a store and a gs_fsm ---- */
 
@@ -55,6 +63,7 @@ static struct cluster *cluster_new(unsigned n, unsigned max_inflight)
             .limbo_timeout_ms = 60000,
             .clock_ms = fixture_clock,
             .clock_ctx = &c->f,
+            .lease_ms = LEASE_MS, /* on raft's clock: the fixture's */
         };
         assert_int_equal(gs_fsm_new(&c->fsm[i], &cfg), 0);
         assert_int_equal(raft_fixture_grow(&c->f, gs_fsm_raft(c->fsm[i])), 0);
@@ -416,6 +425,151 @@ static void test_malformed_entry_is_skipped(void **state)
     cluster_free(c);
 }
 
+struct barrier_result {
+    int called, status;
+};
+
+static void on_barrier(void *data, int status)
+{
+    struct barrier_result *b = data;
+    b->called++;
+    b->status = status;
+}
+
+static void barrier(struct cluster *c, unsigned i)
+{
+    struct barrier_result b = {0};
+    assert_int_equal(gs_fsm_barrier(c->fsm[i], on_barrier, &b), 0);
+    assert_true(step_until_called(c, &b.called, 5000));
+    assert_int_equal(b.status, 0);
+}
+
+/* The read-after-failover anomaly, reproduced: the leader acknowledges
+ * SET k new once a follower has the entry, and dies before any follower
+ * learns that it committed. The follower elected next holds the entry but
+ * has not applied it (Raft commits an earlier term's entry only through
+ * one of the new term), so its store still says "old": answering a GET
+ * from it would return a value older than an acknowledged write. It must
+ * not serve reads, in any mode, until an entry of its own term has been
+ * applied; then the store has "new". */
+static void test_new_leader_reads_only_after_an_entry_of_its_term(void **state)
+{
+    struct cluster *c = cluster_new(3, 0);
+    raft_fixture_elect(&c->f, 0);
+    struct result r;
+    assert_int_equal(submit(c, 0, &r, "SET", "k", "old"), 0);
+    assert_true(step_until_called(c, &r.called, 5000));
+    wait_all_applied(c, 0);
+    assert_true(gs_fsm_read_now(c->fsm[0], GS_READ_ANY));
+
+    assert_int_equal(submit(c, 0, &r, "SET", "k", "new"), 0);
+    assert_true(step_until_called(c, &r.called, 5000));
+    assert_int_equal(r.status, 0); /* acknowledged */
+    raft_index idx = raft_last_index(raft_fixture_get(&c->f, 0));
+    for (unsigned i = 1; i < 3; i++) {
+        /* Both followers have the entry, neither knows it committed. */
+        assert_true(raft_last_index(raft_fixture_get(&c->f, i)) >= idx);
+        assert_true(raft_fixture_get(&c->f, i)->commit_index < idx);
+    }
+    raft_fixture_kill(&c->f, 0);
+
+    unsigned l;
+    step_until_leader_is_one_of(c, 1, 2, &l);
+    assert_value(c, l, "k", "old"); /* what a read would have returned */
+    assert_false(gs_fsm_read_now(c->fsm[l], GS_READ_ANY));
+    assert_false(gs_fsm_read_now(c->fsm[l], GS_READ_LEASE));
+    assert_false(gs_fsm_read_now(c->fsm[l], GS_READ_BARRIER));
+
+    barrier(c, l);
+    assert_value(c, l, "k", "new");
+    assert_true(gs_fsm_read_now(c->fsm[l], GS_READ_ANY));
+    assert_true(gs_fsm_read_now(c->fsm[l], GS_READ_LEASE));
+    assert_false(gs_fsm_read_now(c->fsm[l], GS_READ_BARRIER)); /* always waits */
+    cluster_free(c);
+}
+
+/* A leader cut off from both followers keeps believing it leads until
+ * libraft's check-quorum deposes it, up to two election timeouts later;
+ * meanwhile the others elect a leader of their own. Its lease must end
+ * before that election: the last simulated instant at which it would
+ * still answer a lease read comes before the new leader exists. */
+static void test_partitioned_leader_stops_lease_reads_before_a_new_election(void **state)
+{
+    struct cluster *c = cluster_new(3, 0);
+    /* Node 0 wins the first election; node 1 later times out as early as
+     * the lease allows for (the minimum election timeout, plus 10 ms so
+     * that the first election does not split). */
+    raft_fixture_set_randomized_election_timeout(&c->f, 0, ELECTION_MS);
+    raft_fixture_set_randomized_election_timeout(&c->f, 1, ELECTION_MS + 10);
+    assert_true(raft_fixture_step_until_has_leader(&c->f, 5000));
+    assert_int_equal(raft_fixture_leader_index(&c->f), 0);
+    assert_false(gs_fsm_read_now(c->fsm[0], GS_READ_LEASE)); /* no entry of its term yet */
+    barrier(c, 0);
+    assert_true(gs_fsm_read_now(c->fsm[0], GS_READ_LEASE));
+    /* A committed write renews the lease as a barrier does. */
+    struct result r;
+    assert_int_equal(submit(c, 0, &r, "SET", "k", "v"), 0);
+    assert_true(step_until_called(c, &r.called, 5000));
+    struct gs_fsm_stats st;
+    gs_fsm_stats(c->fsm[0], &st);
+    assert_true(st.lease_renewed >= 2);
+
+    /* Node 2 is cut off first: it stops hearing from the leader and is
+     * left without one, ready to vote. The leader keeps its majority (and
+     * lease) through node 1 until that is cut too: then the quickest
+     * election there can be follows. */
+    raft_fixture_saturate(&c->f, 0, 2);
+    raft_fixture_saturate(&c->f, 2, 0);
+    raft_fixture_step_until_elapsed(&c->f, 3 * ELECTION_MS);
+    assert_int_equal(raft_state(raft_fixture_get(&c->f, 0)), RAFT_LEADER);
+    barrier(c, 0);
+    raft_time cut = raft_fixture_time(&c->f);
+    raft_fixture_saturate(&c->f, 0, 1);
+    raft_fixture_saturate(&c->f, 1, 0);
+    raft_time last_lease_read = 0, end = cut + 10 * ELECTION_MS;
+    bool served_after_cut = false;
+    unsigned l = 0;
+    while (raft_fixture_time(&c->f) < end && l == 0) {
+        raft_fixture_step(&c->f);
+        for (unsigned i = 0; i < c->n; i++)
+            gs_fsm_flush(c->fsm[i]);
+        if (gs_fsm_read_now(c->fsm[0], GS_READ_LEASE)) {
+            last_lease_read = raft_fixture_time(&c->f);
+            served_after_cut = true;
+        }
+        for (unsigned i = 1; i < 3; i++)
+            if (raft_state(raft_fixture_get(&c->f, i)) == RAFT_LEADER)
+                l = i;
+    }
+    assert_int_not_equal(l, 0);
+    raft_time elected = raft_fixture_time(&c->f);
+    /* check-quorum has not deposed the old leader yet: only the lease
+     * keeps it from answering stale reads now. */
+    assert_int_equal(raft_state(raft_fixture_get(&c->f, 0)), RAFT_LEADER);
+    assert_true(served_after_cut); /* the lease was in use across the cut */
+    if (last_lease_read >= elected)
+        fail_msg("old leader served a lease read at %llu, new leader at %llu",
+                 (unsigned long long)last_lease_read, (unsigned long long)elected);
+    assert_false(gs_fsm_read_now(c->fsm[0], GS_READ_LEASE));
+    cluster_free(c);
+}
+
+/* A leadership transfer lets the target win at once: the lease ends when
+ * it starts. */
+static void test_transfer_ends_the_lease(void **state)
+{
+    struct cluster *c = cluster_new(3, 0);
+    raft_fixture_elect(&c->f, 0);
+    barrier(c, 0);
+    assert_true(gs_fsm_read_now(c->fsm[0], GS_READ_LEASE));
+    gs_fsm_end_lease(c->fsm[0]);
+    assert_false(gs_fsm_read_now(c->fsm[0], GS_READ_LEASE));
+    assert_true(gs_fsm_read_now(c->fsm[0], GS_READ_ANY));
+    barrier(c, 0); /* a barrier renews it */
+    assert_true(gs_fsm_read_now(c->fsm[0], GS_READ_LEASE));
+    cluster_free(c);
+}
+
 int main(void)
 {
     core_log_init('T', CORE_LOG_WARNING);
@@ -428,6 +582,9 @@ int main(void)
         cmocka_unit_test(test_limbo_entry_that_committed_succeeds),
         cmocka_unit_test(test_limbo_entry_that_was_overwritten_fails),
         cmocka_unit_test(test_malformed_entry_is_skipped),
+        cmocka_unit_test(test_new_leader_reads_only_after_an_entry_of_its_term),
+        cmocka_unit_test(test_partitioned_leader_stops_lease_reads_before_a_new_election),
+        cmocka_unit_test(test_transfer_ends_the_lease),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

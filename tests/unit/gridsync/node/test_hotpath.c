@@ -22,6 +22,7 @@
 struct harness {
     uv_loop_t loop;
     struct gs_node node;
+    struct gs_db db;
     struct gs_client client;
     struct core_buf out;
     char in[1 << 16];
@@ -37,9 +38,13 @@ static struct harness *setup_harness(void)
     gs_config_bind(&n->cfg, n->opts);
     gs_command_index_build(n);
     struct gs_store_config sc = {.maxmemory = 0, .policy = GS_EVICT_SLRU, .hash_seed = 42};
-    assert_int_equal(gs_store_new(&n->store, &sc), 0);
+    assert_int_equal(gs_store_new(&h->db.store, &sc), 0);
+    n->dbs = &h->db;
+    n->n_dbs = 1;
     struct gs_client *c = &h->client;
     c->node = n;
+    c->db = &n->dbs[0];
+    c->stats = &n->stats;
     c->authenticated = true;
     c->w.buf = &h->out;
     c->w.proto = 2;
@@ -51,7 +56,7 @@ static struct harness *setup_harness(void)
 static void teardown_harness(struct harness *h)
 {
     gs_resp_parser_free(&h->client.parser);
-    gs_store_free(h->node.store);
+    gs_store_free(h->db.store);
     core_buf_free(&h->out);
     core_buf_free(&h->node.scratch);
     uv_loop_close(&h->loop);
@@ -114,7 +119,7 @@ static void test_scratch_given_back(void **state)
     struct gs_node *n = &h->node;
     size_t big = 1 << 20;
     char *v = calloc(1, big);
-    assert_int_equal(gs_store_set(n->store, "big", 3, v, big, -1, NULL), 0);
+    assert_int_equal(gs_store_set(n->dbs[0].store, "big", 3, v, big, -1, NULL), 0);
     free(v);
     run(h, "RENAME big big2\r\n");
     assert_memory_equal(h->out.data, "+OK\r\n", 5);
@@ -122,7 +127,7 @@ static void test_scratch_given_back(void **state)
     for (int i = 0; i < 30000; i++) {
         char k[16];
         int kl = snprintf(k, sizeof(k), "k%d", i);
-        assert_int_equal(gs_store_set(n->store, k, (size_t)kl, "v", 1, -1, NULL), 0);
+        assert_int_equal(gs_store_set(n->dbs[0].store, k, (size_t)kl, "v", 1, -1, NULL), 0);
     }
     h->out.len = 0;
     run(h, "KEYS *\r\n");
