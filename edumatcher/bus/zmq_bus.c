@@ -139,6 +139,10 @@ int em_bus_open(struct em_bus_sock *s, void *ctx, enum em_bus_kind kind, const c
     int hwm = 100000;
     zmq_setsockopt(s->zsock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s->zsock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    /* IPv6 wherever IPv4 works: libzmq takes tcp://[::1]:port only with
+     * this set (IPv4 endpoints keep working). */
+    int ipv6 = 1;
+    zmq_setsockopt(s->zsock, ZMQ_IPV6, &ipv6, sizeof ipv6);
     int rc = bind ? zmq_bind(s->zsock, endpoint) : zmq_connect(s->zsock, endpoint);
     if (rc != 0) {
         int err = em_bus_error(errno);
