@@ -22,7 +22,7 @@ with open(os.path.join(ROOT, "VERSION")) as f:
     VERSION = f.read().strip()
 
 PRODUCTS = ["gridsync-server", "gridsync-placement", "edumatcher-engine", "edumatcher-gateway",
-            "edumatcher-clearing", "edumatcher-monitor", "edumatcher-replay"]
+            "edumatcher-fix", "edumatcher-clearing", "edumatcher-monitor", "edumatcher-replay"]
 BUILD_TOOLS = ["bench/bin/em-bench", "bench/bin/em-load", "bench/bin/em-snap",
                "bench/bin/evict-sim", "bench/bin/gs-bench", "bench/bin/origin-storm-stub",
                "bench/bin/store-mem", "bench/bin/zmq-hop", "tests/bin/em-gen",
@@ -31,6 +31,7 @@ SCRIPTS = ["scripts/install-deps", "scripts/run", "scripts/run-fuzz", "scripts/g
            "scripts/edumatcher", "scripts/gridsync-reshard", "bench/run-all",
            "bench/edumatcher/compare", "bench/edumatcher/exchange-ab",
            "bench/edumatcher/exchange-compare", "bench/edumatcher/exchange-cost",
+           "bench/edumatcher/fix-compare",
            "bench/edumatcher/snapshot-restart", "bench/gridsync/compare",
            "bench/gridsync/cluster-compare", "bench/gridsync/origin-storm",
            "bench/gridsync/origin-storm-cost", "bench/gridsync/store-mem-vs-redis",
@@ -102,7 +103,7 @@ def test_help_version_and_bad_option(kind, name, prefix, tmp_path):
 
 
 def test_unknown_log_level_is_refused_everywhere(prefix, tmp_path):
-    for name in ["gridsync-server", "edumatcher-engine", "edumatcher-gateway",
+    for name in ["gridsync-server", "edumatcher-engine", "edumatcher-gateway", "edumatcher-fix",
                  "edumatcher-clearing", "edumatcher-monitor"]:
         out = subprocess.run([str(prefix / "bin" / name), "--loglevel", "chatty"], cwd=tmp_path,
                              capture_output=True, text=True, timeout=60,

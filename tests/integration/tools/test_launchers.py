@@ -196,7 +196,7 @@ def alf(port, lines):
 
 
 def test_edumatcher_restarts_a_killed_engine(tmp_path):
-    base = free_base([1, 100, 101, 102, 180, 181])
+    base = free_base([1, 2, 100, 101, 102, 103, 180, 181])
     la = Launcher([os.path.join(ROOT, "scripts", "edumatcher"), "up", "--ports", str(base)],
                   tmp_path)
     try:
@@ -221,7 +221,7 @@ def test_edumatcher_restarts_a_killed_engine(tmp_path):
 
 def test_launcher_start_up_failure_exits_non_zero(tmp_path):
     # The gateway's port is taken: the launcher reports it and exits 1.
-    base = free_base([1, 100, 101, 102, 180, 181])
+    base = free_base([1, 2, 100, 101, 102, 103, 180, 181])
     with socket.socket() as s:
         s.bind(("127.0.0.1", base + 1))
         s.listen()
