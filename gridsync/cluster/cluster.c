@@ -163,6 +163,9 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
             return rc;
         grp->own_store = true;
     }
+    /* The group's reads miss as the node's database 0 does (read-through). */
+    grp->db.miss = n->dbs[0].miss;
+    grp->db.miss_ctx = n->dbs[0].miss_ctx;
     char dir[CORE_OPT_STRLEN + GS_RING_NAME_MAX + 16];
     snprintf(dir, sizeof(dir), "%s/group-%s", n->cfg.dir[0] ? n->cfg.dir : ".",
              cl->nodes[grp->g].name);
@@ -451,7 +454,7 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     struct gs_client fc = {0};
     fc.node = n;
     fc.db = &edb;
-    fc.stats = &n->stats;
+    fc.shared = &n->shared;
     cl->xout.len = 0;
     fc.w.buf = &cl->xout;
     fc.w.proto = argvlen[0] == 1 && argv[0][0] == '3' ? 3 : 2;
@@ -645,7 +648,7 @@ bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
         return true;
     }
     c->wait = w;
-    cl->node->stats.commands++; /* counted on the node the client sent it to */
+    cl->node->shared.stats.commands++; /* counted on the node the client sent it to */
     return true;
 }
 
@@ -662,7 +665,7 @@ static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
          * find the same keys here as everywhere (invariant 3). */
         grp->db.now_ms = grp->last_entry_ms;
     }
-    n->stats.commands++;
+    n->shared.stats.commands++;
     c->last_cmd = cmd->name;
     /* The command runs against the group's database, whatever the client
      * has selected; the selection is back once it returns. */
@@ -937,3 +940,60 @@ void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
         used += (size_t)n;
     }
 }
+
+/* ------------------------------------------------------------- the feature */
+
+static int feature_start(struct gs_node *n, void **self)
+{
+    if (!n->cfg.cluster_enabled)
+        return 0;
+    int rc = gs_cluster_new(&n->cluster, n);
+    *self = n->cluster; /* set on a failure after some groups started */
+    return rc;
+}
+
+static bool feature_route(void *self, struct gs_client *c, const struct gs_command *cmd,
+                          size_t argc, struct gs_arg *argv)
+{
+    return gs_cluster_route(self, c, cmd, argc, argv);
+}
+
+static bool feature_cron(void *self, int64_t now_ms)
+{
+    (void)now_ms;
+    return !gs_cluster_may_expire(self); /* a follower leaves expiry to its leader */
+}
+
+static void feature_client_closed(void *self, struct gs_client *c)
+{
+    (void)self;
+    gs_cluster_client_closed(c);
+}
+
+static void feature_apply_config(void *self)
+{
+    gs_cluster_apply_config(self);
+}
+
+static void feature_stop(void *self)
+{
+    gs_cluster_stop(self);
+}
+
+static void feature_free(void *self)
+{
+    struct gs_cluster *cl = self;
+    cl->node->cluster = NULL;
+    gs_cluster_free(cl);
+}
+
+const struct gs_feature gs_cluster_feature = {
+    .name = "cluster",
+    .start = feature_start,
+    .route = feature_route,
+    .cron = feature_cron,
+    .client_closed = feature_client_closed,
+    .apply_config = feature_apply_config,
+    .stop = feature_stop,
+    .free = feature_free,
+};

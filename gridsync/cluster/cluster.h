@@ -38,6 +38,14 @@ struct gs_arg;
 struct gs_cluster;
 struct gs_cluster_wait;
 
+/* Cluster mode as a node feature (node/node.h): on when cluster-enabled;
+ * it starts the groups (gs_cluster_new), routes commands with keys
+ * (gs_cluster_route), keeps followers from expiring on their own clock
+ * (gs_cluster_may_expire), applies CONFIG SET to the groups' stores, and
+ * stops and frees the groups with the node. */
+struct gs_feature;
+extern const struct gs_feature gs_cluster_feature;
+
 /* Create the cluster state of node n from n->cfg (cluster-peers, dir,
  * cluster-replicas, port, bind) and start this node's Raft groups; the
  * group this node prefers to lead uses the node's database 0. Returns 0 or

@@ -7,7 +7,6 @@
  * scratch buffer and take O(clients) or O(options) time.
  */
 #include "gridsync/node/node.h"
-#include "gridsync/origin/origin_node.h"
 
 #include "core/error.h"
 #include "core/log.h"
@@ -56,8 +55,8 @@ static void sbprintf(struct core_buf *b, const char *fmt, ...)
 
 static void scratch_done(struct gs_node *n)
 {
-    if (n->scratch.cap > SCRATCH_KEEP)
-        core_buf_free(&n->scratch);
+    if (n->shared.scratch.cap > SCRATCH_KEEP)
+        core_buf_free(&n->shared.scratch);
 }
 
 static void unknown_subcommand(struct gs_client *c, const struct gs_arg *sub, const char *cmd)
@@ -390,19 +389,22 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
                  "\r\nkeyspace_misses:%" PRIu64 "\r\ntotal_error_replies:%" PRIu64
                  "\r\nclient_query_buffer_limit_disconnections:%" PRIu64
                  "\r\nclient_output_buffer_limit_disconnections:%" PRIu64 "\r\n",
-                 ss.total_connections, n->stats.commands, ss.total_net_input_bytes,
+                 ss.total_connections, n->shared.stats.commands, ss.total_net_input_bytes,
                  ss.total_net_output_bytes, ss.rejected_connections, st.expired_keys,
-                 st.evicted_keys, st.hits, st.misses, n->stats.error_replies,
+                 st.evicted_keys, st.hits, st.misses, n->shared.stats.error_replies,
                  ss.closed_by_query_limit, ss.closed_by_output_limit);
     }
     if (want(argc, argv, "replication", true)) {
         SECTION("Replication");
         sbprintf(b, "role:master\r\nconnected_slaves:0\r\n");
     }
-    if (want(argc, argv, "origin", true)) { /* gs-origin: the section writes its own header */
-        sbprintf(b, "%s", first ? "" : "\r\n");
-        first = false;
-        gs_origin_node_info(n, b);
+    for (unsigned i = 0; i < n->n_features; i++) { /* each writes its own header */
+        const struct gs_feature *f = n->features[i].ops;
+        if (f->info && want(argc, argv, f->name, true)) {
+            sbprintf(b, "%s", first ? "" : "\r\n");
+            first = false;
+            f->info(n->features[i].self, b);
+        }
     }
     if (want(argc, argv, "cluster", true)) {
         /* Cluster clients (redis-py's RedisCluster) check this first. */
@@ -421,14 +423,15 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
 void gs_cmd_info(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
-    n->scratch.len = 0;
-    info_text(n, &n->scratch, argc, argv);
-    if (n->scratch.oom) {
-        core_buf_free(&n->scratch);
+    n->shared.scratch.len = 0;
+    info_text(n, &n->shared.scratch, argc, argv);
+    if (n->shared.scratch.oom) {
+        core_buf_free(&n->shared.scratch);
         gs_error_oom(c);
         return;
     }
-    gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
+    gs_reply_verbatim(&c->w, n->shared.scratch.data ? n->shared.scratch.data : "",
+                      n->shared.scratch.len, "txt");
     scratch_done(n);
 }
 
@@ -618,8 +621,10 @@ void gs_cmd_config(struct gs_client *c, size_t argc, struct gs_arg *argv)
         }
         for (unsigned d = 0; d < c->node->n_dbs; d++)
             gs_store_reset_stats(c->node->dbs[d].store);
-        memset(&c->node->stats, 0, sizeof(c->node->stats));
-        gs_origin_node_reset_stats(c->node); /* gs-origin */
+        memset(&c->node->shared.stats, 0, sizeof(c->node->shared.stats));
+        for (unsigned i = 0; i < c->node->n_features; i++)
+            if (c->node->features[i].ops->reset_stats)
+                c->node->features[i].ops->reset_stats(c->node->features[i].self);
         gs_reply_ok(&c->w);
     } else if (gs_arg_is(sub, "rewrite")) {
         gs_error(c, "ERR The server is running without a config file");
@@ -920,9 +925,9 @@ static bool client_type(const struct gs_arg *a, bool *normal)
 static void client_list(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
-    struct list_ctx ctx = {n, &n->scratch};
+    struct list_ctx ctx = {n, &n->shared.scratch};
     bool normal = true;
-    n->scratch.len = 0;
+    n->shared.scratch.len = 0;
     if (argc == 4 && gs_arg_is(&argv[2], "type")) {
         if (!client_type(&argv[3], &normal)) {
             gs_errorf(c, "ERR Unknown client type '%.*s'", (int)argv[3].len, argv[3].p);
@@ -941,7 +946,7 @@ static void client_list(struct gs_client *c, size_t argc, struct gs_arg *argv)
             gs_string2ll(argv[i].p, argv[i].len, &id);
             struct core_conn *conn = id > 0 ? core_server_find(n->srv, (uint64_t)id) : NULL;
             if (conn)
-                client_line(n, conn, &n->scratch);
+                client_line(n, conn, &n->shared.scratch);
         }
     } else if (argc != 2) {
         gs_error_syntax(c);
@@ -949,12 +954,13 @@ static void client_list(struct gs_client *c, size_t argc, struct gs_arg *argv)
     } else {
         core_server_foreach(n->srv, list_one, &ctx);
     }
-    if (n->scratch.oom) {
-        core_buf_free(&n->scratch);
+    if (n->shared.scratch.oom) {
+        core_buf_free(&n->shared.scratch);
         gs_error_oom(c);
         return;
     }
-    gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
+    gs_reply_verbatim(&c->w, n->shared.scratch.data ? n->shared.scratch.data : "",
+                      n->shared.scratch.len, "txt");
     scratch_done(n);
 }
 
@@ -1113,9 +1119,10 @@ void gs_cmd_client(struct gs_client *c, size_t argc, struct gs_arg *argv)
     } else if (gs_arg_is(sub, "list")) {
         client_list(c, argc, argv);
     } else if (gs_arg_is(sub, "info") && argc == 2) {
-        n->scratch.len = 0;
-        client_line(n, c->conn, &n->scratch);
-        gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
+        n->shared.scratch.len = 0;
+        client_line(n, c->conn, &n->shared.scratch);
+        gs_reply_verbatim(&c->w, n->shared.scratch.data ? n->shared.scratch.data : "",
+                          n->shared.scratch.len, "txt");
         scratch_done(n);
     } else if (gs_arg_is(sub, "kill")) {
         if (argc < 3) {
