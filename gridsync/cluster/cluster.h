@@ -40,8 +40,9 @@ struct gs_cluster_wait;
 
 /* Cluster mode as a node feature (node/node.h): on when cluster-enabled;
  * it starts the groups (gs_cluster_new), routes commands with keys
- * (gs_cluster_route), keeps followers from expiring on their own clock
- * (gs_cluster_may_expire), applies CONFIG SET to the groups' stores, and
+ * (gs_cluster_route), expires the keys of the groups this node leads
+ * through their logs (followers never expire on their own clock; see
+ * cluster.c, "Active expiry"), applies CONFIG SET to the groups' stores, and
  * stops and frees the groups with the node. */
 struct gs_feature;
 extern const struct gs_feature gs_cluster_feature;
@@ -71,12 +72,6 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
  * of the other groups this node is a member of (the node's own store is
  * the node's to configure). */
 void gs_cluster_apply_config(struct gs_cluster *cl);
-
-/* May the node's own store be expired actively (on the local clock)? Only
- * while this node leads that shard: a follower deleting on its own clock
- * could diverge from what the leader's entries (stamped with the leader's
- * clock) expect. Followers expire lazily, at entry time. */
-bool gs_cluster_may_expire(struct gs_cluster *cl);
 
 /* The client is going away: a write it waits for will find nobody to
  * answer. */
