@@ -1053,6 +1053,33 @@ static bool feature_cron(void *self, int64_t now_ms)
     return true; /* the node's own expiry would bypass the logs */
 }
 
+static void on_fill_done(void *data, int status, const char *reply, size_t len)
+{
+    (void)data;
+    (void)status; /* a fill that did not commit is only a later miss */
+    (void)reply;
+    (void)len;
+}
+
+/* A read-through fill (origin/origin_node.h, invariant 3): proposed like a
+ * client's SET NX through the key's group on its leader, never written into
+ * a store directly, so replicas cannot diverge. */
+static bool feature_fill(void *self, const char *key, size_t klen, const char *val, size_t vlen,
+                         int64_t expire_ms)
+{
+    struct gs_cluster *cl = self;
+    struct cgroup *grp = &cl->groups[cl->serve[gs_key_slot(key, klen)]];
+    if (!grp->raft || !gs_group_is_leader(grp->raft))
+        return true; /* not this node's to write: served, not kept */
+    char when[24];
+    int wl = snprintf(when, sizeof(when), "%lld", (long long)expire_ms);
+    const char *argv[] = {"2", "SET", key, val, "NX", "PXAT", when};
+    size_t len[] = {1, 3, klen, vlen, 2, 4, (size_t)wl};
+    unsigned argc = expire_ms >= 0 ? 7 : 5;
+    (void)gs_fsm_submit(gs_group_fsm(grp->raft), argc, argv, len, on_fill_done, NULL);
+    return true;
+}
+
 static void feature_client_closed(void *self, struct gs_client *c)
 {
     (void)self;
@@ -1082,6 +1109,7 @@ const struct gs_feature gs_cluster_feature = {
     .route = feature_route,
     .cron = feature_cron,
     .client_closed = feature_client_closed,
+    .fill = feature_fill,
     .apply_config = feature_apply_config,
     .stop = feature_stop,
     .free = feature_free,

@@ -127,6 +127,13 @@ struct gs_feature {
     /* After a large batch of output: true if the client was closed for
      * output the feature holds for it beyond client-output-buffer-limit. */
     bool (*over_output_limit)(void *self, struct gs_client *c);
+    /* A value read through from outside (the origin) for key, to keep with
+     * an absolute expiry (-1: none) unless the key is present by then.
+     * True if the feature took it (cluster mode proposes it through the
+     * key's group, or drops it on a node that does not lead the group);
+     * when none does, the node's database 0 keeps it. */
+    bool (*fill)(void *self, const char *key, size_t klen, const char *val, size_t vlen,
+                 int64_t expire_ms);
     void (*apply_config)(void *self);             /* after CONFIG SET */
     void (*info)(void *self, struct core_buf *b); /* its INFO section, header included */
     void (*reset_stats)(void *self);              /* CONFIG RESETSTAT */

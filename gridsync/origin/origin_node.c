@@ -165,13 +165,18 @@ static void on_fill(void *arg, const char *key, size_t klen, const struct gs_ori
     struct gs_node *n = arg;
     if (r->status != GS_ORIGIN_FOUND || !r->cacheable)
         return;
-    struct gs_store *store = n->dbs[0].store;
     int64_t now = gs_node_now_ms(n);
+    int64_t expire = r->ttl_ms > 0 ? now + r->ttl_ms : -1;
+    /* A replicated keyspace (cluster mode) writes it through its log. */
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->fill &&
+            n->features[i].ops->fill(n->features[i].self, key, klen, r->value, r->vlen, expire))
+            return;
+    struct gs_store *store = n->dbs[0].store;
     if (gs_store_lookup(store, key, klen, now, GS_LOOKUP_NOTOUCH) != NULL)
         return;
     if (n->cfg.maxmemory > 0 && gs_store_make_room(store) == CORE_ENOMEM)
         return; /* full under noeviction: serve it, do not keep it */
-    int64_t expire = r->ttl_ms > 0 ? now + r->ttl_ms : -1;
     if (gs_store_set(store, key, klen, r->value, r->vlen, expire, NULL) < 0)
         CORE_DEBUG("origin: could not store a filled value (out of memory)");
 }

@@ -28,7 +28,12 @@
  *  2. A held reply is freed only after each of its waiters has been
  *     answered or cancelled; a closing client cancels all of them.
  *  3. A filled value never overwrites a key that is present when the fetch
- *     completes (a SET that came meanwhile wins).
+ *     completes (a SET that came meanwhile wins). In cluster mode the
+ *     fill is a SET NX proposed through the key's Raft group by its
+ *     leader (the cluster feature's fill hook), so every replica keeps the
+ *     same value and "present" is decided at the entry's place in the
+ *     log; a node that does not lead the key's group serves the value
+ *     without keeping it.
  */
 #ifndef GS_ORIGIN_NODE_H
 #define GS_ORIGIN_NODE_H
