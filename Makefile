@@ -83,6 +83,6 @@ FAULTS_SEED  ?= $(shell date -u +%Y%m%d)
 faults-long: build
 	@for mode in lease barrier; do \
 	    BUILD_DIR=$(abspath $(BUILD)) /usr/bin/python3 tests/faults/campaign.py --mode $$mode \
-	        --faults $(FAULTS) --nodes $(FAULTS_NODES) --seed $(FAULTS_SEED) --keys 20 \
+	        --faults $(FAULTS) --nodes $(FAULTS_NODES) --seed $(FAULTS_SEED) --keys 20 --clients 6 --think 0.02 \
 	        --verbose || exit 1; \
 	done

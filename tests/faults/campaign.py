@@ -173,6 +173,8 @@ class Campaign:
         router = Router(self.c, rng, self.a.op_timeout)
         seq = 0
         while not self.stop.is_set():
+            if self.a.think:
+                time.sleep(rng.uniform(0, 2 * self.a.think))
             p = rng.random()
             if p < 0.5:
                 key = rng.choice(self.regs)
@@ -419,6 +421,8 @@ def parse(argv=None):
     p.add_argument("--gap-max", type=float, default=0.8)
     p.add_argument("--settle", type=float, default=2.0)
     p.add_argument("--op-timeout", type=float, default=1.0)
+    p.add_argument("--think", type=float, default=0,
+                   help="mean pause (s) between a client's operations (bounds the history)")
     p.add_argument("--budget", type=int, default=2_000_000)
     p.add_argument("--no-partitions", dest="partitions", action="store_false")
     p.add_argument("--verbose", action="store_true")
