@@ -12,9 +12,10 @@
  *  2. A wait record outlives its client: the client detaches it on close
  *     (wait->c = NULL) and the completion returns it to the free list.
  *  3. Entries are applied through the same command handlers as direct
- *     execution, against the group's store and at the entry's time
- *     (now_ms carried in the entry), so every replica computes the same
- *     state; the proposer's reply is the one it computed while applying.
+ *     execution, with a database context built for the entry: the group's
+ *     store at the entry's time (now_ms carried in the entry), so every
+ *     replica computes the same state; the proposer's reply is the one it
+ *     computed while applying. Nothing here changes the node's fields.
  *
  * Entry arguments: [protocol version "2"/"3", command name, args...], so
  * that the reply computed at apply time is in the client's protocol.
@@ -138,7 +139,7 @@ static int parse_peers(struct gs_cluster *cl, const char *list)
 }
 
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
-                         const char *const *argv, const size_t *argvlen, struct gs_buf *out);
+                         const char *const *argv, const size_t *argvlen, struct core_buf *out);
 static void on_barrier_prepare(uv_prepare_t *h);
 
 int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
@@ -152,14 +153,14 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         peers[r] = (struct gs_raft_peer){m->raft_id, addrs[r]};
     }
     if (grp->g == cl->self) {
-        grp->store = n->store;
+        grp->db.store = n->dbs[0].store;
     } else {
         struct gs_store_config scfg = {
             .maxmemory = (uint64_t)n->cfg.maxmemory,
             .policy = (enum gs_evict_policy)n->cfg.maxmemory_policy,
             .hash_seed = core_hash64(&grp, sizeof(grp), (uint64_t)n->start_wall_ms),
         };
-        int rc = gs_store_new(&grp->store, &scfg);
+        int rc = gs_store_new(&grp->db.store, &scfg);
         if (rc)
             return rc;
         grp->own_store = true;
@@ -185,14 +186,14 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         .mux = cl->mux,
         .mux_group = cl->nodes[grp->g].mux_group,
         .join = join,
-        .fsm = {.store = grp->store, .exec = cluster_exec, .exec_ctx = grp},
+        .fsm = {.store = grp->db.store, .exec = cluster_exec, .exec_ctx = grp},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
     if (rc) {
         CORE_WARN("cluster: cannot start the Raft group of %s in %s", cl->nodes[grp->g].name, dir);
         if (grp->own_store)
-            gs_store_free(grp->store); /* a later attempt makes a new one */
-        grp->store = NULL;
+            gs_store_free(grp->db.store); /* a later attempt makes a new one */
+        grp->db.store = NULL;
         grp->own_store = false;
         grp->raft = NULL;
     } else
@@ -382,7 +383,7 @@ void gs_cluster_free(struct gs_cluster *cl)
         return;
     for (unsigned g = 0; g < cl->n; g++) {
         if (cl->groups[g].own_store)
-            gs_store_free(cl->groups[g].store);
+            gs_store_free(cl->groups[g].db.store);
         free(cl->groups[g].slot_state);
         free(cl->groups[g].dest);
     }
@@ -409,7 +410,7 @@ void gs_cluster_free(struct gs_cluster *cl)
  * 3). The handler writes into a client that has no connection. */
 
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
-                         const char *const *argv, const size_t *argvlen, struct gs_buf *out)
+                         const char *const *argv, const size_t *argvlen, struct core_buf *out)
 {
     struct cgroup *grp = ctx;
     struct gs_cluster *cl = grp->cl;
@@ -427,20 +428,20 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
         unsigned slot = gs_key_slot(argv[cmd->first_key + 1], argvlen[cmd->first_key + 1]);
         if (grp->slot_state[slot] != SLOT_SERVING) {
             static const char err[] = "-TRYAGAIN the slot is moving to another node\r\n";
-            gs_buf_append(out, err, sizeof(err) - 1);
+            core_buf_append(out, err, sizeof(err) - 1);
             return;
         }
     }
     if (!cmd || !(cmd->flags & GS_CMD_WRITE)) {
         static const char err[] = "-ERR not a replicated command\r\n";
-        gs_buf_append(out, err, sizeof(err) - 1);
+        core_buf_append(out, err, sizeof(err) - 1);
         return;
     }
     if (cl->xcap < argc) {
         struct gs_arg *a = realloc(cl->xargv, argc * sizeof(*a));
         if (!a) {
             static const char err[] = "-OOM out of memory applying a replicated command\r\n";
-            gs_buf_append(out, err, sizeof(err) - 1);
+            core_buf_append(out, err, sizeof(err) - 1);
             return;
         }
         cl->xargv = a;
@@ -449,8 +450,13 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     for (unsigned i = 1; i < argc; i++)
         cl->xargv[i - 1] = (struct gs_arg){argv[i], argvlen[i]};
 
+    /* The entry's own database context: the group's store at the entry's
+     * time (client.h). */
+    struct gs_db edb = {.store = store, .now_ms = now_ms, .id = grp->db.id};
     struct gs_client fc = {0};
     fc.node = n;
+    fc.db = &edb;
+    fc.stats = &n->stats;
     cl->xout.len = 0;
     fc.w.buf = &cl->xout;
     fc.w.proto = argvlen[0] == 1 && argv[0][0] == '3' ? 3 : 2;
@@ -463,20 +469,12 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
         gs_store_make_room(store) == CORE_ENOMEM) {
         static const char err[] = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
-        gs_buf_append(out, err, sizeof(err) - 1);
+        core_buf_append(out, err, sizeof(err) - 1);
         return;
     }
-    /* gs_node_now_ms reads wall_base_ms: shift it so that "now" is the
-     * entry's time for the duration of the handler. */
-    struct gs_store *saved_store = n->store;
-    int64_t saved_base = n->wall_base_ms;
     grp->last_entry_ms = now_ms;
-    n->store = store;
-    n->wall_base_ms = now_ms - (int64_t)(uv_now(n->loop) - n->loop_base_ms);
     cmd->fn(&fc, argc - 1, cl->xargv);
-    n->store = saved_store;
-    n->wall_base_ms = saved_base;
-    gs_buf_append(out, cl->xout.data, cl->xout.len);
+    core_buf_append(out, cl->xout.data, cl->xout.len);
 }
 
 /* --------------------------------------------------------------- routing */
@@ -659,12 +657,11 @@ bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
 }
 
 /* Does any of the command's keys exist in grp's store (live now)? */
-static bool any_key_here(struct cgroup *grp, size_t argc, struct gs_arg *argv, size_t first,
-                         size_t last, size_t step)
+static bool any_key_here(struct cgroup *grp, int64_t now, size_t argc, struct gs_arg *argv,
+                         size_t first, size_t last, size_t step)
 {
-    int64_t now = core_wall_ms();
     for (size_t i = first; i <= last && i < argc; i += step)
-        if (gs_store_lookup(grp->store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH))
+        if (gs_store_lookup(grp->db.store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH))
             return true;
     return false;
 }
@@ -709,21 +706,22 @@ static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
                    const struct gs_command *cmd, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = cl->node;
-    struct gs_store *saved = n->store;
-    int64_t saved_base = n->wall_base_ms;
-    n->store = grp->store;
+    grp->db.now_ms = c->db->now_ms; /* the node's clock, set by gs_execute */
     if (!gs_group_is_leader(grp->raft) && grp->last_entry_ms > 0) {
         /* A replica read (READONLY) deletes expired keys it meets, so it
          * must judge expiry on the leader's clock, as of the last entry,
          * not on this node's: a later entry, stamped by the leader, must
          * find the same keys here as everywhere (invariant 3). */
-        n->wall_base_ms = grp->last_entry_ms - (int64_t)(uv_now(n->loop) - n->loop_base_ms);
+        grp->db.now_ms = grp->last_entry_ms;
     }
     n->stats.commands++;
     c->last_cmd = cmd->name;
+    /* The command runs against the group's database, whatever the client
+     * has selected; the selection is back once it returns. */
+    struct gs_db *selected = c->db;
+    c->db = &grp->db;
     cmd->fn(c, argc, argv);
-    n->store = saved;
-    n->wall_base_ms = saved_base;
+    c->db = selected;
 }
 
 /* FLUSHALL / FLUSHDB in cluster mode: as in Redis Cluster, a node empties
@@ -789,7 +787,7 @@ static void dbsize_led_groups(struct gs_cluster *cl, struct gs_client *c)
         struct cgroup *grp = &cl->groups[g];
         if (grp->raft && gs_group_is_leader(grp->raft)) {
             struct gs_store_stats st;
-            gs_store_stats(grp->store, &st);
+            gs_store_stats(grp->db.store, &st);
             keys += st.keys;
         }
     }
@@ -870,8 +868,8 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
          * here is the new owner's already (this group writes none in a
          * blocked slot): -ASK there, as Redis Cluster's source does. */
         bool gone = grp->slot_state[slot] == SLOT_GONE;
-        if (gone ||
-            (gs_group_is_leader(grp->raft) && !any_key_here(grp, argc, argv, first, last, step))) {
+        if (gone || (gs_group_is_leader(grp->raft) &&
+                     !any_key_here(grp, c->db->now_ms, argc, argv, first, last, step))) {
             unsigned to = grp->dest[slot];
             if (to == NO_GROUP) {
                 gs_error(c, "TRYAGAIN the slot has moved to another node");
@@ -908,7 +906,7 @@ void gs_cluster_apply_config(struct gs_cluster *cl)
     const struct gs_config *cfg = &cl->node->cfg;
     for (unsigned g = 0; g < cl->n; g++)
         if (cl->groups[g].own_store)
-            gs_store_configure(cl->groups[g].store, (uint64_t)cfg->maxmemory,
+            gs_store_configure(cl->groups[g].db.store, (uint64_t)cfg->maxmemory,
                                (enum gs_evict_policy)cfg->maxmemory_policy);
 }
 

@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "core/buf.h"
+#include "gridsync/client/client.h"
 #include "gridsync/cluster/raft_batch.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
@@ -59,8 +60,11 @@ struct cgroup {
     int role;                      /* this node's position in members, -1 if not a member */
     struct gs_cluster_wait *reads; /* waiting for the next read barrier */
     int64_t last_entry_ms;         /* time of the last entry applied here */
-    struct gs_store *store;
-    bool own_store; /* created here (not the node's) */
+    /* The group's database: its store (the node's database 0 for the
+     * group this node prefers to lead, else one of its own) and the clock
+     * of a read run against it (run_on). */
+    struct gs_db db;
+    bool own_store; /* db.store created here (not the node's) */
     struct gs_group *raft;
     uint8_t *slot_state; /* GS_SLOTS entries while migrating out, else NULL */
     uint16_t *dest;      /* the group a blocked slot moves to */
@@ -154,7 +158,7 @@ unsigned gs_cl_redirect_node(const struct gs_cluster *cl, const struct cgroup *g
 int gs_cl_apply_target(struct gs_cluster *cl);
 /* Apply a MIGRATE_ENTRY entry (argv[0] is its operation) of group grp. */
 void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned argc,
-                        const char *const *argv, const size_t *argvlen, struct gs_buf *out);
+                        const char *const *argv, const size_t *argvlen, struct core_buf *out);
 /* The index of the live node named p[0..len), or -1. */
 int gs_cl_find_node(const struct gs_cluster *cl, const char *p, size_t len);
 

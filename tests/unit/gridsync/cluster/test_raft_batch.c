@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "gridsync/cluster/raft_batch.h"
 
-static void build(struct gs_buf *b)
+static void build(struct core_buf *b)
 {
     struct gs_batch_header h = {7, 0x1122334455667788ull, 42, 1700000000123ll, 0};
     assert_int_equal(gs_batch_begin(b, &h), 0);
@@ -29,7 +29,7 @@ static void build(struct gs_buf *b)
 
 static void test_batch_round_trip(void **state)
 {
-    struct gs_buf b = {0};
+    struct core_buf b = {0};
     build(&b);
     assert_int_equal(gs_batch_count(&b), 3);
     struct gs_batch_header h;
@@ -61,19 +61,19 @@ static void test_batch_round_trip(void **state)
     assert_int_equal(gs_batch_parse(b.data, b.len, &h, &rd), 0);
     assert_true(h.origin_id == 9 && h.seq == 2 && h.ncmds == 3);
     gs_batch_reader_free(&rd);
-    gs_buf_free(&b);
+    core_buf_free(&b);
 }
 
 static void test_batch_rejects_truncation_and_garbage(void **state)
 {
-    struct gs_buf b = {0};
+    struct core_buf b = {0};
     build(&b);
     struct gs_batch_header h;
     struct gs_batch_reader rd = {0};
     for (size_t n = 0; n < b.len; n++)
         assert_int_equal(gs_batch_parse(b.data, n, &h, &rd), CORE_EPROTO);
     /* Trailing bytes are corruption too. */
-    assert_int_equal(gs_buf_append(&b, "x", 1), 0);
+    assert_int_equal(core_buf_append(&b, "x", 1), 0);
     assert_int_equal(gs_batch_parse(b.data, b.len, &h, &rd), CORE_EPROTO);
     b.len--;
     /* A length that points past the end. */
@@ -87,7 +87,7 @@ static void test_batch_rejects_truncation_and_garbage(void **state)
     build(&b);
     assert_int_equal(gs_batch_add(&b, 0, NULL, NULL), CORE_EINVAL);
     gs_batch_reader_free(&rd);
-    gs_buf_free(&b);
+    core_buf_free(&b);
 }
 
 struct seen {
@@ -109,7 +109,7 @@ static int collect(void *arg, const char *key, size_t klen, const char *val, siz
 
 static void test_snapshot_round_trip_and_corruption(void **state)
 {
-    struct gs_buf b = {0};
+    struct core_buf b = {0};
     assert_int_equal(gs_snapshot_begin(&b), 0);
     assert_int_equal(gs_snapshot_add(&b, "k1", 2, "v1", 2, -1), 0);
     assert_int_equal(gs_snapshot_add(&b, "k2", 2, "", 0, 1234), 0);
@@ -128,7 +128,7 @@ static void test_snapshot_round_trip_and_corruption(void **state)
     }
     gs_snapshot_finish(&b, 1000000); /* count larger than the bytes allow */
     assert_int_equal(gs_snapshot_parse(b.data, b.len, collect, &s), CORE_EPROTO);
-    gs_buf_free(&b);
+    core_buf_free(&b);
 }
 
 static void test_mux_handshake(void **state)

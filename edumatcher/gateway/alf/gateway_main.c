@@ -1,0 +1,215 @@
+/*
+ * edumatcher-gateway: the ALF front door (spec/ALF.md §1-4).
+ *
+ *   trader --ALF lines/TCP--> gateway --PUSH [gw][binary frames]--> engine
+ *   trader <--ALF lines------ gateway <--SUB order.ack.<gw> [frames]-- engine
+ *
+ * This file only wires: options, the two bus sockets behind the sessions'
+ * bus callbacks (gateway/gateway_session.h: login, AUTH, rate limit,
+ * batching), the TCP side on core/uv_server.h with the ALF front end
+ * (alf_front.h: lines in, lines out), timers and health beacons. Each
+ * connection is one trader session with its own gateway id (`gw`, ALF §2);
+ * many gateway processes can run at once, each with its own sessions.
+ */
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/uv_server.h"
+#include "edumatcher/bus/zmq_bus.h"
+#include "edumatcher/gateway/alf/alf_front.h"
+#include "edumatcher/gateway/gateway_session.h"
+#include "edumatcher/monitor/health.h"
+#include "core/proc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static char host[CORE_OPT_STRLEN] = "127.0.0.1";
+static int64_t port = 9001;
+static char engine_pull[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9100";
+static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
+static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
+static char tokens_file[CORE_OPT_STRLEN] = "";
+static char name_opt[CORE_OPT_STRLEN] = "gateway";
+static int64_t rate_limit = 10000;
+static int64_t rate_burst = 1000;
+static int64_t maxclients = 1000;
+static int64_t beacon_ms = 1000;
+static int64_t login_retry_ms = 100;
+static char loglevel[CORE_OPT_STRLEN] = "notice";
+
+static const struct core_option options[] = {
+    {"host", CORE_OPT_STRING, host, 0, 0, NULL, CORE_OPT_IMMUTABLE, "address to listen on"},
+    {"port", CORE_OPT_INT, &port, 0, 65535, NULL, CORE_OPT_IMMUTABLE,
+     "ALF port (0: any free port, printed at start)"},
+    {"engine-pull", CORE_OPT_STRING, engine_pull, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the engine's PULL endpoint"},
+    {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the engine's PUB endpoint"},
+    {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the monitor's health endpoint (\"\": no beacons)"},
+    {"tokens-file", CORE_OPT_STRING, tokens_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "lines `<gw> <token>`: a gw listed must LOGIN with its token; OPS must be listed"},
+    {"name", CORE_OPT_STRING, name_opt, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "process name in health beacons (several gateways: gateway1, gateway2, ...)"},
+    {"rate-limit", CORE_OPT_INT, &rate_limit, 0, 100000000, NULL, 0,
+     "messages per second per session (0: no limit)"},
+    {"rate-burst", CORE_OPT_INT, &rate_burst, 1, 100000000, NULL, 0, "token bucket size"},
+    {"maxclients", CORE_OPT_INT, &maxclients, 1, 100000, NULL, 0, "connections at most"},
+    {"beacon-ms", CORE_OPT_INT, &beacon_ms, 10, 60000, NULL, 0, "health beacon interval"},
+    {"login-retry-ms", CORE_OPT_INT, &login_retry_ms, 10, 10000, NULL, 0,
+     "re-send LOGIN to the engine until it answers"},
+    {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
+    {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
+};
+
+static struct {
+    uv_loop_t *loop;
+    void *zctx;
+    struct core_server *srv;
+    struct em_bus_sock push, sub;
+    struct em_health health;
+    uv_timer_t login_timer;
+    uv_check_t flush_check; /* sends the pending bus batch once per loop turn */
+    struct core_proc proc;  /* signals */
+    struct em_gw *gw;
+} G;
+
+/* ---- the sessions' bus ---- */
+
+static int bus_send(void *ctx, const char *gw, size_t gwlen, const void *frames, size_t len)
+{
+    struct em_bus_topic t;
+    int rc = em_bus_topic_set(&t, "", gw, gwlen);
+    return rc ? rc : em_bus_send(&G.push, &t, frames, len);
+}
+
+static void bus_subscribe(void *ctx, const char *topic)
+{
+    em_bus_subscribe(&G.sub, topic);
+}
+
+static void bus_unsubscribe(void *ctx, const char *topic)
+{
+    em_bus_unsubscribe(&G.sub, topic);
+}
+
+static const struct em_gw_bus bus = {
+    .send = bus_send, .subscribe = bus_subscribe, .unsubscribe = bus_unsubscribe};
+
+static void on_event(struct em_bus_sock *b, const char *topic, size_t tl, const void *payload,
+                     size_t len, void *data)
+{
+    em_gw_bus_message(G.gw, topic, tl, payload, len);
+}
+
+/* After a batch of events: one write per touched connection. */
+static void on_event_batch(struct em_bus_sock *b, unsigned handled, void *data)
+{
+    em_gw_bus_batch_end(G.gw);
+}
+
+static void on_flush_check(uv_check_t *h)
+{
+    em_gw_flush(G.gw);
+}
+
+static void on_login_timer(uv_timer_t *t)
+{
+    em_gw_tick(G.gw);
+}
+
+/* ---- start-up ---- */
+
+static void on_stop(struct core_proc *p, void *data)
+{
+    core_server_stop(G.srv); /* closing each session sends its DISCONNECT */
+    em_bus_close(&G.sub);
+    em_bus_close(&G.push);
+    em_health_stop(&G.health);
+    uv_close((uv_handle_t *)&G.login_timer, NULL);
+    uv_close((uv_handle_t *)&G.flush_check, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    int rc, code;
+    if (core_proc_options("edumatcher-gateway", 'G', options, loglevel, argc, argv, &code))
+        return code;
+    struct em_gw_config cfg = {.bus = &bus,
+                               .rate_limit = rate_limit,
+                               .rate_burst = rate_burst,
+                               .login_retry_ms = login_retry_ms};
+    G.gw = em_gw_new(&cfg);
+    if (!G.gw)
+        return 1;
+    if (tokens_file[0]) {
+        rc = em_gw_load_tokens(G.gw, tokens_file);
+        if (rc) {
+            CORE_WARN("gateway: cannot load %s: %s", tokens_file, core_strerror(rc));
+            return 1;
+        }
+    }
+
+    G.loop = uv_default_loop();
+    if (em_bus_ctx_new(&G.zctx) != 0)
+        return 1;
+    rc = em_bus_open(&G.push, G.zctx, EM_BUS_PUSH, engine_pull, false);
+    if (rc == 0)
+        rc = em_bus_open(&G.sub, G.zctx, EM_BUS_SUB, engine_pub, false);
+    if (rc) {
+        CORE_WARN("gateway: cannot connect to the engine: %s", core_strerror(rc));
+        return 1;
+    }
+    em_bus_watch(&G.sub, G.loop, 1024, on_event, NULL);
+    G.sub.on_batch = on_event_batch;
+
+    struct core_server_limits lim = {.maxclients = maxclients,
+                                     .query_buf_limit = 1 << 20,
+                                     .output_buf_limit = 64 << 20,
+                                     .idle_timeout_s = 0};
+    if (core_server_new(&G.srv, G.loop, &em_alf_front_ops, G.gw, &lim, "REJECT reason=AUTH\n") != 0)
+        return 1;
+    rc = core_server_listen(G.srv, host, (int)port);
+    if (rc) {
+        CORE_WARN("gateway: cannot listen on %s:%d: %s", host, (int)port, core_strerror(rc));
+        return 1;
+    }
+
+    em_health_init(&G.health, name_opt);
+    struct core_metrics *mt = &G.health.metrics;
+    struct em_gw_stats *st = em_gw_stats(G.gw);
+    core_metrics_counter(mt, "msgs_in", &st->msgs_in);
+    core_metrics_counter(mt, "forwarded", &st->forwarded);
+    core_metrics_counter(mt, "bus_msgs_out", &st->bus_msgs_out);
+    core_metrics_counter(mt, "bus_msgs_in", &st->bus_msgs_in);
+    core_metrics_counter(mt, "events_out", &st->events_out);
+    core_metrics_counter(mt, "rejects", &st->rejects);
+    core_metrics_counter(mt, "rate_limited", &st->rate_limited);
+    core_metrics_counter(mt, "bus_full", &st->bus_full);
+    core_metrics_counter(mt, "bad_events", &st->bad_events);
+    core_metrics_gauge(mt, "sessions", &st->sessions);
+    em_health_start_or_warn("gateway", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms,
+                            NULL, NULL);
+
+    uv_timer_init(G.loop, &G.login_timer);
+    uv_timer_start(&G.login_timer, on_login_timer, (uint64_t)login_retry_ms,
+                   (uint64_t)login_retry_ms);
+    /* Runs after each loop turn's I/O callbacks: what every read of the
+     * turn forwarded leaves before the loop sleeps again. */
+    uv_check_init(G.loop, &G.flush_check);
+    uv_check_start(&G.flush_check, on_flush_check);
+    core_proc_signals_start(&G.proc, G.loop, "gateway", on_stop, NULL);
+
+    /* the ready line: tests and scripts wait for it */
+    printf("edumatcher-gateway %s:%d engine %s %s\n", host, (int)port, engine_pull, engine_pub);
+    fflush(stdout);
+    uv_run(G.loop, UV_RUN_DEFAULT);
+    /* let the DISCONNECTs go out (PUSH linger) before the context ends */
+    em_bus_ctx_term(G.zctx);
+    core_server_free(G.srv);
+    uv_loop_close(G.loop);
+    em_gw_free(G.gw);
+    return 0;
+}
