@@ -104,3 +104,21 @@ def test_many_concurrent_operations_are_decided():
             h.append(op("read", last, t + 0.6, t + 0.9))
         t += 1.0
     assert check(h, Register)[0] is True
+
+
+def test_many_unknown_increments_are_decided():
+    # 25 INCRs whose outcome is unknown, then reads that see them take
+    # effect one by one: exploring their orders would be 2^25 states;
+    # taken in invoke order (they are interchangeable) it is linear.
+    h = [op("incr", None, 0.01 * k, 0.01 * k + 0.5, "unknown") for k in range(25)]
+    h += [op("read", k, 100 + k, 100.5 + k) for k in range(26)]
+    assert check(h, Counter, budget=200_000)[0] is True
+    # One read too many is rejected, also within the budget.
+    h.append(op("read", 26, 200, 201))
+    assert check(h, Counter, budget=200_000)[0] is False
+
+
+def test_unread_unknown_writes_do_not_slow_the_search():
+    h = [op("write", f"u{k}", 0.01 * k, 1, "unknown") for k in range(40)]
+    h += [op("write", "a", 2, 3), op("read", "a", 4, 5)]
+    assert check(h, Register, budget=10_000)[0] is True
