@@ -30,7 +30,7 @@
 #include "edumatcher/clearing/clearing_book.h"
 #include "edumatcher/monitor/health.h"
 #include "edumatcher/http.h"
-#include "edumatcher/proc.h"
+#include "core/proc.h"
 #include "edumatcher/bus/zmq_bus.h"
 
 #include <stdio.h>
@@ -73,7 +73,7 @@ struct clearing {
     uv_timer_t recover_timer;
     struct em_http_server http;
     struct em_health health;
-    struct em_proc proc; /* signals */
+    struct core_proc proc; /* signals */
     struct em_clearing book;
     uint64_t msgs_in, bad_msgs, http_requests;
     uint64_t gaps, recovered, recover_requests;
@@ -184,7 +184,7 @@ static void on_health(struct em_health *h, void *data)
     c->accounts = c->book.naccounts;
 }
 
-static void on_stop(struct em_proc *p, void *data)
+static void on_stop(struct core_proc *p, void *data)
 {
     struct clearing *c = data;
     em_http_close(&c->http);
@@ -199,7 +199,7 @@ static void on_stop(struct em_proc *p, void *data)
 int main(int argc, char **argv)
 {
     int rc, code;
-    if (em_proc_options("edumatcher-clearing", 'C', options, loglevel, argc, argv, &code))
+    if (core_proc_options("edumatcher-clearing", 'C', options, loglevel, argc, argv, &code))
         return code;
 
     struct clearing *c = calloc(1, sizeof *c);
@@ -246,15 +246,16 @@ int main(int argc, char **argv)
     core_metrics_counter(&c->health.metrics, "gaps", &c->gaps);
     core_metrics_counter(&c->health.metrics, "recovered", &c->recovered);
     core_metrics_counter(&c->health.metrics, "recover_requests", &c->recover_requests);
-    em_proc_health_start("clearing", &c->health, c->loop, c->zctx, health_ep, (uint64_t)beacon_ms,
-                         on_health, c);
+    em_health_start_or_warn("clearing", &c->health, c->loop, c->zctx, health_ep,
+                            (uint64_t)beacon_ms, on_health, c);
 
-    em_proc_signals_start(&c->proc, c->loop, "clearing", on_stop, c);
+    core_proc_signals_start(&c->proc, c->loop, "clearing", on_stop, c);
 
     printf("edumatcher-clearing http://%s:%d/positions engine %s\n", http_host,
            em_http_port(&c->http), engine_pub);
     fflush(stdout);
     uv_run(c->loop, UV_RUN_DEFAULT);
+    core_proc_signals_close(&c->proc, c->loop);
     uv_loop_close(c->loop);
     em_bus_ctx_term(c->zctx);
     free(c);

@@ -24,7 +24,7 @@
 #include "edumatcher/monitor/monitor_stats.h"
 #include "edumatcher/monitor/market.h"
 #include "edumatcher/monitor/rules.h"
-#include "edumatcher/proc.h"
+#include "core/proc.h"
 #include "edumatcher/bus/zmq_bus.h"
 
 #include <stdio.h>
@@ -78,7 +78,7 @@ struct monitor {
     struct em_bus_sock sub;
     struct em_http_server http;
     struct em_health health;
-    struct em_proc proc; /* signals */
+    struct core_proc proc; /* signals */
     struct em_mon state;
     struct em_rules_config rules;
     struct em_bus_sock market_sub;
@@ -188,7 +188,7 @@ static void on_own_beacon(uv_timer_t *t)
         em_mon_ingest(&m->state, &b, now_ms());
 }
 
-static void on_stop(struct em_proc *p, void *data)
+static void on_stop(struct core_proc *p, void *data)
 {
     struct monitor *m = data;
     em_http_close(&m->http);
@@ -201,7 +201,7 @@ static void on_stop(struct em_proc *p, void *data)
 int main(int argc, char **argv)
 {
     int rc, code;
-    if (em_proc_options("edumatcher-monitor", 'O', options, loglevel, argc, argv, &code))
+    if (core_proc_options("edumatcher-monitor", 'O', options, loglevel, argc, argv, &code))
         return code;
 
     struct monitor *m = calloc(1, sizeof *m);
@@ -260,13 +260,14 @@ int main(int argc, char **argv)
     m->health.timer.data = m;
     uv_timer_start(&m->health.timer, on_own_beacon, 0, (uint64_t)beacon_ms);
 
-    em_proc_signals_start(&m->proc, m->loop, "monitor", on_stop, m);
+    core_proc_signals_start(&m->proc, m->loop, "monitor", on_stop, m);
 
     /* Tests and scripts read this line to find the port. */
     printf("edumatcher-monitor http://%s:%d/ health %s\n", http_host, em_http_port(&m->http),
            health_ep);
     fflush(stdout);
     uv_run(m->loop, UV_RUN_DEFAULT);
+    core_proc_signals_close(&m->proc, m->loop);
     uv_loop_close(m->loop);
     em_bus_ctx_term(m->zctx);
     core_buf_free(&m->prom);

@@ -12,11 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t now_ms(struct gs_client *c)
-{
-    return gs_node_now_ms(c->node);
-}
-
 /* Redis's getBitOffsetFromArgument (without BITFIELD's '#'). */
 static bool bit_offset(struct gs_client *c, const struct gs_arg *a, uint64_t *out)
 {
@@ -34,7 +29,7 @@ void gs_cmd_getbit(struct gs_client *c, size_t argc, struct gs_arg *argv)
     uint64_t off;
     if (!bit_offset(c, &argv[2], &off))
         return;
-    struct gs_entry *e = gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now_ms(c), 0);
+    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
     int bit = 0;
     if (e) {
         size_t len;
@@ -47,7 +42,7 @@ void gs_cmd_getbit(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_setbit(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_store *s = c->node->store;
+    struct gs_store *s = c->db->store;
     uint64_t off;
     int64_t on;
     if (!bit_offset(c, &argv[2], &off) ||
@@ -57,7 +52,8 @@ void gs_cmd_setbit(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error(c, "ERR bit is not an integer or out of range");
         return;
     }
-    struct gs_entry *e = gs_store_lookup(s, argv[1].p, argv[1].len, now_ms(c), GS_LOOKUP_NOTOUCH);
+    struct gs_entry *e =
+        gs_store_lookup(s, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
     if (!e && gs_store_set(s, argv[1].p, argv[1].len, "", 0, -1, &e)) {
         gs_error_oom(c);
         return;
@@ -143,7 +139,7 @@ static bool range_unit(struct gs_client *c, const struct gs_arg *a, bool *isbit)
 /* BITCOUNT key [start end [BYTE|BIT]] (Redis 7.0's bitcountCommand). */
 void gs_cmd_bitcount(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_entry *e = gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now_ms(c), 0);
+    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
     if (!e) { /* as Redis: a missing key is 0 before the range is looked at */
         gs_reply_int(&c->w, 0);
         return;
@@ -206,7 +202,7 @@ void gs_cmd_bitpos(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error(c, "ERR The bit argument must be 1 or 0.");
         return;
     }
-    struct gs_entry *e = gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now_ms(c), 0);
+    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
     if (!e) { /* an infinite run of zero bits */
         gs_reply_int(&c->w, bit ? -1 : 0);
         return;
@@ -298,13 +294,13 @@ void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error(c, "ERR BITOP NOT must be called with a single source key.");
         return;
     }
-    int64_t now = now_ms(c);
+    int64_t now = c->db->now_ms;
     size_t nsrc = argc - 3, maxlen = 0;
     /* First pass: the result's length. Values are then read one source at
      * a time into the result (built in the scratch buffer, as lookups do
      * not move entries but the final set may). */
     for (size_t i = 0; i < nsrc; i++) {
-        struct gs_entry *e = gs_store_lookup(n->store, argv[3 + i].p, argv[3 + i].len, now, 0);
+        struct gs_entry *e = gs_store_lookup(c->db->store, argv[3 + i].p, argv[3 + i].len, now, 0);
         size_t len = 0;
         if (e)
             gs_entry_value(e, &len);
@@ -312,7 +308,7 @@ void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
             maxlen = len;
     }
     if (maxlen == 0) {
-        gs_store_delete(n->store, argv[2].p, argv[2].len, now);
+        gs_store_delete(c->db->store, argv[2].p, argv[2].len, now);
         gs_reply_int(&c->w, 0);
         return;
     }
@@ -325,7 +321,7 @@ void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
     }
     for (size_t i = 0; i < nsrc; i++) {
         struct gs_entry *e =
-            gs_store_lookup(n->store, argv[3 + i].p, argv[3 + i].len, now, GS_LOOKUP_NOTOUCH);
+            gs_store_lookup(c->db->store, argv[3 + i].p, argv[3 + i].len, now, GS_LOOKUP_NOTOUCH);
         size_t len = 0;
         const unsigned char *v = e ? (const unsigned char *)gs_entry_value(e, &len) : NULL;
         for (size_t j = 0; j < maxlen; j++) {
@@ -340,7 +336,7 @@ void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
                 res[j] ^= b;
         }
     }
-    int rc = gs_store_set(n->store, argv[2].p, argv[2].len, res, maxlen, -1, NULL);
+    int rc = gs_store_set(c->db->store, argv[2].p, argv[2].len, res, maxlen, -1, NULL);
     if (n->scratch.cap > 256 * 1024) /* as scratch_done in cmd_keys.c */
         core_buf_free(&n->scratch);
     if (rc) {

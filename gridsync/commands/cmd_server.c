@@ -332,8 +332,9 @@ static bool want(size_t argc, struct gs_arg *argv, const char *section, bool dfl
 
 static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct gs_arg *argv)
 {
+    /* Database 0's figures (the only database today). */
     struct gs_store_stats st;
-    gs_store_stats(n->store, &st);
+    gs_store_stats(n->dbs[0].store, &st);
     struct core_server_stats ss;
     core_server_get_stats(n->srv, &ss);
     int64_t now = gs_node_now_ms(n);
@@ -615,7 +616,8 @@ void gs_cmd_config(struct gs_client *c, size_t argc, struct gs_arg *argv)
             gs_error_arity(c, "config|resetstat");
             return;
         }
-        gs_store_reset_stats(c->node->store);
+        for (unsigned d = 0; d < c->node->n_dbs; d++)
+            gs_store_reset_stats(c->node->dbs[d].store);
         memset(&c->node->stats, 0, sizeof(c->node->stats));
         gs_origin_node_reset_stats(c->node); /* gs-origin */
         gs_reply_ok(&c->w);

@@ -20,7 +20,7 @@
 #include "edumatcher/gateway/alf/alf_front.h"
 #include "edumatcher/gateway/gateway_session.h"
 #include "edumatcher/monitor/health.h"
-#include "edumatcher/proc.h"
+#include "core/proc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +72,7 @@ static struct {
     struct em_health health;
     uv_timer_t login_timer;
     uv_check_t flush_check; /* sends the pending bus batch once per loop turn */
-    struct em_proc proc;    /* signals */
+    struct core_proc proc;  /* signals */
     struct em_gw *gw;
 } G;
 
@@ -122,7 +122,7 @@ static void on_login_timer(uv_timer_t *t)
 
 /* ---- start-up ---- */
 
-static void on_stop(struct em_proc *p, void *data)
+static void on_stop(struct core_proc *p, void *data)
 {
     core_server_stop(G.srv); /* closing each session sends its DISCONNECT */
     em_bus_close(&G.sub);
@@ -135,7 +135,7 @@ static void on_stop(struct em_proc *p, void *data)
 int main(int argc, char **argv)
 {
     int rc, code;
-    if (em_proc_options("edumatcher-gateway", 'G', options, loglevel, argc, argv, &code))
+    if (core_proc_options("edumatcher-gateway", 'G', options, loglevel, argc, argv, &code))
         return code;
     struct em_gw_config cfg = {.bus = &bus,
                                .rate_limit = rate_limit,
@@ -198,8 +198,8 @@ int main(int argc, char **argv)
             name[4 + i] = (char)(reason[i] >= 'A' && reason[i] <= 'Z' ? reason[i] + 32 : reason[i]);
         core_metrics_counter(mt, name, &st->rejects_by[r]);
     }
-    em_proc_health_start("gateway", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms, NULL,
-                         NULL);
+    em_health_start_or_warn("gateway", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms,
+                            NULL, NULL);
 
     uv_timer_init(G.loop, &G.login_timer);
     uv_timer_start(&G.login_timer, on_login_timer, (uint64_t)login_retry_ms,
@@ -208,7 +208,7 @@ int main(int argc, char **argv)
      * turn forwarded leaves before the loop sleeps again. */
     uv_check_init(G.loop, &G.flush_check);
     uv_check_start(&G.flush_check, on_flush_check);
-    em_proc_signals_start(&G.proc, G.loop, "gateway", on_stop, NULL);
+    core_proc_signals_start(&G.proc, G.loop, "gateway", on_stop, NULL);
 
     /* the ready line: tests and scripts wait for it */
     printf("edumatcher-gateway %s:%d engine %s %s\n", host, (int)port, engine_pull, engine_pub);
