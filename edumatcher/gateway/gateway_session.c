@@ -108,6 +108,8 @@ static void reply_reject(struct em_gw_session *s, const struct em_msg *m, int co
     }
     s->front->deliver(s->fctx, &r);
     s->g->st.rejects++;
+    if ((unsigned)code <= EM_REJ_GATEWAY_DISABLED)
+        s->g->st.rejects_by[code]++;
 }
 
 static void mark_dirty(struct em_gw_session *s)
@@ -443,6 +445,8 @@ static void handle_event(struct em_gw_session *s, const struct em_msg *ev)
                    operator's client messages itself, so nothing else is */
     s->front->deliver(s->fctx, ev);
     s->g->st.events_out++;
+    if (ev->kind == EM_MSG_REJECT && ev->rej <= EM_REJ_GATEWAY_DISABLED)
+        s->g->st.rejects_by[ev->rej]++;
     mark_dirty(s);
 }
 
