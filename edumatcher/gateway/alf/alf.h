@@ -1,6 +1,6 @@
 /*
- * ALF text form of EduMatcher messages (docs/alf.md §1–4, §7
- * and A): parse one line into a struct em_msg, format one back.
+ * ALF text form of EduMatcher messages (docs/alf.md §1–4, §7;
+ * docs/alf.md A): parse one line into a struct em_msg, format one back.
  *
  * The parser applies the context-free checks in the spec's order: SYNTAX,
  * MISSING_FIELD, BAD_VALUE of the first class (a malformed value, or a
