@@ -137,7 +137,7 @@ static int parse_peers(struct gs_cluster *cl, const char *list)
 }
 
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
-                         const char *const *argv, const size_t *argvlen, struct gs_buf *out);
+                         const char *const *argv, const size_t *argvlen, struct core_buf *out);
 static void on_barrier_prepare(uv_prepare_t *h);
 
 int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
@@ -326,6 +326,8 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
     cl->barrier_prep.data = cl;
     uv_prepare_start(&cl->barrier_prep, on_barrier_prepare);
     cl->prep_started = true;
+    if ((rc = gs_cl_hints_start(cl)) != 0)
+        goto fail_started;
     CORE_INFO("cluster: node %u of %u (%s), replication factor %u", cl->self, cl->n,
               cl->nodes[cl->self].name, gs_ring_rf(cl->ring));
     *out = cl;
@@ -361,6 +363,7 @@ void gs_cluster_stop(struct gs_cluster *cl)
         uv_close((uv_handle_t *)&cl->barrier_prep, NULL);
         cl->prep_started = false;
     }
+    gs_cl_hints_stop(cl);
     for (unsigned g = 0; g < cl->n; g++) {
         if (cl->groups[g].raft) {
             cl->closing++;
@@ -422,7 +425,7 @@ void gs_cluster_free(struct gs_cluster *cl)
 #define EXPIRE_BATCH 128 /* keys per entry (one entry per group per tick) */
 
 static void apply_expire(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned nkeys,
-                         const char *const *keys, const size_t *klen, struct gs_buf *out)
+                         const char *const *keys, const size_t *klen, struct core_buf *out)
 {
     grp->last_entry_ms = now_ms;
     struct gs_store_stats before, after;
@@ -433,7 +436,7 @@ static void apply_expire(struct cgroup *grp, struct gs_store *store, int64_t now
     char reply[32];
     int len =
         snprintf(reply, sizeof(reply), ":%llu\r\n", (unsigned long long)(before.keys - after.keys));
-    gs_buf_append(out, reply, (size_t)len);
+    core_buf_append(out, reply, (size_t)len);
 }
 
 struct due_keys {
@@ -495,7 +498,7 @@ static void cluster_cron(struct gs_cluster *cl, int64_t now_ms)
 }
 
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
-                         const char *const *argv, const size_t *argvlen, struct gs_buf *out)
+                         const char *const *argv, const size_t *argvlen, struct core_buf *out)
 {
     struct cgroup *grp = ctx;
     struct gs_cluster *cl = grp->cl;
@@ -518,20 +521,20 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
         unsigned slot = gs_key_slot(argv[cmd->first_key + 1], argvlen[cmd->first_key + 1]);
         if (grp->slot_state[slot] != SLOT_SERVING) {
             static const char err[] = "-TRYAGAIN the slot is moving to another node\r\n";
-            gs_buf_append(out, err, sizeof(err) - 1);
+            core_buf_append(out, err, sizeof(err) - 1);
             return;
         }
     }
     if (!cmd || !(cmd->flags & GS_CMD_WRITE)) {
         static const char err[] = "-ERR not a replicated command\r\n";
-        gs_buf_append(out, err, sizeof(err) - 1);
+        core_buf_append(out, err, sizeof(err) - 1);
         return;
     }
     if (cl->xcap < argc) {
         struct gs_arg *a = realloc(cl->xargv, argc * sizeof(*a));
         if (!a) {
             static const char err[] = "-OOM out of memory applying a replicated command\r\n";
-            gs_buf_append(out, err, sizeof(err) - 1);
+            core_buf_append(out, err, sizeof(err) - 1);
             return;
         }
         cl->xargv = a;
@@ -559,12 +562,12 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
         gs_store_make_room(store) == CORE_ENOMEM) {
         static const char err[] = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
-        gs_buf_append(out, err, sizeof(err) - 1);
+        core_buf_append(out, err, sizeof(err) - 1);
         return;
     }
     grp->last_entry_ms = now_ms;
     cmd->fn(&fc, argc - 1, cl->xargv);
-    gs_buf_append(out, cl->xout.data, cl->xout.len);
+    core_buf_append(out, cl->xout.data, cl->xout.len);
 }
 
 /* --------------------------------------------------------------- routing */
@@ -577,7 +580,9 @@ void gs_cl_reply_moved(struct gs_client *c, unsigned slot, const struct cnode *t
 int gs_cl_leader_of(const struct gs_cluster *cl, const struct cgroup *grp)
 {
     uint64_t id;
-    if (grp->raft && gs_group_leader(grp->raft, &id, NULL, 0) == 0)
+    if (!grp->raft)
+        return gs_cl_hinted_leader(cl, grp);
+    if (gs_group_leader(grp->raft, &id, NULL, 0) == 0)
         for (unsigned i = 0; i < cl->n; i++)
             if (cl->nodes[i].raft_id == id && !cl->nodes[i].removed)
                 return (int)i;
@@ -892,7 +897,7 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         }
     }
     if (!grp->raft) {
-        gs_cl_reply_moved(c, slot, &cl->nodes[g]);
+        gs_cl_reply_moved(c, slot, &cl->nodes[gs_cl_redirect_node(cl, grp)]);
         return true;
     }
     if (grp->slot_state && grp->slot_state[slot] != SLOT_SERVING) {
@@ -996,7 +1001,10 @@ bool gs_cluster_node_live(const struct gs_cluster *cl, unsigned i)
 
 unsigned gs_cluster_group_leader(const struct gs_cluster *cl, unsigned g)
 {
-    int l = gs_cl_leader_of(cl, &cl->groups[g]);
+    const struct cgroup *grp = &cl->groups[g];
+    if (!grp->raft)
+        return gs_cl_redirect_node(cl, grp);
+    int l = gs_cl_leader_of(cl, grp);
     return l >= 0 ? (unsigned)l : g;
 }
 

@@ -35,7 +35,6 @@
 #define EXPIRE_BUDGET_NS (2 * 1000 * 1000)
 
 static const char *const policy_names[] = {"noeviction", "slru", "allkeys-lru", NULL};
-static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
 /* In the order of enum gs_read_mode (raft_glue.h). */
 static const char *const read_mode_names[] = {"lease", "barrier", "any", NULL};
 
@@ -86,7 +85,7 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
         {"timeout", CORE_OPT_INT, NULL, 0, INT32_MAX, NULL, 0,
          "close clients idle for this many seconds (0 = never)"},
         {"hz", CORE_OPT_INT, NULL, 1, 500, NULL, 0, "active expiry cycles per second"},
-        {"loglevel", CORE_OPT_ENUM, NULL, 0, 0, loglevel_names, 0, "log verbosity"},
+        {"loglevel", CORE_OPT_ENUM, NULL, 0, 0, core_log_level_names, 0, "log verbosity"},
         {"save", CORE_OPT_STRING, NULL, 0, 0, NULL, 0,
          "accepted for compatibility; no persistence"},
         {"appendonly", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
@@ -421,13 +420,6 @@ void gs_node_apply_config(struct gs_node *n)
             n->features[i].ops->apply_config(n->features[i].self);
 }
 
-static void on_signal(uv_signal_t *sig, int signum)
-{
-    struct gs_node *n = sig->data;
-    CORE_WARN("Received %s, scheduling shutdown...", signum == SIGINT ? "SIGINT" : "SIGTERM");
-    gs_node_stop(n);
-}
-
 static void dbs_free(struct gs_node *n)
 {
     for (unsigned d = 0; n->dbs && d < n->n_dbs; d++)
@@ -525,11 +517,6 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
         goto fail_features;
     uint64_t period = (uint64_t)(1000 / cfg->hz);
     uv_timer_start(&n->cron, cron_cb, period, period ? period : 1);
-    uv_signal_init(loop, &n->sigint);
-    uv_signal_init(loop, &n->sigterm);
-    n->sigint.data = n->sigterm.data = n;
-    uv_signal_start(&n->sigint, on_signal, SIGINT);
-    uv_signal_start(&n->sigterm, on_signal, SIGTERM);
     *out = n;
     return 0;
 
@@ -568,8 +555,6 @@ void gs_node_stop(struct gs_node *n)
     core_server_stop(n->srv);
     features_stop(n); /* after the clients have gone */
     uv_close((uv_handle_t *)&n->cron, NULL);
-    uv_close((uv_handle_t *)&n->sigint, NULL);
-    uv_close((uv_handle_t *)&n->sigterm, NULL);
 }
 
 void gs_node_free(struct gs_node *n)

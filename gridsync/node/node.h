@@ -79,7 +79,6 @@ struct gs_node {
     struct gs_config cfg;
     struct core_option opts[GS_NODE_NOPTS]; /* the option table, bound to cfg */
     uv_timer_t cron;                        /* active expiry, clock resync */
-    uv_signal_t sigint, sigterm;
     bool stopping;
     /* Wall clock: read once per cron tick; between ticks derived from the
      * loop's own time, which libuv updates once per iteration. */

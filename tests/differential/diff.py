@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Differential test of edumatcher-replay against em-refmodel.
 
-For each seed, em-gen writes a random replay stream (spec/ALF.md §8); both
+For each seed, em-gen writes a random replay stream (docs/alf.md §8); both
 edumatcher-replay and em-refmodel replay it, and their outputs must be the
 same byte for byte. On a mismatch the driver prints the seed and the first
 differing output line, then shrinks the input to its shortest failing

@@ -1,5 +1,5 @@
 /*
- * em-gen: a seeded generator of random ALF replay streams (spec/ALF.md §8)
+ * em-gen: a seeded generator of random ALF replay streams (docs/alf.md §8)
  * for the differential test. Same seed and options → same stream, byte for
  * byte (the only randomness is the splitmix64 generator below).
  *

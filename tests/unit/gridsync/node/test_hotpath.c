@@ -13,36 +13,11 @@
 
 #include "gridsync/node/node.h"
 
+#include "alloc_count.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_realloc(void *p, size_t n);
-
-static long allocations;
-
-void *__wrap_malloc(size_t n)
-{
-    allocations++;
-    return __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t m)
-{
-    allocations++;
-    return __real_calloc(n, m);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    allocations++;
-    return __real_realloc(p, n);
-}
 
 struct harness {
     uv_loop_t loop;
@@ -119,16 +94,16 @@ static void test_get_set_do_not_allocate(void **state)
                  i, i, i);
         strcat(pipeline, req);
     }
-    allocations = 0;
-    run(h, pipeline);             /* warm-up: keys created, buffers grown */
-    assert_true(allocations > 0); /* the counting works */
+    unsigned long before = test_allocations();
+    run(h, pipeline);                         /* warm-up: keys created, buffers grown */
+    assert_true(test_allocations() > before); /* the counting works */
     h->out.len = 0;
-    allocations = 0;
+    before = test_allocations();
     for (int round = 0; round < 100; round++) {
         run(h, pipeline);
         h->out.len = 0; /* as if written to the socket */
     }
-    assert_int_equal(allocations, 0);
+    assert_int_equal(test_allocations() - before, 0);
     /* and the replies were right */
     run(h, "GET key:07\r\n");
     assert_int_equal(h->out.len, strlen("$5\r\nvalue\r\n"));
