@@ -1111,8 +1111,33 @@ static void feature_free(void *self)
     gs_cluster_free(cl);
 }
 
+/* In the order of enum gs_read_mode (raft_glue.h). */
+static const char *const read_mode_names[] = {"lease", "barrier", "any", NULL};
+
+/* docs/gridsync-cluster.md */
+static const struct gs_option options[] = {
+    GS_OPTION(cluster_enabled, "cluster-enabled", CORE_OPT_BOOL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "run as a cluster node (needs cluster-peers)"),
+    GS_OPTION(cluster_peers, "cluster-peers", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "every node's host:port, comma-separated, the same list on every node"),
+    GS_OPTION(dir, "dir", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "directory for the cluster's Raft logs and snapshots"),
+    GS_OPTION(cluster_replicas, "cluster-replicas", CORE_OPT_INT, 1, 7, NULL, CORE_OPT_IMMUTABLE,
+              "copies of each slot (Raft group size)"),
+    GS_OPTION(cluster_read_mode, "cluster-read-mode", CORE_OPT_ENUM, 0, 0, read_mode_names, 0,
+              "how a leader makes reads linearizable: lease (a majority heard from it within "
+              "the election timeout less a drift bound), barrier (a Raft barrier per batch of "
+              "reads) or any (no check: stale while a deposed leader has not noticed)"),
+    GS_OPTION(cluster_snapshot_entries, "cluster-snapshot-entries", CORE_OPT_INT, 16, INT32_MAX,
+              NULL, CORE_OPT_IMMUTABLE, "Raft log entries between two snapshots of a shard"),
+    GS_OPTION(cluster_join, "cluster-join", CORE_OPT_BOOL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "this node is the last of cluster-peers, being added to a running cluster"),
+    {{NULL, 0, NULL, 0, 0, NULL, 0, NULL}, 0},
+};
+
 const struct gs_feature gs_cluster_feature = {
     .name = "cluster",
+    .options = options,
     .start = feature_start,
     .route = feature_route,
     .cron = feature_cron,
