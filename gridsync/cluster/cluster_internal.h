@@ -155,6 +155,15 @@ int gs_cl_hinted_leader(const struct gs_cluster *cl, const struct cgroup *grp);
  * else the preferred leader. */
 unsigned gs_cl_redirect_node(const struct gs_cluster *cl, const struct cgroup *grp);
 
+/* ---- cluster_expire.c ---- */
+
+/* Each cron tick: propose the expiry of every led group's due keys, and
+ * give every group's store its upkeep. */
+void gs_cl_cron(struct gs_cluster *cl, int64_t now_ms);
+/* Apply an EXPIRE_ENTRY of group grp: delete each key expired at now_ms. */
+void gs_cl_apply_expire(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned nkeys,
+                        const char *const *keys, const size_t *klen, struct core_buf *out);
+
 /* ---- cluster_migrate.c ---- */
 
 /* Start the target's groups this node is missing and give every group of
