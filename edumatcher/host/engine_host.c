@@ -48,23 +48,14 @@
  * message (journaled, as a message from OPS) when the engine clock
  * reaches <ms>, e.g. `AT 3600000 PHASE sym=ABC phase=CLOSED`.
  *
- * Market data is between messages: a timer publishes, at most once per
- * symbol per --md-interval-ms and only when its book changed, a snapshot:
- *   MD sym=<s> seq=<n> epoch=<n> phase=<p> last=<px|-> lastqty=<n> volume=<n>
- *      trades=<n> bids=<px>:<shown>:<orders>,... asks=...  (best --md-depth levels)
- * seq counts the messages of one symbol's stream from 1, without gaps, in
- * one run of the process (epoch, its start time in ns since the epoch,
- * changes when the engine restarts): a subscriber that sees seq skip, or
- * the epoch change, has lost messages. A late joiner asks the query socket
- * for `book <SYM>`: the same line for the book now, with the seq of the
- * stream's last message, then applies the stream's messages above it.
+ * Market data and queries: engine_host_md.c.
  *
  * Trades by id: every TRADE line also goes to the trade log beside the
  * journal (bus/trade_log.h), flushed after the journal and before
  * publishing, so the query `trades <from>` can give any published trade
  * again (clearing's recovery).
  */
-#include "edumatcher/host/engine_host.h"
+#include "edumatcher/host/engine_host_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -79,82 +70,6 @@
 #include "core/log.h"
 #include "edumatcher/engine/msg.h"
 #include "edumatcher/gateway/alf/alf.h"
-
-#define ARENA    (4u << 20) /* staged event bytes per batch */
-#define MAX_GW   65536
-#define JREC_MAX (1 + EM_GW_MAX + EM_FRAME_MAX)
-
-/*
- * A staged event: [topic pointer][u16 len][chain][bytes], packed in the
- * arena. The binary events of one gateway id in one batch are chained
- * (`next`: arena offset + 1 of its next event for the same gw, 0 at the
- * end) and published as one message of concatenated frames at the place
- * of the first, so a batch costs one bus message per trader rather than
- * one per event; each trader's events keep their order. Text lines
- * (trades) are never chained: a subscriber gets one line per message.
- */
-struct staged {
-    const struct em_bus_topic *topic;
-    uint32_t next; /* offset + 1 of the next event of the same chain */
-    uint16_t len;
-    bool chained; /* a later link of a chain: sent with its head */
-    uint8_t data[];
-};
-
-/* What the process keeps per symbol id: its market-data topic and the
- * engine's md version last published. */
-struct sym_pub {
-    struct em_bus_topic topic;
-    uint64_t version;
-    uint64_t md_seq; /* md messages published in this run */
-};
-
-struct em_host {
-    struct em_host_config cfg;
-    struct em_journal journal;
-    struct em_trade_log tlog; /* every trade by id, for recovery (trade_log.h) */
-    bool tlog_open;
-    uint64_t md_epoch; /* this run's start (ns, wall clock): resets md seq */
-    struct em_engine *e;
-    bool replaying;
-    bool fresh;         /* the journal was empty at open */
-    int failed;         /* CORE_EIO once the journal failed: nothing more is published */
-    uint64_t base_ns;   /* monotonic time at which engine time was now_ms */
-    uint64_t engine_ms; /* the engine's clock: sum of journaled TICKs */
-    uint64_t base_engine_ms;
-    /* topics per gateway id, built on first use */
-    const struct em_bus_topic **gw_topic;
-    struct em_topic_cache *ack_topics;
-    struct em_bus_topic trade_topic;
-    /* per symbol id (1..), grown by the market-data timer */
-    struct sym_pub *syms;
-    uint32_t syms_cap;
-    /* staging */
-    uint8_t *arena;
-    size_t arena_len;
-    unsigned staged;
-    uint32_t batch_gen;   /* bumped at each publish: invalidates chain_tail */
-    uint32_t *chain_gen;  /* per gw: the batch its chain_tail belongs to */
-    uint32_t *chain_tail; /* per gw: offset + 1 of its last staged event */
-    uint8_t sendbuf[EM_BUS_PAYLOAD_MAX];
-    struct em_host_stats st;
-    /* schedule: operator messages due at an engine time (AT lines) */
-    struct sched {
-        uint64_t at_ms;
-        struct em_msg m;
-    } * sched;
-    size_t nsched, sched_cap, next_sched;
-    /* snapshots: the blob being built, when the last one was taken */
-    unsigned char *snap;
-    size_t snap_len, snap_cap;
-    bool snap_oom;
-    uint64_t snap_ns;
-};
-
-static uint64_t now_ns(const struct em_host *h)
-{
-    return h->cfg.bus->now_ns ? h->cfg.bus->now_ns(h->cfg.bus_ctx) : core_now_ns();
-}
 
 /* ---- staging and publishing ---- */
 
@@ -504,127 +419,6 @@ int em_host_flush(struct em_host *h)
 {
     flush_and_publish(h);
     return h->failed;
-}
-
-/* Append `key=px:shown:orders,...` for one side's best levels. */
-static int format_side(struct em_host *h, char *out, size_t cap, const char *key, const char *sym,
-                       int side)
-{
-    struct em_depth_level lv[50];
-    int n = em_engine_depth(h->e, sym, side, lv, h->cfg.md_depth);
-    int len = snprintf(out, cap, " %s=", key);
-    for (int i = 0; i < n && len > 0 && (size_t)len < cap; i++) {
-        char px[32];
-        px[em_alf_format_price(lv[i].px, px)] = '\0';
-        len += snprintf(out + len, cap - (size_t)len, "%s%s:%" PRIu64 ":%u", i ? "," : "", px,
-                        lv[i].shown, lv[i].orders);
-    }
-    return len;
-}
-
-/* Room for the publishing state of symbols 1..n. */
-static bool syms_fit(struct em_host *h, uint32_t n)
-{
-    if (n < h->syms_cap)
-        return true;
-    uint32_t cap = h->syms_cap ? h->syms_cap : 64;
-    while (cap <= n)
-        cap *= 2;
-    struct sym_pub *p = realloc(h->syms, cap * sizeof *p);
-    if (!p)
-        return false;
-    memset(p + h->syms_cap, 0, (cap - h->syms_cap) * sizeof *p);
-    h->syms = p;
-    h->syms_cap = cap;
-    return true;
-}
-
-/* Market data between messages: one snapshot per changed symbol per
- * interval (the engine's depth read costs O(orders in the levels read));
- * a symbol changed when the engine's md version moved. */
-/* The MD line of symbol id with sequence number seq into line; returns
- * its length, or -1 if it does not fit or there is no such symbol. */
-static int format_md(struct em_host *h, uint16_t id, uint64_t seq, char *line, size_t cap)
-{
-    struct em_symbol_md md;
-    if (em_engine_symbol_md(h->e, id, &md) != 0)
-        return -1;
-    char px[32] = "";
-    if (md.has_last)
-        px[em_alf_format_price(md.last, px)] = '\0';
-    int len = snprintf(line, cap,
-                       "MD sym=%s seq=%" PRIu64 " epoch=%" PRIu64
-                       " phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64,
-                       md.name, seq, h->md_epoch, em_phase_name(md.phase), md.has_last ? px : "-",
-                       md.last_qty, md.volume, md.trades);
-    if (h->cfg.md_depth > 0 && len > 0 && (size_t)len < cap) {
-        len += format_side(h, line + len, cap - (size_t)len, "bids", md.name, EM_SIDE_BUY);
-        if ((size_t)len < cap)
-            len += format_side(h, line + len, cap - (size_t)len, "asks", md.name, EM_SIDE_SELL);
-    }
-    return len > 0 && (size_t)len < cap ? len : -1;
-}
-
-void em_host_publish_md(struct em_host *h)
-{
-    uint32_t n = em_engine_nsymbols(h->e);
-    if (h->failed || !syms_fit(h, n))
-        return;
-    for (uint32_t id = 1; id <= n; id++) {
-        struct sym_pub *sp = &h->syms[id];
-        struct em_symbol_md md;
-        if (em_engine_symbol_md(h->e, (uint16_t)id, &md) != 0 || md.version == sp->version)
-            continue;
-        if (!sp->topic.len)
-            em_bus_topic_set(&sp->topic, "md.", md.name, strlen(md.name));
-        char line[4096];
-        int len = format_md(h, (uint16_t)id, sp->md_seq + 1, line, sizeof line);
-        if (len < 0)
-            continue;
-        h->cfg.bus->publish(h->cfg.bus_ctx, &sp->topic, line, (size_t)len);
-        sp->md_seq++;
-        sp->version = md.version;
-        h->st.md_out++;
-    }
-}
-
-/* ---- queries (REP, between messages) ---- */
-
-size_t em_host_query(struct em_host *h, const char *topic, size_t tl, const void *payload,
-                     size_t len, const struct em_bus_topic **reply, char *out, size_t cap)
-{
-    static const struct em_bus_topic trades_t = {6, "trades"}, book_t = {4, "book"},
-                                     error_t = {5, "error"};
-    h->st.queries++;
-    char arg[64];
-    size_t n = len < sizeof arg - 1 ? len : sizeof arg - 1;
-    memcpy(arg, payload, n);
-    arg[n] = '\0';
-    unsigned long long from = 0;
-    unsigned max = 1000;
-    *reply = &error_t;
-    if (tl == 6 && memcmp(topic, "trades", 6) == 0 && sscanf(arg, "%llu %u", &from, &max) >= 1) {
-        unsigned got;
-        long w = em_trade_log_read(&h->tlog, from, max, out, cap, &got);
-        if (w >= 0) {
-            *reply = &trades_t;
-            return (size_t)w;
-        }
-        return (size_t)snprintf(out, cap, "trade log unreadable");
-    }
-    if (tl == 4 && memcmp(topic, "book", 4) == 0) {
-        /* The book now, numbered as the stream's last message: every
-         * message above it is newer (each is a whole snapshot). */
-        uint16_t id = em_engine_symbol_id(h->e, arg);
-        uint64_t seq = id && id < h->syms_cap ? h->syms[id].md_seq : 0;
-        int w = id ? format_md(h, id, seq, out, cap) : -1;
-        if (w >= 0) {
-            *reply = &book_t;
-            return (size_t)w;
-        }
-        return (size_t)snprintf(out, cap, "unknown symbol");
-    }
-    return (size_t)snprintf(out, cap, "unknown query");
 }
 
 /* ---- snapshots ----
