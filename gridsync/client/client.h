@@ -102,6 +102,7 @@ struct gs_client {
     /* Cluster mode: READONLY, and the replicated write this client waits
      * for; its next requests are not parsed until it completes. */
     bool readonly;
+    bool asking; /* ASKING: the next keyed command may use a slot being imported */
     struct gs_cluster_wait *wait;
     /* Linearizable reads: the read waits unconsumed for a barrier
      * (replay: on_data leaves it in the input), then runs when parsed

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -35,6 +36,7 @@
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
+#include "gridsync/store/store.h"
 
 /* ---------------------------------------------------------------- setup */
 
@@ -663,6 +665,51 @@ bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
     return true;
 }
 
+/* Does any of the command's keys exist in grp's store (live now)? */
+static bool any_key_here(struct cgroup *grp, int64_t now, size_t argc, struct gs_arg *argv,
+                         size_t first, size_t last, size_t step)
+{
+    for (size_t i = first; i <= last && i < argc; i += step)
+        if (gs_store_lookup(grp->db.store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH))
+            return true;
+    return false;
+}
+
+static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                   const struct gs_command *cmd, size_t argc, struct gs_arg *argv);
+
+/* A keyed command at grp's leader: a write is proposed, a read served
+ * now or parked for a barrier (gs_fsm_read_now). barrier is the outcome
+ * of the read's barrier when it is parsed again (1 passed, -1 failed).
+ * Returns false when this node is no longer the leader (the caller
+ * redirects). */
+static bool serve_at_leader(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                            const struct gs_command *cmd, unsigned slot, bool write, int barrier,
+                            bool asking, size_t argc, struct gs_arg *argv)
+{
+    if (barrier) {
+        if (barrier > 0 && gs_group_is_leader(grp->raft)) {
+            run_on(cl, grp, c, cmd, argc, argv);
+            return true;
+        }
+        if (!asking)
+            return false;
+        gs_error(c, "TRYAGAIN leadership is changing");
+        return true;
+    }
+    if (!gs_group_is_leader(grp->raft))
+        return false;
+    if (write)
+        return gs_cl_propose(cl, grp, c, slot, argc, argv);
+    if (!gs_fsm_read_now(gs_group_fsm(grp->raft),
+                         (enum gs_read_mode)cl->node->cfg.cluster_read_mode)) {
+        c->asking = asking; /* for the replay */
+        return defer_read(cl, grp, c, slot);
+    }
+    run_on(cl, grp, c, cmd, argc, argv);
+    return true;
+}
+
 /* Run a read command against a group's store. */
 static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
                    const struct gs_command *cmd, size_t argc, struct gs_arg *argv)
@@ -798,16 +845,25 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
      * (linearizable reads); it concerns this request only. */
     int barrier = c->read_barrier;
     c->read_barrier = 0;
+    /* ASKING concerns the one command after it (kept for a read parked
+     * for a barrier, which runs when parsed again). */
+    bool asking = c->asking;
+    c->asking = false;
     if (cl->target) {
         /* A slot coming to a group this node leads, before the group has
-         * taken it over: the old owner sends clients here already, so
-         * answer "retry" rather than MOVED back there. */
+         * taken it over. A client sent by the old owner's -ASK (ASKING) is
+         * served by that group: the old owner answers -ASK only for keys
+         * it no longer holds and will never write again (see "Join and
+         * leave"). Others get "retry" rather than MOVED back there. */
         unsigned to = cl->tmap[gs_ring_owner_of_slot(cl->target, slot)];
         struct cgroup *tg = &cl->groups[to];
-        if (to != g && tg->raft && gs_group_is_leader(tg->raft) &&
-            (!grp->raft || (grp->slot_state && grp->slot_state[slot] == SLOT_GONE))) {
-            gs_error(c, "TRYAGAIN the slot is moving to this node");
-            return true;
+        if (to != g && tg->raft && gs_group_is_leader(tg->raft)) {
+            if (asking && serve_at_leader(cl, tg, c, cmd, slot, write, barrier, true, argc, argv))
+                return true;
+            if (!grp->raft || (grp->slot_state && grp->slot_state[slot] == SLOT_GONE)) {
+                gs_error(c, "TRYAGAIN the slot is moving to this node");
+                return true;
+            }
         }
     }
     if (!grp->raft) {
@@ -815,16 +871,22 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         return true;
     }
     if (grp->slot_state && grp->slot_state[slot] != SLOT_SERVING) {
-        /* Migrating out (see "Join and leave"): reads are still served
-         * here until the switch, writes wait for the new owner. */
-        if (grp->slot_state[slot] == SLOT_GONE) {
+        /* Migrating out (see "Join and leave"). After the switch every key
+         * is at the new owner; before, the keys still here are served for
+         * reads (writes wait: they would miss the copy), and a key not
+         * here is the new owner's already (this group writes none in a
+         * blocked slot): -ASK there, as Redis Cluster's source does. */
+        bool gone = grp->slot_state[slot] == SLOT_GONE;
+        if (gone || (gs_group_is_leader(grp->raft) &&
+                     !any_key_here(grp, c->db->now_ms, argc, argv, first, last, step))) {
             unsigned to = grp->dest[slot];
             if (to == NO_GROUP) {
                 gs_error(c, "TRYAGAIN the slot has moved to another node");
                 return true;
             }
             int l = gs_cl_leader_of(cl, &cl->groups[to]);
-            gs_cl_reply_moved(c, slot, &cl->nodes[l >= 0 ? (unsigned)l : to]);
+            const struct cnode *nd = &cl->nodes[l >= 0 ? (unsigned)l : to];
+            gs_errorf(c, "ASK %u %s:%d", slot, nd->host, nd->port);
             return true;
         }
         if (write) {
@@ -832,20 +894,9 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
             return true;
         }
     }
-    if (barrier) {
-        bool passed = barrier > 0;
-        if (passed && gs_group_is_leader(grp->raft)) {
-            run_on(cl, grp, c, cmd, argc, argv);
+    if (barrier || gs_group_is_leader(grp->raft)) {
+        if (serve_at_leader(cl, grp, c, cmd, slot, write, barrier, false, argc, argv))
             return true;
-        }
-    } else if (gs_group_is_leader(grp->raft)) {
-        if (write)
-            return gs_cl_propose(cl, grp, c, slot, argc, argv);
-        if (!gs_fsm_read_now(gs_group_fsm(grp->raft),
-                             (enum gs_read_mode)cl->node->cfg.cluster_read_mode))
-            return defer_read(cl, grp, c, slot);
-        run_on(cl, grp, c, cmd, argc, argv);
-        return true;
     }
     if (!write && c->readonly) {
         run_on(cl, grp, c, cmd, argc, argv); /* a replica read: may be stale */
@@ -906,6 +957,16 @@ const char *gs_cluster_node_id(const struct gs_cluster *cl, unsigned i)
 unsigned gs_cluster_slot_group(const struct gs_cluster *cl, unsigned slot)
 {
     return cl->serve[slot];
+}
+
+int gs_cluster_slot_importer(const struct gs_cluster *cl, unsigned slot)
+{
+    if (!cl->target)
+        return -1;
+    unsigned to = cl->tmap[gs_ring_owner_of_slot(cl->target, slot)];
+    if (to == cl->serve[slot])
+        return -1;
+    return (int)gs_cluster_group_leader(cl, to);
 }
 
 bool gs_cluster_node_live(const struct gs_cluster *cl, unsigned i)

@@ -107,6 +107,9 @@ int gs_cluster_node_port(const struct gs_cluster *cl, unsigned i);
 const char *gs_cluster_node_id(const struct gs_cluster *cl, unsigned i);
 /* The group (= its preferred leader's node index) that holds slot. */
 unsigned gs_cluster_slot_group(const struct gs_cluster *cl, unsigned slot);
+/* During a membership change, the node a client following -ASK for slot
+ * goes to (the leader of the group the slot moves to), else -1. */
+int gs_cluster_slot_importer(const struct gs_cluster *cl, unsigned slot);
 /* The node that leads group g as far as this node knows: the Raft leader
  * when this node is a member and one is known, else the preferred one. */
 unsigned gs_cluster_group_leader(const struct gs_cluster *cl, unsigned g);

@@ -21,9 +21,11 @@ def free_port():
 def binary(name):
     build = os.environ.get("BUILD_DIR")
     if build:
-        p = os.path.join(build, "bin", name)
-        if os.path.exists(p):
-            return p
+        # products in bin/, load generators in bench/bin/, test tools in tests/bin/
+        for sub in ("bin", "bench/bin", "tests/bin"):
+            p = os.path.join(build, sub, name)
+            if os.path.exists(p):
+                return p
     p = shutil.which(name)
     if not p:
         pytest.skip(f"{name} not built")
@@ -180,7 +182,8 @@ class Exchange:
         if monitor:
             self.monitor_port = free_port()
             procs.start([binary("edumatcher-monitor"), "--http-port", str(self.monitor_port),
-                         "--health", self.health, "--beacon-ms", "100"])
+                         "--health", self.health, "--beacon-ms", "100",
+                         "--engine-pub", self.pub])
         self.engine = self.start_engine()
         self.port = free_port()
         self.gateway = procs.start([binary("edumatcher-gateway"), "--port", str(self.port),
