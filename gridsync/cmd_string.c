@@ -7,6 +7,7 @@
  * does not count keyspace hits or misses; reads count them.
  */
 #include "gridsync/node.h"
+#include "gridsync/types/value.h"
 
 #include "core/error.h"
 #include "gridsync/origin_node.h"
@@ -109,9 +110,10 @@ static bool expire_ms(struct gs_client *c, const struct gs_arg *a, unsigned flag
     return true;
 }
 
+/* A missing key, or one of another type (MGET answers nil for it), is nil. */
 static void reply_value(struct gs_client *c, struct gs_entry *e)
 {
-    if (!e) {
+    if (!e || gs_entry_type(e) != GS_TYPE_STRING) {
         gs_reply_null(&c->w);
         return;
     }
@@ -127,7 +129,10 @@ static int64_t now_ms(struct gs_client *c)
 
 void gs_cmd_get(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_entry *e = gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now_ms(c), 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     if (!e && gs_origin_node_get(c, &argv[1]))
         return; /* gs-origin: a miss is read through the origin */
     reply_value(c, e);
@@ -144,7 +149,10 @@ static void set_generic(struct gs_client *c, const struct gs_arg *key, const str
     struct gs_entry *old = NULL;
     bool looked_up = false;
     if (flags & SET_GET) {
-        old = gs_store_lookup(s, key->p, key->len, now, 0);
+        bool wrong;
+        old = gs_lookup_typed(c, key, GS_TYPE_STRING, 0, &wrong);
+        if (wrong)
+            return;
         looked_up = true;
         reply_value(c, old);
     }
@@ -223,7 +231,10 @@ void gs_cmd_getset(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_getdel(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_entry *e = gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now_ms(c), 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     reply_value(c, e);
     if (e)
         gs_store_delete_entry(c->node->store, e);
@@ -236,7 +247,10 @@ void gs_cmd_getex(struct gs_client *c, size_t argc, struct gs_arg *argv)
     if (!parse_set_options(c, argc, argv, 2, FOR_GETEX, &flags, &ex))
         return;
     int64_t now = now_ms(c);
-    struct gs_entry *e = gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now, 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     /* Redis's getexCommand: a missing key is nil before the expire time
      * is validated; a bad time on an existing key is an error. */
     int64_t expire = -1;
@@ -329,8 +343,10 @@ static bool store_value(struct gs_client *c, const struct gs_arg *key, struct gs
 /* Redis's incrDecrCommand. */
 static void incr_by(struct gs_client *c, const struct gs_arg *key, int64_t incr)
 {
-    struct gs_entry *e =
-        gs_store_lookup(c->node->store, key->p, key->len, now_ms(c), GS_LOOKUP_NOTOUCH);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    if (wrong)
+        return;
     int64_t v = 0;
     if (e) {
         size_t len;
@@ -382,7 +398,7 @@ void gs_cmd_decrby(struct gs_client *c, size_t argc, struct gs_arg *argv)
 }
 
 /* Redis's string2ld. */
-static bool parse_long_double(const char *p, size_t len, long double *out)
+bool gs_parse_long_double(const char *p, size_t len, long double *out)
 {
     char buf[MAX_LONG_DOUBLE_CHARS];
     if (len == 0 || len >= sizeof(buf))
@@ -405,7 +421,7 @@ static bool parse_long_double(const char *p, size_t len, long double *out)
 
 /* Redis's ld2string in LD_STR_HUMAN mode: 17 decimals, trailing zeros
  * dropped, "-0" shown as "0". */
-static size_t format_long_double(char *buf, size_t cap, long double v)
+size_t gs_format_long_double(char *buf, size_t cap, long double v)
 {
     int l = snprintf(buf, cap, "%.17Lf", v);
     if (l < 0 || (size_t)l + 1 > cap)
@@ -425,18 +441,20 @@ static size_t format_long_double(char *buf, size_t cap, long double v)
 
 void gs_cmd_incrbyfloat(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_entry *e =
-        gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now_ms(c), GS_LOOKUP_NOTOUCH);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    if (wrong)
+        return;
     long double v = 0, incr;
     if (e) {
         size_t len;
         const char *p = gs_entry_value(e, &len);
-        if (!parse_long_double(p, len, &v)) {
+        if (!gs_parse_long_double(p, len, &v)) {
             gs_error(c, "ERR value is not a valid float");
             return;
         }
     }
-    if (!parse_long_double(argv[2].p, argv[2].len, &incr)) {
+    if (!gs_parse_long_double(argv[2].p, argv[2].len, &incr)) {
         gs_error(c, "ERR value is not a valid float");
         return;
     }
@@ -446,7 +464,7 @@ void gs_cmd_incrbyfloat(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     char buf[MAX_LONG_DOUBLE_CHARS];
-    size_t n = format_long_double(buf, sizeof(buf), v);
+    size_t n = gs_format_long_double(buf, sizeof(buf), v);
     if (n == 0) {
         gs_error(c, "ERR value is not a valid float");
         return;
@@ -467,7 +485,10 @@ static bool check_string_length(struct gs_client *c, uint64_t len)
 void gs_cmd_append(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_store *s = c->node->store;
-    struct gs_entry *e = gs_store_lookup(s, argv[1].p, argv[1].len, now_ms(c), GS_LOOKUP_NOTOUCH);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    if (wrong)
+        return;
     if (!e) {
         if (gs_store_set(s, argv[1].p, argv[1].len, argv[2].p, argv[2].len, -1, NULL))
             gs_error_oom(c);
@@ -490,7 +511,10 @@ void gs_cmd_append(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_strlen(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_entry *e = gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now_ms(c), 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     size_t len = 0;
     if (e)
         gs_entry_value(e, &len);
@@ -502,7 +526,10 @@ void gs_cmd_getrange(struct gs_client *c, size_t argc, struct gs_arg *argv)
     int64_t start, end;
     if (!gs_arg_int(c, &argv[2], &start, NULL) || !gs_arg_int(c, &argv[3], &end, NULL))
         return;
-    struct gs_entry *e = gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now_ms(c), 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     if (!e) {
         gs_reply_bulk(&c->w, "", 0);
         return;
@@ -543,7 +570,10 @@ void gs_cmd_setrange(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     const struct gs_arg *val = &argv[3];
-    struct gs_entry *e = gs_store_lookup(s, argv[1].p, argv[1].len, now_ms(c), GS_LOOKUP_NOTOUCH);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    if (wrong)
+        return;
     size_t old = 0;
     if (e)
         gs_entry_value(e, &old);

@@ -65,6 +65,8 @@ void gs_config_defaults(struct gs_config *cfg)
     strcpy(cfg->dir, "./gridsync-data");
     cfg->cluster_replicas = 3;
     cfg->cluster_snapshot_entries = 16384;
+    cfg->hash_max_listpack_entries = 128;
+    cfg->hash_max_listpack_value = 64;
 }
 
 void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
@@ -121,6 +123,10 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "Raft log entries between two snapshots of a shard"},
         {"cluster-join", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
          "this node is the last of cluster-peers, being added to a running cluster"},
+        {"hash-max-listpack-entries", CORE_OPT_INT, NULL, 0, INT64_MAX, NULL, 0,
+         "most fields of a hash kept as a listpack"},
+        {"hash-max-listpack-value", CORE_OPT_INT, NULL, 0, INT64_MAX, NULL, 0,
+         "longest field or value of a hash kept as a listpack"},
         {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
     };
     void *ptrs[] = {
@@ -132,7 +138,9 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
         &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce,
         /* cluster */
         &cfg->cluster_enabled, cfg->cluster_peers, cfg->dir, &cfg->cluster_replicas,
-        &cfg->cluster_linearizable_reads, &cfg->cluster_snapshot_entries, &cfg->cluster_join};
+        &cfg->cluster_linearizable_reads, &cfg->cluster_snapshot_entries, &cfg->cluster_join,
+        /* types */
+        &cfg->hash_max_listpack_entries, &cfg->hash_max_listpack_value};
     _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
     memcpy(opts, table, sizeof(table));
     for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
@@ -153,6 +161,24 @@ bool gs_arg_int(struct gs_client *c, const struct gs_arg *a, int64_t *out, const
         return true;
     gs_error(c, msg ? msg : "ERR value is not an integer or out of range");
     return false;
+}
+
+struct gs_entry *gs_lookup_typed(struct gs_client *c, const struct gs_arg *key, int type,
+                                 unsigned flags, bool *wrong)
+{
+    struct gs_entry *e =
+        gs_store_lookup(c->node->store, key->p, key->len, gs_node_now_ms(c->node), flags);
+    *wrong = e && gs_entry_type(e) != type;
+    if (*wrong) {
+        gs_error_wrongtype(c);
+        return NULL;
+    }
+    return e;
+}
+
+void gs_error_wrongtype(struct gs_client *c)
+{
+    gs_error(c, "WRONGTYPE Operation against a key holding the wrong kind of value");
 }
 
 void gs_error(struct gs_client *c, const char *msg)

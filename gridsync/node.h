@@ -28,7 +28,7 @@ struct gs_command;
 struct gs_origin;
 struct gs_held;
 
-#define GS_NODE_NOPTS 29 /* options + terminator (7 gs-origin's, 7 cluster's) */
+#define GS_NODE_NOPTS 31 /* options + terminator (7 gs-origin's, 7 cluster's, 2 types') */
 
 struct gs_config {
     int64_t port;
@@ -61,6 +61,9 @@ struct gs_config {
     bool cluster_linearizable_reads;     /* reads wait for a Raft barrier */
     bool cluster_join;                   /* this node is being added (docs) */
     int64_t cluster_snapshot_entries;    /* Raft log entries between snapshots */
+    /* Conversion thresholds of the value types (gridsync/types/value.h). */
+    int64_t hash_max_listpack_entries;
+    int64_t hash_max_listpack_value;
 };
 
 struct gs_node_stats {
@@ -89,6 +92,7 @@ struct gs_node {
     struct gs_origin *origin;      /* gs-origin: NULL unless configured */
     struct gs_cluster *cluster;    /* NULL unless cluster-enabled */
     struct gs_watch_table watches; /* WATCHed keys (gridsync/multi.h) */
+    uint64_t rng;                  /* HRANDFIELD & co.; seeded on first use */
 };
 
 struct gs_client {
@@ -195,6 +199,10 @@ gs_cmd_fn gs_cmd_del, gs_cmd_exists, gs_cmd_type, gs_cmd_rename, gs_cmd_renamenx
 gs_cmd_fn gs_cmd_cluster, gs_cmd_readonly, gs_cmd_readwrite, gs_cmd_asking;
 gs_cmd_fn gs_cmd_ping, gs_cmd_echo, gs_cmd_info, gs_cmd_config, gs_cmd_command, gs_cmd_auth,
     gs_cmd_hello, gs_cmd_quit, gs_cmd_shutdown, gs_cmd_client;
+gs_cmd_fn gs_cmd_hset, gs_cmd_hmset, gs_cmd_hsetnx, gs_cmd_hget, gs_cmd_hmget, gs_cmd_hdel,
+    gs_cmd_hlen, gs_cmd_hstrlen, gs_cmd_hexists, gs_cmd_hgetall, gs_cmd_hkeys, gs_cmd_hvals,
+    gs_cmd_hincrby, gs_cmd_hincrbyfloat, gs_cmd_hrandfield, gs_cmd_hscan; /* cmd_hash.c */
+gs_cmd_fn gs_cmd_object, gs_cmd_memory;                                   /* cmd_server.c */
 gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
 
 /* ------------------------------------------------------ handler helpers */
@@ -213,5 +221,23 @@ void gs_errorf(struct gs_client *c, const char *fmt, ...) __attribute__((format(
 void gs_error_syntax(struct gs_client *c);
 void gs_error_arity(struct gs_client *c, const char *name);
 void gs_error_oom(struct gs_client *c);
+void gs_error_wrongtype(struct gs_client *c);
+
+/* Redis's string2ld and ld2string(LD_STR_HUMAN) (cmd_string.c), shared by
+ * INCRBYFLOAT and HINCRBYFLOAT. buf/cap: GS_MAX_LONG_DOUBLE_CHARS. */
+#define GS_MAX_LONG_DOUBLE_CHARS 5120
+bool gs_parse_long_double(const char *p, size_t len, long double *out);
+size_t gs_format_long_double(char *buf, size_t cap, long double v);
+
+/* SCAN's cursor argument (Redis's parseScanCursorOrReply, cmd_keys.c);
+ * false after replying "ERR invalid cursor". */
+bool gs_parse_scan_cursor(struct gs_client *c, const struct gs_arg *a, uint64_t *out);
+
+/* Look key up (flags as gs_store_lookup) and check its type (enum
+ * gs_type, gridsync/types/value.h). A key of another type is answered
+ * with WRONGTYPE: NULL is returned and *wrong set; NULL with *wrong false
+ * means no such key. */
+struct gs_entry *gs_lookup_typed(struct gs_client *c, const struct gs_arg *key, int type,
+                                 unsigned flags, bool *wrong);
 
 #endif

@@ -45,6 +45,7 @@
 #include "core/hash.h"
 #include "gridsync/entry.h"
 #include "gridsync/evict.h"
+#include "gridsync/types/value.h"
 
 #define TABLE_MIN_SIZE 4
 /* With maxmemory set, a table may hold this many entries per bucket
@@ -96,6 +97,31 @@ static void signal_modified(struct gs_store *s, struct gs_entry *e)
 {
     if (s->on_modified)
         s->on_modified(s->on_modified_arg, gs_entry_keyp(e), e->klen);
+}
+
+/* ---- typed values (entry.h E4) ----
+ * The value bytes of an object entry sit at any alignment (after the
+ * key), so the struct is copied in and out rather than cast. */
+
+static void obj_load(const struct gs_entry *e, struct gs_obj *o)
+{
+    memcpy(o, gs_entry_valp((struct gs_entry *)e), sizeof(*o));
+}
+
+static void obj_store(struct gs_entry *e, const struct gs_obj *o)
+{
+    memcpy(gs_entry_valp(e), o, sizeof(*o));
+}
+
+/* Free an object entry's collection and take its memory off the count;
+ * the entry becomes a (garbage) string entry. */
+static void obj_release(struct gs_store *s, struct gs_entry *e)
+{
+    struct gs_obj o;
+    obj_load(e, &o);
+    s->used_memory -= o.counted;
+    gs_obj_free(&o);
+    e->is_obj = 0;
 }
 
 /* ---- memory accounting ---- */
@@ -457,6 +483,8 @@ static void remove_entry(struct gs_store *s, struct gs_entry *e, struct gs_entry
 {
     /* Every removal (DEL, lazy and active expiry, eviction) passes here. */
     signal_modified(s, e);
+    if (e->is_obj)
+        obj_release(s, e);
     *ref = e->hnext;
     s->ht[which].used--;
     s->evict.ops->on_remove(&s->evict, e);
@@ -615,8 +643,19 @@ int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *v
         struct gs_expire_field *f = gs_entry_expire_field(e);
         if (want_field && (!f || f->heap_idx == GS_NO_HEAP_IDX) && heap_reserve_one(s) != 0)
             return CORE_ENOMEM;
+        /* A collection being replaced: keep it until the reshape has
+         * succeeded (which overwrites the value bytes), then free it. */
+        struct gs_obj old;
+        bool had_obj = e->is_obj;
+        if (had_obj)
+            obj_load(e, &old);
         if (entry_reshape(s, &e, ref, want_field, vlen) != 0)
             return CORE_ENOMEM;
+        if (had_obj) {
+            s->used_memory -= old.counted;
+            gs_obj_free(&old);
+            e->is_obj = 0;
+        }
         memcpy(gs_entry_valp(e), val, vlen);
         if (e->has_expire_field)
             expire_set_prepared(s, e, expire_ms);
@@ -636,6 +675,7 @@ int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *v
     e->klen = (uint32_t)klen;
     e->vlen = (uint32_t)vlen;
     e->evict_bits = 0;
+    e->is_obj = 0;
     e->has_expire_field = want_field;
     if (want_field) {
         struct gs_expire_field *f = (struct gs_expire_field *)e->data;
@@ -663,7 +703,7 @@ int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *v
 
 char *gs_store_resize_value(struct gs_store *s, struct gs_entry **e, size_t newlen)
 {
-    if (newlen > GS_VALUE_MAX)
+    if (newlen > GS_VALUE_MAX || (*e)->is_obj)
         return NULL;
     int which;
     struct gs_entry **ref = ref_of_entry(s, *e, &which);
@@ -744,6 +784,76 @@ char *gs_entry_value(struct gs_entry *e, size_t *len)
 {
     *len = e->vlen;
     return gs_entry_valp(e);
+}
+
+int gs_store_set_obj(struct gs_store *s, const void *key, size_t klen, struct gs_obj *o,
+                     int64_t expire_ms, struct gs_entry **out)
+{
+    struct gs_entry *e;
+    int rc = gs_store_set(s, key, klen, (const char *)o, sizeof(*o), expire_ms, &e);
+    if (rc)
+        return rc;
+    o->counted = gs_obj_mem(o);
+    s->used_memory += o->counted;
+    obj_store(e, o);
+    e->is_obj = 1;
+    if (out)
+        *out = e;
+    return 0;
+}
+
+int gs_store_move_obj(struct gs_store *s, struct gs_entry *src, const void *dst, size_t dlen,
+                      int64_t expire_ms)
+{
+    struct gs_obj o;
+    obj_load(src, &o);
+    struct gs_entry *e;
+    /* Setting dst does not move src (another key's entry), but it may
+     * free what dst held. */
+    int rc = gs_store_set(s, dst, dlen, (const char *)&o, sizeof(o), expire_ms, &e);
+    if (rc)
+        return rc;
+    e->is_obj = 1; /* o.counted moves with the blocks: used_memory is unchanged */
+    src->is_obj = 0;
+    gs_store_delete_entry(s, src);
+    return 0;
+}
+
+size_t gs_store_entry_mem(const struct gs_entry *e)
+{
+    size_t mem = alloc_cost((void *)e);
+    if (e->is_obj) {
+        struct gs_obj o;
+        obj_load(e, &o);
+        mem += o.counted;
+    }
+    return mem;
+}
+
+int gs_entry_type(const struct gs_entry *e)
+{
+    if (!e->is_obj)
+        return GS_TYPE_STRING;
+    struct gs_obj o;
+    obj_load(e, &o);
+    return o.type;
+}
+
+bool gs_entry_obj(const struct gs_entry *e, struct gs_obj *out)
+{
+    if (!e->is_obj)
+        return false;
+    obj_load(e, out);
+    return true;
+}
+
+void gs_store_obj_update(struct gs_store *s, struct gs_entry *e, struct gs_obj *o)
+{
+    size_t mem = gs_obj_mem(o);
+    s->used_memory = s->used_memory - o->counted + mem;
+    o->counted = mem;
+    obj_store(e, o);
+    signal_modified(s, e);
 }
 
 int64_t gs_entry_expire_ms(const struct gs_entry *e)
@@ -909,6 +1019,8 @@ void gs_store_clear(struct gs_store *s)
             struct gs_entry *e = tb->bucket[i];
             while (e) {
                 struct gs_entry *next = e->hnext;
+                if (e->is_obj)
+                    obj_release(s, e);
                 s->used_memory -= alloc_cost(e);
                 free(e);
                 e = next;
@@ -968,6 +1080,15 @@ int gs_store_check(const struct gs_store *cs)
                 CHECK((hash_entry(s, e) & tb->mask) == i);
                 CHECK(gs_entry_valp(e)[e->vlen] == '\0'); /* E2 */
                 mem += alloc_cost(e);
+                if (e->is_obj) { /* E4: the collection's count is exact */
+                    struct gs_obj o;
+                    CHECK(e->vlen == sizeof(o));
+                    obj_load(e, &o);
+                    CHECK(o.type != GS_TYPE_STRING && o.ptr != NULL);
+                    CHECK(o.counted == gs_obj_mem(&o) && o.counted == gs_obj_recount(&o));
+                    CHECK(gs_obj_len(&o) > 0); /* empty collections are deleted */
+                    mem += o.counted;
+                }
                 used++;
                 struct gs_expire_field *f = gs_entry_expire_field(e);
                 if (f && f->expire_ms >= 0) { /* store.h invariant 2, T3 */
