@@ -19,7 +19,7 @@
 #include <uv.h>
 
 #include "core/config.h"
-#include "edumatcher/health.h"
+#include "edumatcher/monitor/health.h"
 
 struct em_proc;
 

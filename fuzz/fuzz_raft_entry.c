@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "gridsync/cluster/raft_batch.h"
 #include "core/error.h"
-#include "gridsync/raft_batch.h"
-#include "gridsync/store.h"
+#include "gridsync/store/store.h"
 #include "gridsync/types/value.h"
 
 struct restore {

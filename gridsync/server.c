@@ -10,7 +10,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "gridsync/node.h"
+#include "gridsync/node/node.h"
 
 #include <signal.h>
 #include <stdio.h>

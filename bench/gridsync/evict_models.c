@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gridsync/entry.h"
+#include "gridsync/store/entry.h"
 
 #define NO_KEY UINT32_MAX
 

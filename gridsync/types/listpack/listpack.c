@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "gridsync/resp.h"
+#include "gridsync/protocol/resp.h"
 
 static uint32_t rd32(const unsigned char *p)
 {

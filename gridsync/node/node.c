@@ -1,0 +1,578 @@
+/*
+ * The node: ties the TCP scaffold, the RESP parser, the command table and
+ * the store together (see node.h).
+ *
+ * Request path, per read of a connection (on_data):
+ *   parse as many complete requests as the input holds -> gs_execute each
+ *   (lookup, arity, auth, maxmemory, handler) -> replies accumulate in the
+ *   connection's output buffer -> the scaffold writes them all at once.
+ * Nothing on this path allocates once the connection's buffers have grown
+ * to their working size, and the clock is not read (gs_node_now_ms uses
+ * the loop's time, updated once per iteration).
+ *
+ * Between requests, a timer (hz times per second) runs bounded active
+ * expiry and resynchronises the wall clock.
+ */
+#include "gridsync/node/node.h"
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "gridsync/origin/origin_node.h"
+#include "gridsync/cluster/cluster.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* Flush mid-batch once this much output is pending, so a long pipeline
+ * of large replies streams instead of piling up. */
+#define FLUSH_EARLY (64 * 1024)
+/* Active expiry: work per store call, and the time budget per tick. */
+#define EXPIRE_WORK      200
+#define EXPIRE_BUDGET_NS (2 * 1000 * 1000)
+
+static const char *const policy_names[] = {"noeviction", "slru", "allkeys-lru", NULL};
+static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
+/* In the order of enum gs_read_mode (raft_glue.h). */
+static const char *const read_mode_names[] = {"lease", "barrier", "any", NULL};
+
+void gs_config_defaults(struct gs_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->port = 6379;
+    strcpy(cfg->bind, "127.0.0.1");
+    cfg->maxmemory = 0;
+    cfg->maxmemory_policy = GS_EVICT_SLRU;
+    cfg->maxclients = 10000;
+    cfg->query_buf_limit = 1024LL * 1024 * 1024; /* Redis's default, 1gb */
+    cfg->output_buf_limit = 256LL * 1024 * 1024;
+    cfg->proto_max_bulk_len = GS_RESP_MAX_BULK_DEFLT;
+    cfg->timeout = 0;
+    cfg->hz = 10;
+    cfg->loglevel = CORE_LOG_NOTICE;
+    cfg->appendonly = false;
+    /* gs-origin */
+    cfg->origin_timeout = 1000;
+    cfg->origin_ttl = 0;
+    cfg->origin_negative_ttl = 0;
+    cfg->origin_max_fetches = 64;
+    cfg->origin_queue = 1024;
+    cfg->origin_coalesce = true;
+    strcpy(cfg->dir, "./gridsync-data");
+    cfg->cluster_replicas = 3;
+    cfg->cluster_snapshot_entries = 16384;
+    cfg->hash_max_listpack_entries = 128;
+    cfg->hash_max_listpack_value = 64;
+}
+
+void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
+{
+    static const struct core_option table[GS_NODE_NOPTS] = {
+        {"port", CORE_OPT_INT, NULL, 0, 65535, NULL, CORE_OPT_IMMUTABLE, "TCP port (0 = any free)"},
+        {"bind", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE, "address to listen on"},
+        {"maxmemory", CORE_OPT_MEMORY, NULL, 0, INT64_MAX, NULL, 0,
+         "memory limit for data (0 = none), e.g. 100mb"},
+        {"maxmemory-policy", CORE_OPT_ENUM, NULL, 0, 0, policy_names, 0, "what to do at maxmemory"},
+        {"maxclients", CORE_OPT_INT, NULL, 1, 1000000, NULL, 0, "most simultaneous clients"},
+        {"requirepass", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_SECRET,
+         "password clients must AUTH with (empty = none)"},
+        {"client-query-buffer-limit", CORE_OPT_MEMORY, NULL, 1024 * 1024, INT64_MAX, NULL, 0,
+         "most unprocessed input per client"},
+        {"client-output-buffer-limit", CORE_OPT_MEMORY, NULL, 0, INT64_MAX, NULL, 0,
+         "most unsent output per client before it is dropped (0 = none)"},
+        {"proto-max-bulk-len", CORE_OPT_MEMORY, NULL, 1024 * 1024, INT64_MAX, NULL, 0,
+         "largest bulk string in a request"},
+        {"timeout", CORE_OPT_INT, NULL, 0, INT32_MAX, NULL, 0,
+         "close clients idle for this many seconds (0 = never)"},
+        {"hz", CORE_OPT_INT, NULL, 1, 500, NULL, 0, "active expiry cycles per second"},
+        {"loglevel", CORE_OPT_ENUM, NULL, 0, 0, loglevel_names, 0, "log verbosity"},
+        {"save", CORE_OPT_STRING, NULL, 0, 0, NULL, 0,
+         "accepted for compatibility; no persistence"},
+        {"appendonly", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
+         "accepted for compatibility; no persistence"},
+        /* gs-origin (docs/gridsync-origin.md) */
+        {"origin", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "read-through origin URL template, e.g. http://host:port/items/{key} (empty = off)"},
+        {"origin-timeout", CORE_OPT_INT, NULL, 1, 3600000, NULL, CORE_OPT_IMMUTABLE,
+         "ms one origin fetch may take, queueing included"},
+        {"origin-ttl", CORE_OPT_INT, NULL, 0, INT64_MAX / 2, NULL, CORE_OPT_IMMUTABLE,
+         "ms TTL of a filled value without Cache-Control max-age (0 = none)"},
+        {"origin-negative-ttl", CORE_OPT_INT, NULL, 0, INT64_MAX / 2, NULL, CORE_OPT_IMMUTABLE,
+         "ms a 404 from the origin is remembered (0 = not at all)"},
+        {"origin-max-fetches", CORE_OPT_INT, NULL, 1, 65536, NULL, CORE_OPT_IMMUTABLE,
+         "origin fetches in flight at once"},
+        {"origin-queue", CORE_OPT_INT, NULL, 0, 1000000, NULL, CORE_OPT_IMMUTABLE,
+         "keys that may wait for a fetch slot; beyond, GET gets an error"},
+        {"origin-coalesce", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
+         "one origin fetch for concurrent misses of a key (no: one per request)"},
+        {"cluster-enabled", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "run as a cluster node (needs cluster-peers)"},
+        {"cluster-peers", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "every node's host:port, comma-separated, the same list on every node"},
+        {"dir", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "directory for the cluster's Raft logs and snapshots"},
+        {"cluster-replicas", CORE_OPT_INT, NULL, 1, 7, NULL, CORE_OPT_IMMUTABLE,
+         "copies of each slot (Raft group size)"},
+        {"cluster-read-mode", CORE_OPT_ENUM, NULL, 0, 0, read_mode_names, 0,
+         "how a leader makes reads linearizable: lease (a majority heard from it within "
+         "the election timeout less a drift bound), barrier (a Raft barrier per batch of "
+         "reads) or any (no check: stale while a deposed leader has not noticed)"},
+        {"cluster-snapshot-entries", CORE_OPT_INT, NULL, 16, INT32_MAX, NULL, CORE_OPT_IMMUTABLE,
+         "Raft log entries between two snapshots of a shard"},
+        {"cluster-join", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "this node is the last of cluster-peers, being added to a running cluster"},
+        {"hash-max-listpack-entries", CORE_OPT_INT, NULL, 0, INT64_MAX, NULL, 0,
+         "most fields of a hash kept as a listpack"},
+        {"hash-max-listpack-value", CORE_OPT_INT, NULL, 0, INT64_MAX, NULL, 0,
+         "longest field or value of a hash kept as a listpack"},
+        {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
+    };
+    void *ptrs[] = {&cfg->port, cfg->bind, &cfg->maxmemory, &cfg->maxmemory_policy,
+                    &cfg->maxclients, cfg->requirepass, &cfg->query_buf_limit,
+                    &cfg->output_buf_limit, &cfg->proto_max_bulk_len, &cfg->timeout, &cfg->hz,
+                    &cfg->loglevel, cfg->save, &cfg->appendonly,
+                    /* gs-origin */
+                    cfg->origin, &cfg->origin_timeout, &cfg->origin_ttl, &cfg->origin_negative_ttl,
+                    &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce,
+                    /* cluster */
+                    &cfg->cluster_enabled, cfg->cluster_peers, cfg->dir, &cfg->cluster_replicas,
+                    &cfg->cluster_read_mode, &cfg->cluster_snapshot_entries, &cfg->cluster_join,
+                    /* types */
+                    &cfg->hash_max_listpack_entries, &cfg->hash_max_listpack_value};
+    _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
+    memcpy(opts, table, sizeof(table));
+    for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
+        opts[i].ptr = ptrs[i];
+}
+
+/* ------------------------------------------------------------ helpers */
+
+bool gs_arg_is(const struct gs_arg *a, const char *lit)
+{
+    size_t n = strlen(lit);
+    return a->len == n && strncasecmp(a->p, lit, n) == 0;
+}
+
+bool gs_arg_int(struct gs_client *c, const struct gs_arg *a, int64_t *out, const char *msg)
+{
+    if (gs_string2ll(a->p, a->len, out))
+        return true;
+    gs_error(c, msg ? msg : "ERR value is not an integer or out of range");
+    return false;
+}
+
+struct gs_entry *gs_lookup_typed(struct gs_client *c, const struct gs_arg *key, int type,
+                                 unsigned flags, bool *wrong)
+{
+    struct gs_entry *e =
+        gs_store_lookup(c->node->store, key->p, key->len, gs_node_now_ms(c->node), flags);
+    *wrong = e && gs_entry_type(e) != type;
+    if (*wrong) {
+        gs_error_wrongtype(c);
+        return NULL;
+    }
+    return e;
+}
+
+void gs_error_wrongtype(struct gs_client *c)
+{
+    gs_error(c, "WRONGTYPE Operation against a key holding the wrong kind of value");
+}
+
+void gs_error(struct gs_client *c, const char *msg)
+{
+    c->node->stats.error_replies++;
+    gs_reply_error(&c->w, msg, strlen(msg));
+}
+
+void gs_errorf(struct gs_client *c, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    gs_error(c, msg);
+}
+
+void gs_error_syntax(struct gs_client *c)
+{
+    gs_error(c, "ERR syntax error");
+}
+
+void gs_error_arity(struct gs_client *c, const char *name)
+{
+    gs_errorf(c, "ERR wrong number of arguments for '%s' command", name);
+}
+
+void gs_error_oom(struct gs_client *c)
+{
+    gs_error(c, "OOM command not allowed when used memory > 'maxmemory'.");
+}
+
+/* ------------------------------------------------------- command index */
+
+static uint32_t name_hash(const char *name, size_t len)
+{
+    char low[32];
+    for (size_t i = 0; i < len; i++)
+        low[i] = (char)tolower((unsigned char)name[i]);
+    return core_fnv1a32(low, len);
+}
+
+void gs_command_index_build(struct gs_node *n)
+{
+    memset(n->cmd_index, 0, sizeof(n->cmd_index));
+    for (const struct gs_command *cmd = gs_commands; cmd->name; cmd++) {
+        uint32_t h = name_hash(cmd->name, strlen(cmd->name)) & 255;
+        while (n->cmd_index[h])
+            h = (h + 1) & 255;
+        n->cmd_index[h] = cmd;
+    }
+}
+
+const struct gs_command *gs_command_lookup(const struct gs_node *n, const char *name, size_t len)
+{
+    if (len == 0 || len >= 32)
+        return NULL;
+    uint32_t h = name_hash(name, len) & 255;
+    while (n->cmd_index[h]) {
+        const struct gs_command *cmd = n->cmd_index[h];
+        if (strlen(cmd->name) == len && strncasecmp(cmd->name, name, len) == 0)
+            return cmd;
+        h = (h + 1) & 255;
+    }
+    return NULL;
+}
+
+/* Redis's processCommand: "unknown command '%.128s', with args beginning
+ * with: " followed by up to 128 characters of quoted arguments. */
+static void reply_unknown(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    char args[512];
+    size_t used = 0;
+    args[0] = 0;
+    for (size_t i = 1; i < argc && used < 128; i++) {
+        int room = 128 - (int)used;
+        size_t alen = strnlen(argv[i].p, argv[i].len); /* Redis prints with %s */
+        int n = snprintf(args + used, sizeof(args) - used, "'%.*s' ",
+                         (int)(alen < (size_t)room ? alen : (size_t)room), argv[i].p);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+        if (used >= sizeof(args))
+            used = sizeof(args) - 1;
+    }
+    size_t nlen = strnlen(argv[0].p, argv[0].len);
+    gs_errorf(c, "ERR unknown command '%.*s', with args beginning with: %s",
+              (int)(nlen < 128 ? nlen : 128), argv[0].p, args);
+}
+
+/* Out of line: its buffer would otherwise give gs_execute a stack
+ * canary to check on every request. */
+static __attribute__((noinline)) void reply_arity(struct gs_client *c, const struct gs_command *cmd)
+{
+    char why[64];
+    snprintf(why, sizeof(why), "wrong number of arguments for '%s' command", cmd->name);
+    if (!gs_multi_exec_refused(c, cmd, why)) {
+        gs_errorf(c, "ERR %s", why);
+        gs_multi_flag_error(&c->multi);
+    }
+}
+
+void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_node *n = c->node;
+    const struct gs_command *cmd = gs_command_lookup(n, argv[0].p, argv[0].len);
+    /* Refusals before queueing abort an open transaction (Redis's
+     * rejectCommand -> flagTransaction). */
+    if (!cmd) {
+        reply_unknown(c, argc, argv);
+        gs_multi_flag_error(&c->multi);
+        return;
+    }
+    if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
+        (cmd->arity < 0 && argc < (size_t)-cmd->arity)) {
+        reply_arity(c, cmd);
+        return;
+    }
+    if (!c->authenticated && !(cmd->flags & GS_CMD_NOAUTH)) {
+        if (n->cfg.requirepass[0]) {
+            if (!gs_multi_exec_refused(c, cmd, "NOAUTH Authentication required.")) {
+                gs_error(c, "NOAUTH Authentication required.");
+                gs_multi_flag_error(&c->multi);
+            }
+            return;
+        }
+        c->authenticated = true; /* the password was removed meanwhile */
+    }
+    /* Cluster mode routes commands with keys by slot (gridsync/cluster/cluster.h). */
+    if (n->cluster && gs_cluster_route(n->cluster, c, cmd, argc, argv))
+        return;
+    /* Inside MULTI: queued, +QUEUED (gridsync/commands/multi.h). */
+    if (c->multi.active && gs_multi_queue(c, cmd, argc, argv))
+        return;
+    /* Redis's processCommand: evict before a command that may add memory,
+     * and refuse it when nothing more can go. */
+    if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
+        gs_store_make_room(n->store) == CORE_ENOMEM) {
+        gs_error_oom(c);
+        return;
+    }
+    c->last_cmd = cmd->name;
+    n->stats.commands++;
+    cmd->fn(c, argc, argv);
+}
+
+/* ------------------------------------------------------- connections */
+
+static int on_open(struct core_conn *conn, void *app)
+{
+    struct gs_node *n = app;
+    struct gs_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return CORE_ENOMEM;
+    c->node = n;
+    c->conn = conn;
+    c->w.buf = core_conn_out(conn);
+    c->w.proto = 2;
+    c->authenticated = n->cfg.requirepass[0] == 0;
+    c->last_cmd = "NULL";
+    gs_resp_parser_init(&c->parser, n->cfg.proto_max_bulk_len);
+    core_conn_set_data(conn, c);
+    return 0;
+}
+
+static void on_close(struct core_conn *conn)
+{
+    struct gs_client *c = core_conn_data(conn);
+    if (!c)
+        return;
+    gs_origin_node_client_closed(c); /* gs-origin: drop its waiters */
+    gs_cluster_client_closed(c);
+    gs_multi_client_closed(c);
+    gs_resp_parser_free(&c->parser);
+    free(c->name);
+    free(c->lib_name);
+    free(c->lib_ver);
+    free(c);
+    core_conn_set_data(conn, NULL);
+}
+
+static size_t on_data(struct core_conn *conn, char *data, size_t len)
+{
+    struct gs_client *c = core_conn_data(conn);
+    struct gs_node *n = c->node;
+    size_t off = 0;
+    /* c->wait: a replicated write is pending; the rest waits (cluster.h). */
+    while (off < len && !core_conn_closing(conn) && !c->wait) {
+        size_t used, argc;
+        struct gs_arg *argv;
+        const char *err;
+        c->parser.authenticated = c->authenticated || !n->cfg.requirepass[0];
+        c->parser.max_bulk = n->cfg.proto_max_bulk_len;
+        int rc = gs_resp_parse(&c->parser, data + off, len - off, &used, &argc, &argv, &err);
+        if (rc == GS_RESP_NEED_MORE)
+            break;
+        if (rc < 0) {
+            /* Redis's setProtocolError: reply, then close after the reply. */
+            if (rc == CORE_EPROTO) {
+                gs_errorf(c, "ERR %s", err);
+                CORE_DEBUG("Protocol error (%s) from client id=%llu addr=%s", err,
+                           (unsigned long long)core_conn_id(conn), core_conn_peer(conn));
+                core_conn_close_after_reply(conn);
+            } else {
+                core_conn_close(conn);
+            }
+            return len;
+        }
+        off += used;
+        if (argc == 0)
+            continue;
+        gs_execute(c, argc, argv);
+        if (c->replay) {
+            /* A linearizable read waits unconsumed; it runs when the
+             * cluster hands the input back (cluster.h). */
+            c->replay = false;
+            off -= used;
+            break;
+        }
+        /* gs-origin: replies held behind a fetch count toward the limit */
+        if (c->w.buf->len > FLUSH_EARLY &&
+            (core_conn_flush(conn) || gs_origin_node_over_output_limit(c)))
+            break;
+    }
+    return off;
+}
+
+static const struct core_server_ops server_ops = {
+    .on_open = on_open,
+    .on_data = on_data,
+    .on_close = on_close,
+};
+
+/* ---------------------------------------------------------------- cron */
+
+static void resync_clock(struct gs_node *n)
+{
+    uv_update_time(n->loop);
+    n->wall_base_ms = core_wall_ms();
+    n->loop_base_ms = uv_now(n->loop);
+}
+
+static void cron_cb(uv_timer_t *t)
+{
+    struct gs_node *n = t->data;
+    resync_clock(n);
+    int64_t now = gs_node_now_ms(n);
+    uint64_t t0 = core_now_ns();
+    /* In cluster mode only a leader expires actively (cluster.h). */
+    if (n->cluster && !gs_cluster_may_expire(n->cluster))
+        return;
+    /* Bounded active expiry (the idea of Redis's activeExpireCycle):
+     * slices of EXPIRE_WORK while slices come back full (more keys are
+     * due), but never past the time budget, so clients never wait long
+     * behind it; the rest waits for the next tick. */
+    for (;;) {
+        size_t removed = gs_store_expire_cycle(n->store, now, EXPIRE_WORK);
+        if (removed < EXPIRE_WORK)
+            break;
+        if (core_now_ns() - t0 > EXPIRE_BUDGET_NS)
+            break;
+    }
+}
+
+static void limits_from_config(const struct gs_config *cfg, struct core_server_limits *l)
+{
+    l->maxclients = cfg->maxclients;
+    l->query_buf_limit = cfg->query_buf_limit;
+    l->output_buf_limit = cfg->output_buf_limit;
+    l->idle_timeout_s = cfg->timeout;
+}
+
+void gs_node_apply_config(struct gs_node *n)
+{
+    struct core_server_limits l;
+    limits_from_config(&n->cfg, &l);
+    core_server_set_limits(n->srv, &l);
+    gs_store_configure(n->store, (uint64_t)n->cfg.maxmemory,
+                       (enum gs_evict_policy)n->cfg.maxmemory_policy);
+    if (n->cluster)
+        gs_cluster_apply_config(n->cluster); /* the other shards' stores */
+    core_log_init('M', (enum core_log_level)n->cfg.loglevel);
+    uint64_t period = (uint64_t)(1000 / n->cfg.hz);
+    uv_timer_set_repeat(&n->cron, period ? period : 1);
+    gs_origin_node_apply_config(n); /* gs-origin */
+}
+
+static void on_signal(uv_signal_t *sig, int signum)
+{
+    struct gs_node *n = sig->data;
+    CORE_WARN("Received %s, scheduling shutdown...", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    gs_node_stop(n);
+}
+
+int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg)
+{
+    struct gs_node *n = calloc(1, sizeof(*n));
+    if (!n)
+        return CORE_ENOMEM;
+    n->loop = loop;
+    n->cfg = *cfg;
+    gs_config_bind(&n->cfg, n->opts);
+    gs_command_index_build(n);
+    struct gs_store_config scfg = {
+        .maxmemory = (uint64_t)cfg->maxmemory,
+        .policy = (enum gs_evict_policy)cfg->maxmemory_policy,
+        .hash_seed = core_hash64(&n, sizeof(n), (uint64_t)core_now_ns() ^ (uint64_t)getpid()),
+    };
+    int rc = gs_store_new(&n->store, &scfg);
+    if (rc) {
+        free(n);
+        return rc;
+    }
+    struct core_server_limits l;
+    limits_from_config(cfg, &l);
+    rc = core_server_new(&n->srv, loop, &server_ops, n, &l,
+                         "-ERR max number of clients reached\r\n");
+    if (rc) {
+        gs_store_free(n->store);
+        free(n);
+        return rc;
+    }
+    rc = core_server_listen(n->srv, cfg->bind, (int)cfg->port);
+    if (rc) {
+        CORE_WARN("Could not create server TCP listening socket %s:%lld: %s", cfg->bind,
+                  (long long)cfg->port, core_strerror(rc));
+        core_server_stop(n->srv);
+        uv_run(loop, UV_RUN_NOWAIT); /* let the handles close */
+        core_server_free(n->srv);
+        gs_store_free(n->store);
+        free(n);
+        return rc;
+    }
+    rc = gs_origin_node_start(n); /* gs-origin: a bad origin option fails the start */
+    if (rc) {
+        core_server_stop(n->srv);
+        uv_run(loop, UV_RUN_NOWAIT);
+        core_server_free(n->srv);
+        gs_store_free(n->store);
+        free(n);
+        return rc;
+    }
+    uv_timer_init(loop, &n->cron);
+    n->cron.data = n;
+    resync_clock(n);
+    n->start_wall_ms = n->wall_base_ms;
+    if (cfg->cluster_enabled && (rc = gs_cluster_new(&n->cluster, n)) != 0) {
+        core_server_stop(n->srv);
+        uv_close((uv_handle_t *)&n->cron, NULL);
+        uv_run(loop, UV_RUN_DEFAULT); /* let the handles (and groups) close */
+        gs_cluster_free(n->cluster);
+        core_server_free(n->srv);
+        gs_store_free(n->store);
+        free(n);
+        return rc;
+    }
+    uint64_t period = (uint64_t)(1000 / cfg->hz);
+    uv_timer_start(&n->cron, cron_cb, period, period ? period : 1);
+    uv_signal_init(loop, &n->sigint);
+    uv_signal_init(loop, &n->sigterm);
+    n->sigint.data = n->sigterm.data = n;
+    uv_signal_start(&n->sigint, on_signal, SIGINT);
+    uv_signal_start(&n->sigterm, on_signal, SIGTERM);
+    *out = n;
+    return 0;
+}
+
+void gs_node_stop(struct gs_node *n)
+{
+    if (n->stopping)
+        return;
+    n->stopping = true;
+    core_server_stop(n->srv);
+    gs_origin_node_stop(n); /* gs-origin: after the clients have gone */
+    if (n->cluster)
+        gs_cluster_stop(n->cluster);
+    uv_close((uv_handle_t *)&n->cron, NULL);
+    uv_close((uv_handle_t *)&n->sigint, NULL);
+    uv_close((uv_handle_t *)&n->sigterm, NULL);
+}
+
+void gs_node_free(struct gs_node *n)
+{
+    if (!n)
+        return;
+    core_server_free(n->srv);
+    gs_cluster_free(n->cluster);
+    gs_multi_node_free(n); /* before the store: its hook points here */
+    gs_store_free(n->store);
+    core_buf_free(&n->scratch);
+    free(n);
+}

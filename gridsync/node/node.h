@@ -1,0 +1,243 @@
+/*
+ * A GridSync node: one event loop, one TCP server (core/uv_server), one
+ * store, the configuration and the per-client state. Everything lives in
+ * struct gs_node (no globals), so a node with one loop per core is later a
+ * matter of creating several.
+ *
+ * Command handlers (cmd_*.c) see the node through struct gs_client and the
+ * helpers below; they reply through c->w and never block.
+ */
+#ifndef GS_NODE_H
+#define GS_NODE_H
+
+#include "core/config.h"
+#include "core/uv_server.h"
+#include "gridsync/commands/multi.h"
+#include "gridsync/protocol/resp.h"
+#include "gridsync/store/store.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#define GS_VERSION       "0.1.0"
+#define GS_REDIS_VERSION "7.0.0" /* the Redis version whose commands we follow */
+
+/* Options; CONFIG GET/SET and the command line use the same table. */
+struct gs_command;
+struct gs_origin;
+struct gs_held;
+
+#define GS_NODE_NOPTS 31 /* options + terminator (7 gs-origin's, 7 cluster's, 2 types') */
+
+struct gs_config {
+    int64_t port;
+    char bind[CORE_OPT_STRLEN];
+    int64_t maxmemory;
+    int maxmemory_policy; /* enum gs_evict_policy */
+    int64_t maxclients;
+    char requirepass[CORE_OPT_STRLEN];
+    int64_t query_buf_limit;
+    int64_t output_buf_limit;
+    int64_t proto_max_bulk_len;
+    int64_t timeout;
+    int64_t hz;
+    int loglevel; /* enum core_log_level */
+    char save[CORE_OPT_STRLEN];
+    bool appendonly;
+    /* gs-origin: read-through origin (issue #6, docs/gridsync-origin.md) */
+    char origin[CORE_OPT_STRLEN]; /* URL template with {key}; empty = off */
+    int64_t origin_timeout;       /* ms */
+    int64_t origin_ttl;           /* ms; 0 = no expiry */
+    int64_t origin_negative_ttl;  /* ms; 0 = 404s not remembered */
+    int64_t origin_max_fetches;
+    int64_t origin_queue;
+    bool origin_coalesce;
+    /* Cluster mode (gridsync/cluster/cluster.h). */
+    bool cluster_enabled;
+    char cluster_peers[CORE_OPT_STRLEN]; /* host:port,host:port,... (all nodes) */
+    char dir[CORE_OPT_STRLEN];           /* Raft logs and snapshots */
+    int64_t cluster_replicas;            /* replication factor */
+    int cluster_read_mode;               /* enum gs_read_mode (raft_glue.h) */
+    bool cluster_join;                   /* this node is being added (docs) */
+    int64_t cluster_snapshot_entries;    /* Raft log entries between snapshots */
+    /* Conversion thresholds of the value types (gridsync/types/value.h). */
+    int64_t hash_max_listpack_entries;
+    int64_t hash_max_listpack_value;
+};
+
+struct gs_node_stats {
+    uint64_t commands; /* total_commands_processed */
+    uint64_t error_replies;
+};
+
+struct gs_node {
+    uv_loop_t *loop;
+    struct core_server *srv;
+    struct gs_store *store;
+    struct gs_config cfg;
+    struct core_option opts[GS_NODE_NOPTS]; /* the option table, bound to cfg */
+    uv_timer_t cron;                        /* active expiry, clock resync */
+    uv_signal_t sigint, sigterm;
+    bool stopping;
+    /* Wall clock: read once per cron tick; between ticks derived from the
+     * loop's own time, which libuv updates once per iteration. */
+    int64_t wall_base_ms;
+    uint64_t loop_base_ms;
+    int64_t start_wall_ms;
+    struct gs_node_stats stats;
+    struct core_buf scratch;                 /* reusable: KEYS, RENAME, INFO text */
+    const struct gs_command *cmd_index[256]; /* open addressing by name hash */
+    char config_file[CORE_OPT_STRLEN];
+    struct gs_origin *origin;      /* gs-origin: NULL unless configured */
+    struct gs_cluster *cluster;    /* NULL unless cluster-enabled */
+    struct gs_watch_table watches; /* WATCHed keys (gridsync/commands/multi.h) */
+    uint64_t rng;                  /* HRANDFIELD & co.; seeded on first use */
+};
+
+struct gs_client {
+    struct gs_node *node;
+    struct core_conn *conn;
+    struct gs_writer w;
+    struct gs_resp_parser parser;
+    bool authenticated;
+    char *name; /* CLIENT SETNAME; NULL when unset */
+    char *lib_name, *lib_ver;
+    const char *last_cmd;
+    /* gs-origin: replies waiting on the origin, oldest first (origin_node.h) */
+    struct gs_held *held_head, *held_tail;
+    /* Cluster mode: READONLY, and the replicated write this client waits
+     * for; its next requests are not parsed until it completes. */
+    bool readonly;
+    struct gs_cluster_wait *wait;
+    /* Linearizable reads: the read waits unconsumed for a barrier
+     * (replay: on_data leaves it in the input), then runs when parsed
+     * again (read_barrier 1 passed, -1 failed). */
+    bool replay;
+    signed char read_barrier;
+    struct gs_multi multi; /* MULTI/EXEC and WATCH state (gridsync/commands/multi.h) */
+};
+
+/* Create a node from a filled configuration (see gs_node_options for the
+ * defaults), bind and listen. Returns 0 or a CORE_E* code (with a log
+ * line). *out is freed by gs_node_free after the loop has returned. */
+int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg);
+
+/* Stop accepting, close every client and the node's handles; the loop
+ * then returns. Safe from inside a command (SHUTDOWN) and from a signal
+ * callback. */
+void gs_node_stop(struct gs_node *n);
+
+void gs_node_free(struct gs_node *n);
+
+/* Fill cfg with the defaults. */
+void gs_config_defaults(struct gs_config *cfg);
+
+/* Write the option table (GS_NODE_NOPTS entries including the terminator)
+ * into opts, each option pointing into *cfg. */
+void gs_config_bind(struct gs_config *cfg, struct core_option *opts);
+
+/* The node's view of "now" in Unix ms, refreshed once per loop iteration. */
+static inline int64_t gs_node_now_ms(const struct gs_node *n)
+{
+    return n->wall_base_ms + (int64_t)(uv_now(n->loop) - n->loop_base_ms);
+}
+
+/* Apply changed options to the running node (after CONFIG SET). */
+void gs_node_apply_config(struct gs_node *n);
+
+/* ------------------------------------------------------- command table */
+
+enum {
+    GS_CMD_WRITE = 1 << 0,
+    GS_CMD_READONLY = 1 << 1,
+    GS_CMD_DENYOOM = 1 << 2, /* may grow memory: make room first */
+    GS_CMD_FAST = 1 << 3,
+    GS_CMD_NOAUTH = 1 << 4, /* allowed before AUTH */
+    GS_CMD_ADMIN = 1 << 5,
+    GS_CMD_LOADING = 1 << 6,
+    GS_CMD_STALE = 1 << 7,
+    GS_CMD_NOSCRIPT = 1 << 8,
+};
+
+typedef void gs_cmd_fn(struct gs_client *c, size_t argc, struct gs_arg *argv);
+
+struct gs_command {
+    const char *name; /* lower case */
+    int arity;        /* Redis's convention: n exact, -n at least n */
+    unsigned flags;
+    gs_cmd_fn *fn;
+    int first_key, last_key, key_step;
+    const char *group;
+    const char *summary;
+    const char *since;
+};
+
+/* Every command, in one table (commands.c); NULL-name terminated. */
+extern const struct gs_command gs_commands[];
+
+/* Build the node's command index (at start). */
+void gs_command_index_build(struct gs_node *n);
+
+/* Find a command by name, case-insensitively; NULL if unknown. O(1). */
+const struct gs_command *gs_command_lookup(const struct gs_node *n, const char *name, size_t len);
+
+/* Run one request (argv[0] is the command name). */
+void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv);
+
+/* Handlers, by family. */
+gs_cmd_fn gs_cmd_get, gs_cmd_set, gs_cmd_setnx, gs_cmd_setex, gs_cmd_psetex, gs_cmd_getset,
+    gs_cmd_getdel, gs_cmd_getex, gs_cmd_mget, gs_cmd_mset, gs_cmd_msetnx, gs_cmd_incr, gs_cmd_decr,
+    gs_cmd_incrby, gs_cmd_decrby, gs_cmd_incrbyfloat, gs_cmd_append, gs_cmd_strlen, gs_cmd_getrange,
+    gs_cmd_setrange;
+gs_cmd_fn gs_cmd_expire, gs_cmd_pexpire, gs_cmd_expireat, gs_cmd_pexpireat, gs_cmd_ttl, gs_cmd_pttl,
+    gs_cmd_persist;
+gs_cmd_fn gs_cmd_expiretime, gs_cmd_pexpiretime, gs_cmd_touch, gs_cmd_time;
+gs_cmd_fn gs_cmd_getbit, gs_cmd_setbit, gs_cmd_bitcount, gs_cmd_bitpos, gs_cmd_bitop;
+gs_cmd_fn gs_cmd_del, gs_cmd_exists, gs_cmd_type, gs_cmd_rename, gs_cmd_renamenx, gs_cmd_copy,
+    gs_cmd_keys, gs_cmd_scan, gs_cmd_randomkey, gs_cmd_dbsize, gs_cmd_flushdb, gs_cmd_select;
+gs_cmd_fn gs_cmd_cluster, gs_cmd_readonly, gs_cmd_readwrite, gs_cmd_asking;
+gs_cmd_fn gs_cmd_ping, gs_cmd_echo, gs_cmd_info, gs_cmd_config, gs_cmd_command, gs_cmd_auth,
+    gs_cmd_hello, gs_cmd_quit, gs_cmd_shutdown, gs_cmd_client;
+gs_cmd_fn gs_cmd_hset, gs_cmd_hmset, gs_cmd_hsetnx, gs_cmd_hget, gs_cmd_hmget, gs_cmd_hdel,
+    gs_cmd_hlen, gs_cmd_hstrlen, gs_cmd_hexists, gs_cmd_hgetall, gs_cmd_hkeys, gs_cmd_hvals,
+    gs_cmd_hincrby, gs_cmd_hincrbyfloat, gs_cmd_hrandfield, gs_cmd_hscan; /* cmd_hash.c */
+gs_cmd_fn gs_cmd_object, gs_cmd_memory;                                   /* cmd_server.c */
+gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
+
+/* ------------------------------------------------------ handler helpers */
+
+/* Case-insensitive comparison of an argument with a literal. */
+bool gs_arg_is(const struct gs_arg *a, const char *lit);
+
+/* Parse an integer argument as Redis's getLongLongFromObjectOrReply: on
+ * failure reply "ERR value is not an integer or out of range" (or msg if
+ * not NULL) and return false. */
+bool gs_arg_int(struct gs_client *c, const struct gs_arg *a, int64_t *out, const char *msg);
+
+/* Error replies; counted in INFO's total_error_replies. */
+void gs_error(struct gs_client *c, const char *msg);
+void gs_errorf(struct gs_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gs_error_syntax(struct gs_client *c);
+void gs_error_arity(struct gs_client *c, const char *name);
+void gs_error_oom(struct gs_client *c);
+void gs_error_wrongtype(struct gs_client *c);
+
+/* Redis's string2ld and ld2string(LD_STR_HUMAN) (cmd_string.c), shared by
+ * INCRBYFLOAT and HINCRBYFLOAT. buf/cap: GS_MAX_LONG_DOUBLE_CHARS. */
+#define GS_MAX_LONG_DOUBLE_CHARS 5120
+bool gs_parse_long_double(const char *p, size_t len, long double *out);
+size_t gs_format_long_double(char *buf, size_t cap, long double v);
+
+/* SCAN's cursor argument (Redis's parseScanCursorOrReply, cmd_keys.c);
+ * false after replying "ERR invalid cursor". */
+bool gs_parse_scan_cursor(struct gs_client *c, const struct gs_arg *a, uint64_t *out);
+
+/* Look key up (flags as gs_store_lookup) and check its type (enum
+ * gs_type, gridsync/types/value.h). A key of another type is answered
+ * with WRONGTYPE: NULL is returned and *wrong set; NULL with *wrong false
+ * means no such key. */
+struct gs_entry *gs_lookup_typed(struct gs_client *c, const struct gs_arg *key, int type,
+                                 unsigned flags, bool *wrong);
+
+#endif
