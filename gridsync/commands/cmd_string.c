@@ -401,7 +401,9 @@ void gs_cmd_decrby(struct gs_client *c, size_t argc, struct gs_arg *argv)
 bool gs_parse_long_double(const char *p, size_t len, long double *out)
 {
     char buf[MAX_LONG_DOUBLE_CHARS];
-    if (len == 0 || len >= sizeof(buf))
+    /* A NUL inside would end strtold's string early and let "42\0abc"
+     * pass as 42; Redis refuses it. */
+    if (len == 0 || len >= sizeof(buf) || memchr(p, '\0', len))
         return false;
     memcpy(buf, p, len);
     buf[len] = 0;

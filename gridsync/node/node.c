@@ -67,7 +67,7 @@ void gs_config_defaults(struct gs_config *cfg)
     strcpy(cfg->dir, "./gridsync-data");
     cfg->cluster_replicas = 3;
     cfg->cluster_snapshot_entries = 16384;
-    cfg->hash_max_listpack_entries = 128;
+    cfg->hash_max_listpack_entries = 512; /* Redis 7.0's default */
     cfg->hash_max_listpack_value = 64;
 }
 

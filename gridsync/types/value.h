@@ -40,13 +40,13 @@ struct gs_obj {
 
 /* The conversion thresholds (CONFIG names in comments), Redis's defaults. */
 struct gs_type_limits {
-    int64_t hash_max_listpack_entries; /* hash-max-listpack-entries 128 */
+    int64_t hash_max_listpack_entries; /* hash-max-listpack-entries 512 */
     int64_t hash_max_listpack_value;   /* hash-max-listpack-value 64 */
 };
 
 #define GS_TYPE_LIMITS_DEFAULT                                                                     \
     {                                                                                              \
-        128, 64                                                                                    \
+        512, 64                                                                                    \
     }
 
 /* Bytes the allocator holds for the object's blocks; O(1). */

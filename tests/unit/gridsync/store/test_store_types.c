@@ -72,11 +72,11 @@ static void test_accounting_and_overwrite(void **state)
     assert_true(gs_store_entry_mem(e) <= small);
     assert_int_equal(gs_store_entry_mem(e), gs_store_entry_cost(1, sizeof(lp)) + gs_hash_mem(&lp));
     /* growing past the listpack limit converts and costs more */
-    e = make_hash(s, "big", 500, -1);
+    e = make_hash(s, "big", 600, -1);
     struct gs_obj o;
     assert_true(gs_entry_obj(e, &o));
     assert_int_equal(o.enc, GS_ENC_HASHTABLE);
-    assert_true(used(s) > small + 500 * 16);
+    assert_true(used(s) > small + 600 * 16);
     /* SET over a hash frees the hash */
     assert_int_equal(gs_store_set(s, "big", 3, "str", 3, -1, &e), 0);
     assert_int_equal(gs_entry_type(e), GS_TYPE_STRING);

@@ -30,18 +30,21 @@ static void test_entries_threshold(void **state)
     struct gs_obj o;
     assert_int_equal(gs_hash_init(&o), 0);
     char f[32];
-    for (int i = 0; i < 128; i++) {
+    int max = (int)LIM.hash_max_listpack_entries;
+    assert_int_equal(max, 512); /* Redis 7.0's default */
+    for (int i = 0; i < max; i++) {
         snprintf(f, sizeof(f), "f%d", i);
         set(&o, f, "v", &LIM);
     }
-    assert_int_equal(gs_hash_len(&o), 128);
+    assert_int_equal(gs_hash_len(&o), max);
     assert_int_equal(o.enc, GS_ENC_LISTPACK); /* exactly at the limit */
     set(&o, "f0", "overwrite", &LIM);         /* an overwrite adds nothing */
     assert_int_equal(o.enc, GS_ENC_LISTPACK);
-    set(&o, "f128", "v", &LIM);
+    snprintf(f, sizeof(f), "f%d", max);
+    set(&o, f, "v", &LIM);
     assert_int_equal(o.enc, GS_ENC_HASHTABLE);
-    assert_int_equal(gs_hash_len(&o), 129);
-    for (int i = 0; i < 120; i++) {
+    assert_int_equal(gs_hash_len(&o), max + 1);
+    for (int i = 0; i < max - 8; i++) {
         snprintf(f, sizeof(f), "f%d", i);
         assert_true(gs_hash_delete(&o, f, strlen(f)));
     }
@@ -49,7 +52,8 @@ static void test_entries_threshold(void **state)
     char buf[GS_LP_INTBUF];
     const char *v;
     size_t vlen;
-    assert_true(gs_hash_get(&o, "f128", 4, buf, &v, &vlen));
+    snprintf(f, sizeof(f), "f%d", max);
+    assert_true(gs_hash_get(&o, f, strlen(f), buf, &v, &vlen));
     assert_false(gs_hash_get(&o, "f0", 2, buf, &v, &vlen));
     gs_hash_free(&o);
 }
