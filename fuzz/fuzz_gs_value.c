@@ -1,8 +1,9 @@
 /*
  * libFuzzer target for the collections' decoder (gs_obj_decode, the
  * value of a typed snapshot record, gridsync/types/value.h). The first
- * byte picks the type, the rest is the payload; tiny limits in some runs
- * force the hash-table form. Invariants checked on success: the memory
+ * byte picks the type (hash 4, list 1), the rest is the payload; tiny
+ * limits in some runs force the hash-table form and one-element list
+ * nodes. Invariants checked on success: the memory
  * count equals a recount, iteration yields exactly len elements, and
  * encoding the result decodes again to the same length.
  */
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 
 #include "gridsync/types/hash/hash.h"
+#include "gridsync/types/quicklist/quicklist.h"
 #include "gridsync/types/value.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -24,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[0] & 8) {
         lim.hash_max_listpack_entries = 2;
         lim.hash_max_listpack_value = 4;
+        lim.list_max_listpack_size = 1;
     }
     struct gs_obj o;
     if (gs_obj_decode(type, data + 1, size - 1, &lim, &o) != 0)
@@ -31,12 +34,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (gs_obj_mem(&o) != gs_obj_recount(&o))
         abort();
     size_t n = 0;
-    struct gs_hash_iter it;
-    const char *f, *v;
-    size_t fl, vl;
-    gs_hash_iter_init(&it, &o);
-    while (gs_hash_iter_next(&it, &f, &fl, &v, &vl))
-        n++;
+    if (type == GS_TYPE_HASH) {
+        struct gs_hash_iter it;
+        const char *f, *v;
+        size_t fl, vl;
+        gs_hash_iter_init(&it, &o);
+        while (gs_hash_iter_next(&it, &f, &fl, &v, &vl))
+            n++;
+    } else {
+        const struct gs_quicklist *ql = o.ptr;
+        for (struct gs_ql_pos p = gs_ql_index(ql, 0); p.node; p = gs_ql_next(ql, p))
+            n++;
+    }
     if (n != gs_obj_len(&o) || n == 0)
         abort();
     unsigned char *enc;

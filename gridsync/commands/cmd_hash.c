@@ -21,7 +21,8 @@
 static struct gs_type_limits limits(const struct gs_client *c)
 {
     struct gs_type_limits l = {c->node->cfg.hash_max_listpack_entries,
-                               c->node->cfg.hash_max_listpack_value};
+                               c->node->cfg.hash_max_listpack_value,
+                               c->node->cfg.list_max_listpack_size};
     return l;
 }
 

@@ -69,6 +69,7 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->cluster_snapshot_entries = 16384;
     cfg->hash_max_listpack_entries = 512; /* Redis 7.0's default */
     cfg->hash_max_listpack_value = 64;
+    cfg->list_max_listpack_size = -2;
 }
 
 void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
@@ -131,6 +132,8 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "most fields of a hash kept as a listpack"},
         {"hash-max-listpack-value", CORE_OPT_INT, NULL, 0, INT64_MAX, NULL, 0,
          "longest field or value of a hash kept as a listpack"},
+        {"list-max-listpack-size", CORE_OPT_INT, NULL, INT32_MIN, INT32_MAX, NULL, 0,
+         "list node size: -1..-5 = 4..64 KB, positive = elements per node"},
         {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
     };
     void *ptrs[] = {&cfg->port, cfg->bind, &cfg->maxmemory, &cfg->maxmemory_policy,
@@ -144,7 +147,8 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
                     &cfg->cluster_enabled, cfg->cluster_peers, cfg->dir, &cfg->cluster_replicas,
                     &cfg->cluster_read_mode, &cfg->cluster_snapshot_entries, &cfg->cluster_join,
                     /* types */
-                    &cfg->hash_max_listpack_entries, &cfg->hash_max_listpack_value};
+                    &cfg->hash_max_listpack_entries, &cfg->hash_max_listpack_value,
+                    &cfg->list_max_listpack_size};
     _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
     memcpy(opts, table, sizeof(table));
     for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)

@@ -28,7 +28,7 @@ struct gs_command;
 struct gs_origin;
 struct gs_held;
 
-#define GS_NODE_NOPTS 31 /* options + terminator (7 gs-origin's, 7 cluster's, 2 types') */
+#define GS_NODE_NOPTS 32 /* options + terminator (7 gs-origin's, 7 cluster's, 3 types') */
 
 struct gs_config {
     int64_t port;
@@ -64,6 +64,7 @@ struct gs_config {
     /* Conversion thresholds of the value types (gridsync/types/value.h). */
     int64_t hash_max_listpack_entries;
     int64_t hash_max_listpack_value;
+    int64_t list_max_listpack_size;
 };
 
 struct gs_node_stats {
@@ -93,6 +94,11 @@ struct gs_node {
     struct gs_cluster *cluster;    /* NULL unless cluster-enabled */
     struct gs_watch_table watches; /* WATCHed keys (gridsync/commands/multi.h) */
     uint64_t rng;                  /* HRANDFIELD & co.; seeded on first use */
+    /* Called after a push made key's list non-empty or longer (LPUSH,
+     * LINSERT, LMOVE's destination...): the blocking commands' owner sets
+     * it to serve clients waiting on that key. NULL: nobody waits. */
+    void (*key_ready)(void *arg, const char *key, size_t klen);
+    void *key_ready_arg;
 };
 
 struct gs_client {
@@ -202,7 +208,10 @@ gs_cmd_fn gs_cmd_ping, gs_cmd_echo, gs_cmd_info, gs_cmd_config, gs_cmd_command, 
 gs_cmd_fn gs_cmd_hset, gs_cmd_hmset, gs_cmd_hsetnx, gs_cmd_hget, gs_cmd_hmget, gs_cmd_hdel,
     gs_cmd_hlen, gs_cmd_hstrlen, gs_cmd_hexists, gs_cmd_hgetall, gs_cmd_hkeys, gs_cmd_hvals,
     gs_cmd_hincrby, gs_cmd_hincrbyfloat, gs_cmd_hrandfield, gs_cmd_hscan; /* cmd_hash.c */
-gs_cmd_fn gs_cmd_object, gs_cmd_memory;                                   /* cmd_server.c */
+gs_cmd_fn gs_cmd_lpush, gs_cmd_rpush, gs_cmd_lpushx, gs_cmd_rpushx, gs_cmd_linsert, gs_cmd_llen,
+    gs_cmd_lindex, gs_cmd_lset, gs_cmd_lrange, gs_cmd_ltrim, gs_cmd_lrem, gs_cmd_lpos, gs_cmd_lpop,
+    gs_cmd_rpop, gs_cmd_lmove, gs_cmd_rpoplpush, gs_cmd_lmpop; /* cmd_list.c */
+gs_cmd_fn gs_cmd_object, gs_cmd_memory;                        /* cmd_server.c */
 gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
 
 /* ------------------------------------------------------ handler helpers */

@@ -9,12 +9,15 @@
 #include "core/error.h"
 #include "gridsync/types/hash/hash.h"
 #include "gridsync/types/listpack/listpack.h"
+#include "gridsync/types/quicklist/quicklist.h"
 
 size_t gs_obj_mem(const struct gs_obj *o)
 {
     switch (o->type) {
     case GS_TYPE_HASH:
         return gs_hash_mem(o);
+    case GS_TYPE_LIST:
+        return ((const struct gs_quicklist *)o->ptr)->mem;
     default:
         return 0;
     }
@@ -25,6 +28,8 @@ size_t gs_obj_recount(const struct gs_obj *o)
     switch (o->type) {
     case GS_TYPE_HASH:
         return gs_hash_recount(o);
+    case GS_TYPE_LIST:
+        return gs_ql_recount(o->ptr);
     default:
         return 0;
     }
@@ -35,6 +40,9 @@ void gs_obj_free(struct gs_obj *o)
     switch (o->type) {
     case GS_TYPE_HASH:
         gs_hash_free(o);
+        break;
+    case GS_TYPE_LIST:
+        gs_ql_free(o->ptr);
         break;
     default:
         break;
@@ -47,6 +55,15 @@ int gs_obj_dup(struct gs_obj *dst, const struct gs_obj *src)
     switch (src->type) {
     case GS_TYPE_HASH:
         return gs_hash_dup(dst, src);
+    case GS_TYPE_LIST: {
+        struct gs_quicklist *ql = gs_ql_dup(src->ptr);
+        if (!ql)
+            return CORE_ENOMEM;
+        *dst = *src;
+        dst->counted = 0;
+        dst->ptr = ql;
+        return 0;
+    }
     default:
         return CORE_ESTATE;
     }
@@ -57,6 +74,8 @@ size_t gs_obj_len(const struct gs_obj *o)
     switch (o->type) {
     case GS_TYPE_HASH:
         return gs_hash_len(o);
+    case GS_TYPE_LIST:
+        return ((const struct gs_quicklist *)o->ptr)->count;
     default:
         return 0;
     }
@@ -87,13 +106,36 @@ const char *gs_encoding_name(int enc)
         return "listpack";
     case GS_ENC_HASHTABLE:
         return "hashtable";
+    case GS_ENC_QUICKLIST:
+        return "quicklist";
     default:
         return "raw";
     }
 }
 
+static int list_encode(const struct gs_quicklist *ql, unsigned char **out, size_t *len)
+{
+    unsigned char *lp = gs_lp_new();
+    if (!lp)
+        return CORE_ENOMEM;
+    char buf[GS_LP_INTBUF];
+    for (struct gs_ql_pos p = gs_ql_index(ql, 0); p.node; p = gs_ql_next(ql, p)) {
+        size_t l;
+        const char *v = gs_ql_get(p, buf, &l);
+        if (gs_lp_append(&lp, v, l)) {
+            gs_lp_free(lp);
+            return CORE_ENOMEM;
+        }
+    }
+    *out = lp;
+    *len = gs_lp_bytes(lp);
+    return 0;
+}
+
 int gs_obj_encode(const struct gs_obj *o, unsigned char **out, size_t *len)
 {
+    if (o->type == GS_TYPE_LIST)
+        return list_encode(o->ptr, out, len);
     if (o->type != GS_TYPE_HASH)
         return CORE_ESTATE;
     if (o->enc == GS_ENC_LISTPACK) {
@@ -127,6 +169,8 @@ int gs_obj_encode(const struct gs_obj *o, unsigned char **out, size_t *len)
 bool gs_obj_validate(int type, const void *buf, size_t len)
 {
     const unsigned char *lp = buf;
+    if (type == GS_TYPE_LIST)
+        return gs_lp_validate(lp, len) && gs_lp_count(lp) > 0;
     return type == GS_TYPE_HASH && gs_lp_validate(lp, len) && gs_lp_count(lp) % 2 == 0 &&
            gs_lp_count(lp) > 0;
 }
@@ -138,6 +182,25 @@ int gs_obj_decode(int type, const void *buf, size_t len, const struct gs_type_li
     if (!gs_obj_validate(type, buf, len))
         return CORE_EPROTO;
     /* gs_lp_* read entries in place; the buffer need not be aligned. */
+    if (type == GS_TYPE_LIST) {
+        struct gs_quicklist *ql = gs_ql_new((int)lim->list_max_listpack_size);
+        if (!ql)
+            return CORE_ENOMEM;
+        char b[GS_LP_INTBUF];
+        for (size_t off = gs_lp_first(lp); off; off = gs_lp_next(lp, off)) {
+            size_t l;
+            const char *v = gs_lp_get(lp, off, b, &l);
+            if (gs_ql_push(ql, false, v, l)) {
+                gs_ql_free(ql);
+                return CORE_ENOMEM;
+            }
+        }
+        memset(out, 0, sizeof(*out));
+        out->type = GS_TYPE_LIST;
+        out->enc = GS_ENC_QUICKLIST;
+        out->ptr = ql;
+        return 0;
+    }
     struct gs_obj o;
     if (gs_hash_init(&o))
         return CORE_ENOMEM;

@@ -28,6 +28,7 @@ enum gs_encoding {
     GS_ENC_RAW = 0, /* strings: OBJECT ENCODING says int/embstr/raw by content */
     GS_ENC_LISTPACK = 1,
     GS_ENC_HASHTABLE = 2,
+    GS_ENC_QUICKLIST = 3, /* every list (types/quicklist/), as in Redis 7.0 */
 };
 
 struct gs_obj {
@@ -42,11 +43,12 @@ struct gs_obj {
 struct gs_type_limits {
     int64_t hash_max_listpack_entries; /* hash-max-listpack-entries 512 */
     int64_t hash_max_listpack_value;   /* hash-max-listpack-value 64 */
+    int64_t list_max_listpack_size;    /* list-max-listpack-size -2 (8 KB nodes) */
 };
 
 #define GS_TYPE_LIMITS_DEFAULT                                                                     \
     {                                                                                              \
-        512, 64                                                                                    \
+        512, 64, -2                                                                                \
     }
 
 /* Bytes the allocator holds for the object's blocks; O(1). */
@@ -61,7 +63,7 @@ int gs_obj_dup(struct gs_obj *dst, const struct gs_obj *src);
 size_t gs_obj_len(const struct gs_obj *o);
 
 /* Serialization for snapshots and migration: the collection as one
- * listpack (a hash: field, value, field, value...), malloc'd into *out
+ * listpack (a hash: field, value, field, value...; a list: its elements), malloc'd into *out
  * (the caller frees it). Returns 0 or CORE_ENOMEM. */
 int gs_obj_encode(const struct gs_obj *o, unsigned char **out, size_t *len);
 /* Rebuild a collection of this type from gs_obj_encode's bytes, which may

@@ -100,6 +100,26 @@ size_t gs_lp_next(const unsigned char *lp, size_t off)
     return n < gs_lp_bytes(lp) ? n : 0;
 }
 
+size_t gs_lp_last(const unsigned char *lp)
+{
+    size_t off = gs_lp_first(lp), n;
+    if (!off)
+        return 0;
+    while ((n = gs_lp_next(lp, off)) != 0)
+        off = n;
+    return off;
+}
+
+size_t gs_lp_seek(const unsigned char *lp, uint32_t i)
+{
+    if (i >= gs_lp_count(lp))
+        return 0;
+    size_t off = GS_LP_HDR;
+    while (i--)
+        off += gs_lp_entry_size(lp, off);
+    return off;
+}
+
 /* Decode the entry at p: either an integer (returns true, *iv) or a
  * string (returns false, *s, *slen). */
 static bool decode(const unsigned char *p, int64_t *iv, const char **s, size_t *slen)
@@ -339,6 +359,29 @@ void gs_lp_delete(unsigned char **lp, size_t off, uint32_t n)
     for (uint32_t i = 0; i < n; i++)
         end += gs_lp_entry_size(*lp, end);
     (void)splice(lp, off, end - off, NULL, 0, -(int)n);
+}
+
+int gs_lp_split(unsigned char **plp, size_t off, unsigned char **tail)
+{
+    unsigned char *lp = *plp;
+    size_t total = gs_lp_bytes(lp), moved = total - off;
+    uint32_t n = 0;
+    for (size_t o = off; o < total; o += gs_lp_entry_size(lp, o))
+        n++;
+    unsigned char *t = malloc(GS_LP_HDR + moved);
+    if (!t)
+        return CORE_ENOMEM;
+    wr32(t, (uint32_t)(GS_LP_HDR + moved));
+    wr32(t + 4, n);
+    memcpy(t + GS_LP_HDR, lp + off, moved);
+    wr32(lp, (uint32_t)off);
+    wr32(lp + 4, gs_lp_count(lp) - n);
+    unsigned char *shrunk = realloc(lp, off);
+    if (shrunk)
+        lp = shrunk;
+    *plp = lp;
+    *tail = t;
+    return 0;
 }
 
 bool gs_lp_validate(const unsigned char *lp, size_t len)

@@ -45,6 +45,11 @@ uint32_t gs_lp_count(const unsigned char *lp);
 size_t gs_lp_first(const unsigned char *lp);
 /* Offset of the entry after the one at off, or 0 at the end. */
 size_t gs_lp_next(const unsigned char *lp, size_t off);
+/* Offset of the last entry, or 0 when empty (walks the entries: a
+ * listpack here has no back-lengths). */
+size_t gs_lp_last(const unsigned char *lp);
+/* Offset of the entry at index i (0-based), or 0 when past the end. */
+size_t gs_lp_seek(const unsigned char *lp, uint32_t i);
 /* Size in bytes of the entry at off. */
 size_t gs_lp_entry_size(const unsigned char *lp, size_t off);
 
@@ -70,6 +75,10 @@ int gs_lp_replace(unsigned char **lp, size_t off, const char *s, size_t slen);
 /* Delete n entries starting at off (they must exist). Never fails: a
  * shrinking realloc that fails keeps the bigger block. */
 void gs_lp_delete(unsigned char **lp, size_t off, uint32_t n);
+
+/* Move the entries from off to the end into a new listpack (*tail);
+ * lp keeps those before off. Returns 0 or CORE_ENOMEM (nothing changed). */
+int gs_lp_split(unsigned char **lp, size_t off, unsigned char **tail);
 
 /* Validate a listpack received from outside (a snapshot): the header,
  * every entry inside the buffer, the count. For decoders; O(n). */

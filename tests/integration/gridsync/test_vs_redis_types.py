@@ -162,6 +162,81 @@ case("hscan-small",
      ["HSCAN", "nokey", "0", "COUNT", "0"], ["HSCAN", "h", "18446744073709551616"])
 
 
+# ------------------------------------------------------------------ lists
+
+case("list-push-pop",
+     ["LPUSH", "l", "a", "b", "c"], ["RPUSH", "l", "1", "2", "3"], ["LRANGE", "l", "0", "-1"],
+     ["LLEN", "l"], ["LLEN", "nokey"], ["LPOP", "l"], ["RPOP", "l"], ["LPOP", "l", "2"],
+     ["RPOP", "l", "0"], ["LPOP", "l", "-1"], ["LPOP", "l", "x"], ["LPOP", "l", "1", "2"],
+     ["LPOP", "nokey"], ["LPOP", "nokey", "2"], ["LPOP", "nokey", "0"], ["RPOP", "l", "100"],
+     ["EXISTS", "l"], ["TYPE", "l"], ["LPUSHX", "l", "x"], ["RPUSHX", "l", "x"],
+     ["RPUSH", "l", "z"], ["LPUSHX", "l", "y", "w"], ["RPUSHX", "l", "v"], ["LRANGE", "l", "0", "-1"],
+     ["OBJECT", "ENCODING", "l"], ["LPUSH", "l"], ["RPUSHX", "l"])
+case("list-index-set-range",
+     ["RPUSH", "l", "a", "b", "c", "d", "e"], ["LINDEX", "l", "0"], ["LINDEX", "l", "-1"],
+     ["LINDEX", "l", "5"], ["LINDEX", "l", "-6"], ["LINDEX", "l", "x"], ["LINDEX", "nokey", "x"],
+     ["LSET", "l", "1", "B"], ["LSET", "l", "-1", "E"], ["LSET", "l", "9", "x"],
+     ["LSET", "l", "x", "x"], ["LSET", "nokey", "0", "x"], ["LSET", "nokey", "x", "x"],
+     ["LRANGE", "l", "1", "3"], ["LRANGE", "l", "-2", "-1"], ["LRANGE", "l", "3", "1"],
+     ["LRANGE", "l", "-100", "100"], ["LRANGE", "l", "5", "10"], ["LRANGE", "l", "x", "1"],
+     ["LRANGE", "nokey", "0", "-1"], ["LRANGE", "nokey", "x", "1"], ["LRANGE", "l", MIN, BIG])
+case("list-insert-rem-trim",
+     ["RPUSH", "l", "a", "b", "a", "c", "a"], ["LINSERT", "l", "BEFORE", "a", "X"],
+     ["LINSERT", "l", "AFTER", "c", "Y"], ["LINSERT", "l", "after", "zz", "Y"],
+     ["LINSERT", "l", "MIDDLE", "a", "Y"], ["LINSERT", "nokey", "BEFORE", "a", "Y"],
+     ["LINSERT", "nokey", "MIDDLE", "a", "Y"], ["LRANGE", "l", "0", "-1"], ["LREM", "l", "-1", "a"],
+     ["LRANGE", "l", "0", "-1"], ["LREM", "l", "1", "a"], ["LREM", "l", "0", "zz"],
+     ["LREM", "l", "x", "a"], ["LREM", "nokey", "x", "a"], ["LREM", "nokey", "1", "a"],
+     ["LRANGE", "l", "0", "-1"], ["LTRIM", "l", "1", "-2"], ["LRANGE", "l", "0", "-1"],
+     ["LTRIM", "l", "x", "1"], ["LTRIM", "nokey", "0", "1"], ["LTRIM", "l", "5", "1"],
+     ["EXISTS", "l"], ["RPUSH", "l", "1", "2", "3"], ["LTRIM", "l", "-100", "100"],
+     ["LRANGE", "l", "0", "-1"], ["LREM", "l", "0", "2"], ["LREM", "l", "0", "1"],
+     ["LREM", "l", "-5", "3"], ["EXISTS", "l"])
+case("list-lpos",
+     ["RPUSH", "l", "a", "b", "c", "1", "2", "3", "c", "c"], ["LPOS", "l", "c"],
+     ["LPOS", "l", "c", "RANK", "2"], ["LPOS", "l", "c", "RANK", "-1"],
+     ["LPOS", "l", "c", "RANK", "-3"], ["LPOS", "l", "c", "RANK", "9"],
+     ["LPOS", "l", "c", "COUNT", "0"], ["LPOS", "l", "c", "COUNT", "2"],
+     ["LPOS", "l", "c", "COUNT", "2", "RANK", "-1"], ["LPOS", "l", "c", "MAXLEN", "3"],
+     ["LPOS", "l", "c", "COUNT", "0", "MAXLEN", "7"], ["LPOS", "l", "c", "RANK", "0"],
+     ["LPOS", "l", "c", "COUNT", "-1"], ["LPOS", "l", "c", "MAXLEN", "-1"],
+     ["LPOS", "l", "c", "COUNT", "x"], ["LPOS", "l", "c", "RANK", "x"], ["LPOS", "l", "c", "FOO"],
+     ["LPOS", "l", "c", "RANK"], ["LPOS", "nokey", "c"], ["LPOS", "nokey", "c", "COUNT", "1"],
+     ["LPOS", "l", "zz"], ["LPOS", "l", "zz", "COUNT", "1"], ["LPOS", "l", "1"],
+     ["LPOS", "l", "c", "RANK", MIN])
+case("list-move",
+     ["RPUSH", "a", "1", "2", "3"], ["LMOVE", "a", "b", "LEFT", "RIGHT"],
+     ["LMOVE", "a", "b", "RIGHT", "LEFT"], ["LRANGE", "a", "0", "-1"], ["LRANGE", "b", "0", "-1"],
+     ["LMOVE", "a", "a", "LEFT", "RIGHT"], ["LRANGE", "a", "0", "-1"],
+     ["LMOVE", "a", "b", "UP", "LEFT"], ["LMOVE", "nokey", "b", "LEFT", "LEFT"],
+     ["RPOPLPUSH", "a", "b"], ["EXISTS", "a"], ["RPOPLPUSH", "a", "b"], ["LRANGE", "b", "0", "-1"],
+     ["SET", "s", "v"], ["LMOVE", "b", "s", "LEFT", "LEFT"], ["LMOVE", "s", "b", "LEFT", "LEFT"],
+     ["RPOPLPUSH", "b", "s"], ["LRANGE", "b", "0", "-1"], ["LMOVE", "b", "b", "RIGHT", "LEFT"],
+     ["LRANGE", "b", "0", "-1"], ["RPOPLPUSH", "nokey", "s"])
+case("list-lmpop",
+     ["RPUSH", "a", "1", "2", "3"], ["RPUSH", "b", "x"], ["LMPOP", "2", "nokey", "a", "LEFT"],
+     ["LMPOP", "2", "a", "b", "RIGHT", "COUNT", "5"], ["LMPOP", "2", "a", "b", "LEFT", "COUNT", "5"],
+     ["LMPOP", "2", "a", "b", "LEFT"], ["LMPOP", "0", "a", "LEFT"], ["LMPOP", "x", "a", "LEFT"],
+     ["LMPOP", "3", "a", "LEFT"], ["LMPOP", "1", "a", "UP"], ["LMPOP", "1", "a", "LEFT", "COUNT"],
+     ["LMPOP", "1", "a", "LEFT", "COUNT", "0"], ["LMPOP", "1", "a", "LEFT", "COUNT", "x"],
+     ["LMPOP", "1", "a", "LEFT", "COUNT", "1", "COUNT", "1"], ["LMPOP", "1", "a", "LEFT", "FOO"],
+     ["SET", "s", "v"], ["RPUSH", "c", "1"], ["LMPOP", "2", "s", "c", "LEFT"],
+     ["LMPOP", "2", "nokey", "s", "LEFT"], ["LMPOP", "1", "c", "RIGHT"], ["LMPOP", "1", "c", "RIGHT"],
+     ["LMPOP", "-1", "a", "LEFT"])
+case("list-wrongtype-and-keyspace",
+     ["SET", "s", "v"], ["LPUSH", "s", "a"], ["RPUSH", "s", "a"], ["LPUSHX", "s", "a"],
+     ["LLEN", "s"], ["LRANGE", "s", "0", "1"], ["LRANGE", "s", "x", "1"], ["LINDEX", "s", "0"],
+     ["LINDEX", "s", "x"], ["LSET", "s", "0", "a"], ["LSET", "s", "x", "a"], ["LPOP", "s"],
+     ["LPOP", "s", "x"], ["LPOP", "s", "0"], ["RPOP", "s", "1"], ["LREM", "s", "0", "a"],
+     ["LTRIM", "s", "0", "1"], ["LINSERT", "s", "BEFORE", "a", "b"], ["LPOS", "s", "a"],
+     ["RPUSH", "l", "a", "b"], ["GET", "l"], ["INCR", "l"], ["HGET", "l", "a"], ["HSET", "l", "a", "b"],
+     ["APPEND", "l", "x"], ["TYPE", "l"], ["RENAME", "l", "l2"], ["LRANGE", "l2", "0", "-1"],
+     ["COPY", "l2", "l3"], ["RPUSH", "l3", "c"], ["LRANGE", "l2", "0", "-1"],
+     ["LRANGE", "l3", "0", "-1"], ["SCAN", "0", "TYPE", "list"], ["OBJECT", "ENCODING", "l3"],
+     ["EXPIRE", "l3", "100"], ["TTL", "l3"], ["SET", "l3", "x"], ["TYPE", "l3"], ["DEL", "l2"],
+     ["EXISTS", "l2"])
+
+
 @pytest.mark.parametrize("cmds", CASES)
 def test_hash_same_as_redis(pair, cmds):
     compare(pair, cmds)
@@ -313,4 +388,69 @@ def test_memory_usage_counts_the_collection(server):
     assert grown - base >= big - small
     c.delete("h")
     assert c.info("memory")["used_memory"] < base
+    c.close()
+
+
+def test_long_list_same_as_redis(pair):
+    """A list over many nodes: pushes at both ends, inserts in the middle
+    (splitting full nodes), LSET, LREM from the tail, LTRIM and ranges."""
+    cmds = [["RPUSH", "l", *[f"item:{i}:" + "x" * (i % 50) for i in range(j, j + 100)]]
+            for j in range(0, 2000, 100)]
+    cmds += [["LPUSH", "l", *[str(i) for i in range(500)]]]
+    cmds += [["LINSERT", "l", "BEFORE", f"item:{i}:" + "x" * (i % 50), f"ins{i}"]
+             for i in range(0, 2000, 97)]
+    cmds += [["LSET", "l", str(i), "set" * (i % 30)] for i in range(-1500, 1500, 111)]
+    cmds += [["LREM", "l", "-3", "7"], ["LREM", "l", "2", "ins97"], ["LLEN", "l"],
+             ["LRANGE", "l", "0", "-1"], ["LRANGE", "l", "-700", "-650"], ["LINDEX", "l", "1234"],
+             ["LPOS", "l", "item:1500:" + "x" * 0, "RANK", "-1"], ["LTRIM", "l", "100", "-100"],
+             ["LRANGE", "l", "0", "-1"], ["RPOP", "l", "300"], ["LPOP", "l", "300"], ["LLEN", "l"],
+             ["LRANGE", "l", "0", "-1"]]
+    compare(pair, cmds)
+
+
+RANDOM_LIST_COMMANDS = [
+    "lpush", "rpush", "lpushx", "rpushx", "linsert", "llen", "lindex", "lset", "lrange", "ltrim",
+    "lrem", "lpos", "lpop", "rpop", "lmove", "rpoplpush", "lmpop", "set", "get", "hset", "hget",
+    "del", "type", "rename", "exists"]
+LIST_KEYS = ["l1", "l2", "s1"]
+LIST_ARGS = ["a", "b", "c", "0", "1", "-1", "2", "-2", "10", "LEFT", "RIGHT", "BEFORE", "AFTER",
+             "RANK", "COUNT", "MAXLEN", "", "x", BIG, "1.5", "z" * 70]
+
+
+@pytest.mark.parametrize("seed,resp3", [(11, False), (12, True)])
+def test_random_list_commands_same_as_redis(pair, seed, resp3):
+    """Random list commands (and a few of other types on the same keys)
+    with random arguments: every reply, and after each command each key's
+    TYPE and whole list, must be Redis's."""
+    rnd = random.Random(seed)
+    g, r = pair
+    if resp3:
+        g.cmd("HELLO", "3")
+        r.cmd("HELLO", "3")
+    for i in range(3000):
+        name = rnd.choice(RANDOM_LIST_COMMANDS)
+        args = [rnd.choice(LIST_ARGS) for _ in range(rnd.randint(0, 5))]
+        if name == "lmpop":
+            args = [str(rnd.randint(0, 3))] + [rnd.choice(LIST_KEYS) for _ in range(rnd.randint(0, 3))] + args
+        elif rnd.random() < 0.9:
+            args.insert(0, rnd.choice(LIST_KEYS))
+        if name in ("lmove", "rpoplpush", "rename") and len(args) > 1 and rnd.random() < 0.8:
+            args[1] = rnd.choice(LIST_KEYS)
+        cmd = [name, *args]
+        a, b = g.cmd(*cmd), r.cmd(*cmd)
+        assert a == b, f"command {i} {cmd!r}:\n  gridsync: {a!r}\n  redis:    {b!r}"
+        for k in LIST_KEYS:
+            for probe in (["TYPE", k], ["LRANGE", k, "0", "-1"]):
+                a, b = g.cmd(*probe), r.cmd(*probe)
+                assert a == b, f"after {i} {cmd!r}, {probe!r}:\n  gridsync: {a!r}\n  redis: {b!r}"
+
+
+def test_list_as_a_queue_with_redis_py(server):
+    """redis-py's ordinary list use: a work queue (LPUSH, RPOP, LMOVE)."""
+    c = server.client(decode_responses=True)
+    assert c.lpush("q", "job1", "job2") == 2
+    assert c.rpop("q") == "job1"
+    assert c.lrange("q", 0, -1) == ["job2"]
+    assert c.lmove("q", "done", "RIGHT", "LEFT") == "job2"
+    assert c.exists("q") == 0 and c.lrange("done", 0, -1) == ["job2"]
     c.close()
