@@ -302,7 +302,7 @@ int core_config_parse_args(const struct core_option *opts, int argc, char **argv
         if (rc) {
             snprintf(err, errlen, "%s", rc == CORE_ENOTFOUND ? "" : why);
             if (rc == CORE_ENOTFOUND)
-                snprintf(err, errlen, "unknown option '--%s' (see --help)", name);
+                snprintf(err, errlen, "unknown option '--%s'", name);
             return rc;
         }
     }

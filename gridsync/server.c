@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/proc.h"
 #include "gridsync/node/node.h"
 
 #include <signal.h>
@@ -17,22 +18,22 @@
 #include <string.h>
 #include <uv.h>
 
+static void on_stop(struct core_proc *p, void *data)
+{
+    gs_node_stop(data);
+}
+
 int main(int argc, char **argv)
 {
     struct gs_config cfg;
     struct core_option opts[GS_NODE_NOPTS];
     gs_config_defaults(&cfg);
     gs_config_bind(&cfg, opts);
-    char err[512];
-    int rc = core_config_parse_args(opts, argc, argv,
-                                    "Usage: gridsync-server [config-file] [--option value ...]",
-                                    err, sizeof(err));
-    if (rc == 1)
-        return 0;
-    if (rc) {
-        fprintf(stderr, "gridsync-server: %s\n", err);
-        return 1;
-    }
+    int code;
+    /* loglevel is an enum option (core_log_level_names): the table refuses
+     * an unknown name like any bad value. */
+    if (core_proc_options("gridsync-server", 'M', opts, NULL, argc, argv, &code))
+        return code;
     core_log_init('M', (enum core_log_level)cfg.loglevel);
     /* A peer that closes while we write must not kill the process. */
     signal(SIGPIPE, SIG_IGN);
@@ -40,7 +41,7 @@ int main(int argc, char **argv)
     uv_loop_t loop;
     uv_loop_init(&loop);
     struct gs_node *node;
-    rc = gs_node_new(&node, &loop, &cfg);
+    int rc = gs_node_new(&node, &loop, &cfg);
     if (rc) {
         uv_loop_close(&loop);
         return 1;
@@ -49,7 +50,11 @@ int main(int argc, char **argv)
         snprintf(node->config_file, sizeof(node->config_file), "%s", argv[1]);
     CORE_INFO("GridSync %s (Redis %s protocol) ready to accept connections on %s:%lld", GS_VERSION,
               GS_REDIS_VERSION, cfg.bind, (long long)cfg.port);
+    /* One signal handler per process, whatever the node runs inside. */
+    struct core_proc proc;
+    core_proc_signals_start(&proc, &loop, "gridsync-server", on_stop, node);
     uv_run(&loop, UV_RUN_DEFAULT);
+    core_proc_signals_close(&proc, &loop);
     gs_node_free(node);
     uv_loop_close(&loop);
     CORE_INFO("GridSync is now ready to exit, bye bye...");

@@ -13,8 +13,10 @@
  */
 #include "edumatcher/bus/journal.h"
 
+#include "core/byte.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/log.h"
 
 #include <dirent.h>
@@ -37,69 +39,13 @@ const char *const em_fsync_policy_names[] = {"always", "batch", "interval", "nev
 #define MAX_FILES     4096
 #define DEFAULT_BATCH (256u * 1024)
 
-/* ---- CRC-32C, table-driven (polynomial 0x82F63B78, reflected) ---- */
-
-static uint32_t crc_table[256];
-
-static void crc_init(void)
-{
-    if (crc_table[1])
-        return;
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        crc_table[i] = c;
-    }
-}
-
-uint32_t em_crc32c(uint32_t crc, const void *data, size_t len)
-{
-    crc_init();
-    const unsigned char *p = data;
-    crc = ~crc;
-    while (len--)
-        crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-    return ~crc;
-}
-
-/* ---- little-endian helpers ---- */
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
 /* The CRC covers the sequence number too, so a record copied to another
  * position does not pass. */
 static uint32_t record_crc(uint64_t seq, const void *payload, size_t len)
 {
     unsigned char s[8];
-    put64(s, seq);
-    return em_crc32c(em_crc32c(0, s, 8), payload, len);
+    core_put_le64(s, seq);
+    return core_crc32c(core_crc32c(0, s, 8), payload, len);
 }
 
 /* ---- file helpers ---- */
@@ -214,9 +160,9 @@ static int load_snapshot(struct em_journal *j, const uint64_t *snaps, size_t nsn
         if (rc)
             continue;
         bool ok = n >= SNAP_HEADER && memcmp(b, SNAP_MAGIC, 8) == 0 &&
-                  get32(b + 8) == EM_JOURNAL_VERSION && get64(b + 16) == snaps[i] &&
-                  get64(b + 24) == n - SNAP_HEADER &&
-                  get32(b + 12) == record_crc(snaps[i], b + SNAP_HEADER, n - SNAP_HEADER);
+                  core_get_le32(b + 8) == EM_JOURNAL_VERSION && core_get_le64(b + 16) == snaps[i] &&
+                  core_get_le64(b + 24) == n - SNAP_HEADER &&
+                  core_get_le32(b + 12) == record_crc(snaps[i], b + SNAP_HEADER, n - SNAP_HEADER);
         if (!ok) {
             CORE_WARN("journal: snapshot %s is damaged; trying an older one", name);
             free(b);
@@ -259,7 +205,7 @@ static int replay_segment(struct em_journal *j, uint64_t first, bool last, uint6
         return rc;
     *file_len = n;
     *valid_len = 0;
-    if (n < SEG_HEADER || memcmp(b, SEG_MAGIC, 8) != 0 || get64(b + 16) != first) {
+    if (n < SEG_HEADER || memcmp(b, SEG_MAGIC, 8) != 0 || core_get_le64(b + 16) != first) {
         free(b);
         /* A header that never made it to disk: the segment was just
          * created when the process died. */
@@ -268,7 +214,7 @@ static int replay_segment(struct em_journal *j, uint64_t first, bool last, uint6
         CORE_WARN("journal: %s has a bad header", name);
         return CORE_EIO;
     }
-    if (get32(b + 8) != EM_JOURNAL_VERSION) {
+    if (core_get_le32(b + 8) != EM_JOURNAL_VERSION) {
         free(b);
         CORE_WARN("journal: %s has unsupported version", name);
         return CORE_EIO;
@@ -281,10 +227,10 @@ static int replay_segment(struct em_journal *j, uint64_t first, bool last, uint6
         uint32_t len = 0;
         uint64_t seq = 0;
         if (!bad) {
-            len = get32(b + off);
-            seq = get64(b + off + 8);
+            len = core_get_le32(b + off);
+            seq = core_get_le64(b + off + 8);
             bad = len > EM_JOURNAL_RECORD_MAX || left - REC_HEADER < len || seq != seq_here ||
-                  get32(b + off + 4) != record_crc(seq, b + off + REC_HEADER, len);
+                  core_get_le32(b + off + 4) != record_crc(seq, b + off + REC_HEADER, len);
         }
         if (bad) {
             /* Torn if nothing intact can follow: the record runs past the
@@ -336,8 +282,8 @@ static int new_segment(struct em_journal *j, uint64_t first)
         return CORE_EIO;
     unsigned char h[SEG_HEADER] = {0};
     memcpy(h, SEG_MAGIC, 8);
-    put32(h + 8, EM_JOURNAL_VERSION);
-    put64(h + 16, first);
+    core_put_le32(h + 8, EM_JOURNAL_VERSION);
+    core_put_le64(h + 16, first);
     if (write_all(fd, h, sizeof h) || sync_fd(fd) || fsync(j->dir_fd) != 0) {
         close(fd);
         return CORE_EIO;
@@ -469,9 +415,9 @@ int em_journal_append(struct em_journal *j, const void *data, size_t len, uint64
     }
     uint64_t s = j->next_seq;
     unsigned char h[REC_HEADER];
-    put32(h, (uint32_t)len);
-    put32(h + 4, record_crc(s, data, len));
-    put64(h + 8, s);
+    core_put_le32(h, (uint32_t)len);
+    core_put_le32(h + 4, record_crc(s, data, len));
+    core_put_le64(h + 8, s);
     if (need > j->cap) {
         /* Larger than the whole buffer: write it through. */
         if (write_all(j->fd, h, sizeof h) || write_all(j->fd, data, len))
@@ -523,10 +469,10 @@ int em_journal_snapshot(struct em_journal *j, const void *data, size_t len)
     uint64_t seq = j->next_seq - 1;
     unsigned char h[SNAP_HEADER] = {0};
     memcpy(h, SNAP_MAGIC, 8);
-    put32(h + 8, EM_JOURNAL_VERSION);
-    put32(h + 12, record_crc(seq, data, len));
-    put64(h + 16, seq);
-    put64(h + 24, len);
+    core_put_le32(h + 8, EM_JOURNAL_VERSION);
+    core_put_le32(h + 12, record_crc(seq, data, len));
+    core_put_le64(h + 16, seq);
+    core_put_le64(h + 24, len);
     const char *tmp = "snapshot.tmp";
     int fd = openat(j->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)

@@ -133,8 +133,4 @@ int em_journal_snapshot(struct em_journal *j, const void *data, size_t len);
 /* Flush, sync, and release everything. Also safe after a failed open. */
 void em_journal_close(struct em_journal *j);
 
-/* CRC-32C (Castagnoli) of a buffer, continuing from crc (start with 0).
- * Exposed for tests and tools. */
-uint32_t em_crc32c(uint32_t crc, const void *data, size_t len);
-
 #endif

@@ -16,7 +16,7 @@
 #include "edumatcher/clearing/clearing_book.h"
 #include "edumatcher/monitor/health.h"
 #include "edumatcher/http.h"
-#include "edumatcher/proc.h"
+#include "core/proc.h"
 #include "edumatcher/bus/zmq_bus.h"
 
 #include <stdio.h>
@@ -49,7 +49,7 @@ struct clearing {
     struct em_bus_sock sub;
     struct em_http_server http;
     struct em_health health;
-    struct em_proc proc; /* signals */
+    struct core_proc proc; /* signals */
     struct em_clearing book;
     uint64_t msgs_in, bad_msgs, http_requests;
     int64_t accounts;
@@ -100,7 +100,7 @@ static void on_health(struct em_health *h, void *data)
     c->accounts = c->book.naccounts;
 }
 
-static void on_stop(struct em_proc *p, void *data)
+static void on_stop(struct core_proc *p, void *data)
 {
     struct clearing *c = data;
     em_http_close(&c->http);
@@ -111,7 +111,7 @@ static void on_stop(struct em_proc *p, void *data)
 int main(int argc, char **argv)
 {
     int rc, code;
-    if (em_proc_options("edumatcher-clearing", 'C', options, loglevel, argc, argv, &code))
+    if (core_proc_options("edumatcher-clearing", 'C', options, loglevel, argc, argv, &code))
         return code;
 
     struct clearing *c = calloc(1, sizeof *c);
@@ -142,15 +142,16 @@ int main(int argc, char **argv)
     core_metrics_counter(&c->health.metrics, "refused", &c->book.refused);
     core_metrics_counter(&c->health.metrics, "http_requests", &c->http_requests);
     core_metrics_gauge(&c->health.metrics, "accounts", &c->accounts);
-    em_proc_health_start("clearing", &c->health, c->loop, c->zctx, health_ep, (uint64_t)beacon_ms,
-                         on_health, c);
+    em_health_start_or_warn("clearing", &c->health, c->loop, c->zctx, health_ep,
+                            (uint64_t)beacon_ms, on_health, c);
 
-    em_proc_signals_start(&c->proc, c->loop, "clearing", on_stop, c);
+    core_proc_signals_start(&c->proc, c->loop, "clearing", on_stop, c);
 
     printf("edumatcher-clearing http://%s:%d/positions engine %s\n", http_host,
            em_http_port(&c->http), engine_pub);
     fflush(stdout);
     uv_run(c->loop, UV_RUN_DEFAULT);
+    core_proc_signals_close(&c->proc, c->loop);
     uv_loop_close(c->loop);
     em_bus_ctx_term(c->zctx);
     free(c);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/byte.h"
 #include "core/error.h"
 
 /* ---- snapshots ----
@@ -65,8 +66,7 @@ static void out_u(struct snap_out *w, uint64_t v, unsigned width)
 {
     if (w->len + width > sizeof w->buf)
         out_flush(w);
-    for (unsigned i = 0; i < width; i++)
-        w->buf[w->len + i] = (unsigned char)(v >> (8 * i));
+    core_put_le(w->buf + w->len, v, width);
     w->len += width;
 }
 
@@ -160,38 +160,6 @@ int em_engine_snapshot(const struct em_engine *e, em_snapshot_write_fn write, vo
     return w.err;
 }
 
-struct snap_in {
-    const unsigned char *p;
-    size_t left;
-    int bad;
-};
-
-static uint64_t in_u(struct snap_in *r, unsigned width)
-{
-    if (r->bad || r->left < width) {
-        r->bad = 1;
-        return 0;
-    }
-    uint64_t v = 0;
-    for (unsigned i = 0; i < width; i++)
-        v |= (uint64_t)r->p[i] << (8 * i);
-    r->p += width;
-    r->left -= width;
-    return v;
-}
-
-static const unsigned char *in_bytes(struct snap_in *r, size_t n)
-{
-    if (r->bad || r->left < n) {
-        r->bad = 1;
-        return NULL;
-    }
-    const unsigned char *b = r->p;
-    r->p += n;
-    r->left -= n;
-    return b;
-}
-
 /* Whether ticks t of symbol s can be printed: |t × tick| < 10^18, the
  * bound to_ticks() puts on every price the engine accepts. */
 static int ticks_ok(const struct symbol *s, int64_t t)
@@ -202,28 +170,28 @@ static int ticks_ok(const struct symbol *s, int64_t t)
 
 /* Read one order of symbol s into a new pool record (sym, state set; not
  * linked anywhere). 0 and *out, or CORE_EPROTO / CORE_ENOMEM. */
-static int in_order(struct em_engine *e, struct snap_in *in, const struct symbol *s, int side,
+static int in_order(struct em_engine *e, struct core_reader *in, const struct symbol *s, int side,
                     uint8_t state, uint32_t *out)
 {
     struct em_order t;
     memset(&t, 0, sizeof t);
-    t.oid = in_u(in, 8);
-    t.seq = in_u(in, 8);
-    t.px = (int64_t)in_u(in, 8);
-    t.stop = (int64_t)in_u(in, 8);
-    t.qty = (uint32_t)in_u(in, 4);
-    t.cum = (uint32_t)in_u(in, 4);
-    t.leaves = (uint32_t)in_u(in, 4);
-    t.shown = (uint32_t)in_u(in, 4);
-    t.peak = (uint32_t)in_u(in, 4);
-    t.gw = (uint16_t)in_u(in, 2);
-    t.side = (uint8_t)in_u(in, 1);
-    t.type = (uint8_t)in_u(in, 1);
-    t.tif = (uint8_t)in_u(in, 1);
-    t.stp = (uint8_t)in_u(in, 1);
-    t.cllen = (uint8_t)in_u(in, 1);
-    const unsigned char *cl = in_bytes(in, t.cllen);
-    if (in->bad || !cl || t.cllen == 0 || t.cllen > EM_CL_MAX ||
+    t.oid = core_read_le(in, 8);
+    t.seq = core_read_le(in, 8);
+    t.px = (int64_t)core_read_le(in, 8);
+    t.stop = (int64_t)core_read_le(in, 8);
+    t.qty = (uint32_t)core_read_le(in, 4);
+    t.cum = (uint32_t)core_read_le(in, 4);
+    t.leaves = (uint32_t)core_read_le(in, 4);
+    t.shown = (uint32_t)core_read_le(in, 4);
+    t.peak = (uint32_t)core_read_le(in, 4);
+    t.gw = (uint16_t)core_read_le(in, 2);
+    t.side = (uint8_t)core_read_le(in, 1);
+    t.type = (uint8_t)core_read_le(in, 1);
+    t.tif = (uint8_t)core_read_le(in, 1);
+    t.stp = (uint8_t)core_read_le(in, 1);
+    t.cllen = (uint8_t)core_read_le(in, 1);
+    const uint8_t *cl = core_read_bytes(in, t.cllen);
+    if (!core_reader_ok(in) || !cl || t.cllen == 0 || t.cllen > EM_CL_MAX ||
         !em_valid_cl((const char *)cl, t.cllen))
         return CORE_EPROTO;
     memcpy(t.cl, cl, t.cllen);
@@ -252,11 +220,11 @@ static int in_order(struct em_engine *e, struct snap_in *in, const struct symbol
 
 /* Read n orders into one FIFO of s's book: the market orders of a side
  * (mkt) or one price level, which must be worse than *prev_px. */
-static int in_fifo(struct em_engine *e, struct snap_in *in, struct symbol *s, int side, int mkt,
+static int in_fifo(struct em_engine *e, struct core_reader *in, struct symbol *s, int side, int mkt,
                    int *have_prev, int64_t *prev_px)
 {
-    uint32_t n = (uint32_t)in_u(in, 4);
-    if (in->bad || (!mkt && n == 0))
+    uint32_t n = (uint32_t)core_read_le(in, 4);
+    if (!core_reader_ok(in) || (!mkt && n == 0))
         return CORE_EPROTO;
     for (uint32_t k = 0; k < n; k++) {
         uint32_t o;
@@ -281,20 +249,20 @@ static int in_fifo(struct em_engine *e, struct snap_in *in, struct symbol *s, in
     return 0;
 }
 
-static int in_symbol(struct em_engine *e, struct snap_in *in, uint32_t id)
+static int in_symbol(struct em_engine *e, struct core_reader *in, uint32_t id)
 {
-    uint8_t n = (uint8_t)in_u(in, 1);
-    const unsigned char *name = in_bytes(in, n);
+    uint8_t n = (uint8_t)core_read_le(in, 1);
+    const uint8_t *name = core_read_bytes(in, n);
     struct em_msg m;
     memset(&m, 0, sizeof m);
     m.kind = EM_MSG_SYMBOL;
-    m.tick.dec = (uint8_t)in_u(in, 1);
-    m.tick.mant = (int64_t)in_u(in, 8);
-    m.lot = (uint32_t)in_u(in, 4);
+    m.tick.dec = (uint8_t)core_read_le(in, 1);
+    m.tick.mant = (int64_t)core_read_le(in, 8);
+    m.lot = (uint32_t)core_read_le(in, 4);
     m.present = EM_BIT(sym) | EM_BIT(tick) | EM_BIT(lot);
-    if (in->bad || !name || n == 0 || n > EM_SYM_MAX || !em_valid_sym((const char *)name, n) ||
-        m.tick.dec >= EM_DIGITS_MAX || m.tick.mant <= 0 || m.tick.mant >= 1000000000000000000ll ||
-        m.lot == 0)
+    if (!core_reader_ok(in) || !name || n == 0 || n > EM_SYM_MAX ||
+        !em_valid_sym((const char *)name, n) || m.tick.dec >= EM_DIGITS_MAX || m.tick.mant <= 0 ||
+        m.tick.mant >= 1000000000000000000ll || m.lot == 0)
         return CORE_EPROTO;
     memcpy(m.sym, name, n);
     m.sym[n] = 0;
@@ -306,23 +274,23 @@ static int in_symbol(struct em_engine *e, struct snap_in *in, uint32_t id)
     struct symbol *s = e->syms[e->nsyms];
     if (s->id != id)
         return CORE_EPROTO;
-    unsigned flags = (unsigned)in_u(in, 1);
+    unsigned flags = (unsigned)core_read_le(in, 1);
     s->has_ref = (flags & 1) != 0;
     s->has_last = (flags & 2) != 0;
     s->has_resume = (flags & 4) != 0;
     s->has_cb_ref = (flags & 8) != 0;
-    s->ref = (int64_t)in_u(in, 8);
-    s->last = (int64_t)in_u(in, 8);
-    s->cb_ref = (int64_t)in_u(in, 8);
-    s->trig_lo = (int64_t)in_u(in, 8);
-    s->trig_hi = (int64_t)in_u(in, 8);
-    s->band = (uint32_t)in_u(in, 4);
-    s->cb_band = (uint32_t)in_u(in, 4);
-    s->cb_ms = in_u(in, 8);
-    s->resume_at = in_u(in, 8);
-    s->phase = (uint8_t)in_u(in, 1);
-    s->halted_from = (uint8_t)in_u(in, 1);
-    if (in->bad || flags > 15 || !ticks_ok(s, s->ref) || !ticks_ok(s, s->last) ||
+    s->ref = (int64_t)core_read_le(in, 8);
+    s->last = (int64_t)core_read_le(in, 8);
+    s->cb_ref = (int64_t)core_read_le(in, 8);
+    s->trig_lo = (int64_t)core_read_le(in, 8);
+    s->trig_hi = (int64_t)core_read_le(in, 8);
+    s->band = (uint32_t)core_read_le(in, 4);
+    s->cb_band = (uint32_t)core_read_le(in, 4);
+    s->cb_ms = core_read_le(in, 8);
+    s->resume_at = core_read_le(in, 8);
+    s->phase = (uint8_t)core_read_le(in, 1);
+    s->halted_from = (uint8_t)core_read_le(in, 1);
+    if (!core_reader_ok(in) || flags > 15 || !ticks_ok(s, s->ref) || !ticks_ok(s, s->last) ||
         !ticks_ok(s, s->cb_ref) || !ticks_ok(s, s->trig_lo) || !ticks_ok(s, s->trig_hi) ||
         s->phase < EM_PHASE_CLOSED || s->phase > EM_PHASE_HALTED ||
         s->halted_from > EM_PHASE_HALTED)
@@ -333,8 +301,8 @@ static int in_symbol(struct em_engine *e, struct snap_in *in, uint32_t id)
         rc = in_fifo(e, in, s, side, 1, &have_prev, &prev_px);
         if (rc)
             return rc;
-        uint32_t nlevels = (uint32_t)in_u(in, 4);
-        if (in->bad)
+        uint32_t nlevels = (uint32_t)core_read_le(in, 4);
+        if (!core_reader_ok(in))
             return CORE_EPROTO;
         for (uint32_t l = 0; l < nlevels; l++) {
             rc = in_fifo(e, in, s, side, 0, &have_prev, &prev_px);
@@ -343,8 +311,8 @@ static int in_symbol(struct em_engine *e, struct snap_in *in, uint32_t id)
         }
     }
     for (int side = 0; side < 2; side++) {
-        uint32_t nstops = (uint32_t)in_u(in, 4), prev = 0;
-        if (in->bad)
+        uint32_t nstops = (uint32_t)core_read_le(in, 4), prev = 0;
+        if (!core_reader_ok(in))
             return CORE_EPROTO;
         for (uint32_t k = 0; k < nstops; k++) {
             uint32_t o;
@@ -396,26 +364,26 @@ int em_engine_restore(struct em_engine *e, const void *blob, size_t len)
     if (e->ngws != 1 || e->nsyms != 0 || e->pool.orders_used != 0 || e->next_oid || e->next_seq ||
         e->next_tid || e->stats.messages)
         return CORE_EINVAL;
-    struct snap_in in = {.p = blob, .left = len};
-    const unsigned char *magic = in_bytes(&in, sizeof SNAP_MAGIC);
+    struct core_reader in = core_reader_init(blob, len);
+    const uint8_t *magic = core_read_bytes(&in, sizeof SNAP_MAGIC);
     if (!magic || memcmp(magic, SNAP_MAGIC, sizeof SNAP_MAGIC) != 0 ||
-        in_u(&in, 4) != EM_SNAPSHOT_VERSION)
+        core_read_le(&in, 4) != EM_SNAPSHOT_VERSION)
         return CORE_EPROTO;
-    e->now = in_u(&in, 8);
-    e->next_oid = in_u(&in, 8);
-    e->next_tid = in_u(&in, 8);
-    e->next_seq = in_u(&in, 8);
-    e->stats.messages = in_u(&in, 8);
-    e->stats.events = in_u(&in, 8);
-    e->stats.trades = in_u(&in, 8);
-    uint32_t ngws = (uint32_t)in_u(&in, 4);
-    if (in.bad || ngws < 1 || ngws > 65535)
+    e->now = core_read_le(&in, 8);
+    e->next_oid = core_read_le(&in, 8);
+    e->next_tid = core_read_le(&in, 8);
+    e->next_seq = core_read_le(&in, 8);
+    e->stats.messages = core_read_le(&in, 8);
+    e->stats.events = core_read_le(&in, 8);
+    e->stats.trades = core_read_le(&in, 8);
+    uint32_t ngws = (uint32_t)core_read_le(&in, 4);
+    if (!core_reader_ok(&in) || ngws < 1 || ngws > 65535)
         return CORE_EPROTO;
     for (uint32_t g = 1; g <= ngws; g++) {
-        uint8_t n = (uint8_t)in_u(&in, 1);
-        const unsigned char *name = in_bytes(&in, n);
-        uint64_t enabled = in_u(&in, 1);
-        if (in.bad || !name || enabled > 1)
+        uint8_t n = (uint8_t)core_read_le(&in, 1);
+        const uint8_t *name = core_read_bytes(&in, n);
+        uint64_t enabled = core_read_le(&in, 1);
+        if (!core_reader_ok(&in) || !name || enabled > 1)
             return CORE_EPROTO;
         /* ids are given in interning order, so the names come back with
          * the same ids (OPS is always 1); a duplicate gets an old id */
@@ -426,15 +394,15 @@ int em_engine_restore(struct em_engine *e, const void *blob, size_t len)
             return CORE_EPROTO;
         e->gws[g].enabled = (uint8_t)enabled;
     }
-    uint32_t nsyms = (uint32_t)in_u(&in, 4);
-    if (in.bad || nsyms > 65535)
+    uint32_t nsyms = (uint32_t)core_read_le(&in, 4);
+    if (!core_reader_ok(&in) || nsyms > 65535)
         return CORE_EPROTO;
     for (uint32_t i = 1; i <= nsyms; i++) {
         int rc = in_symbol(e, &in, i);
         if (rc)
             return rc;
     }
-    if (in.left)
+    if (in.left != 0)
         return CORE_EPROTO; /* trailing bytes */
 
     /* Index and gateway lists (oid order), rebuilt from the pool. A

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "core/byte.h"
 #include "core/error.h"
 
 const struct em_field_info em_fields[EM_F__COUNT] = {
@@ -243,21 +244,6 @@ int em_msg_check(const struct em_msg *m)
 
 /* ---- binary codec ---- */
 
-static uint8_t *put_u(uint8_t *p, uint64_t v, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-    return p + n;
-}
-
-static uint64_t get_u(const uint8_t *p, unsigned n)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 static size_t field_max_size(unsigned vtype)
 {
     switch (vtype) {
@@ -311,7 +297,7 @@ int em_frame_encode(const struct em_msg *m, uint8_t *buf, size_t cap)
         return CORE_ETOOBIG;
     uint8_t *p = buf + 2;
     *p++ = m->kind;
-    p = put_u(p, m->present & mi->allowed, 4);
+    p = core_put_le(p, m->present & mi->allowed, 4);
     for (unsigned i = 0; i < mi->nargs; i++) {
         unsigned f = mi->args[i];
         if (!(m->present & (1u << f)))
@@ -333,7 +319,7 @@ int em_frame_encode(const struct em_msg *m, uint8_t *buf, size_t cap)
         case EM_VT_PCT: {
             uint32_t v;
             memcpy(&v, base, 4);
-            p = put_u(p, v, 4);
+            p = core_put_le(p, v, 4);
             break;
         }
         case EM_VT_COUNT:
@@ -341,13 +327,13 @@ int em_frame_encode(const struct em_msg *m, uint8_t *buf, size_t cap)
         case EM_VT_MS: {
             uint64_t v;
             memcpy(&v, base, 8);
-            p = put_u(p, v, 8);
+            p = core_put_le(p, v, 8);
             break;
         }
         case EM_VT_PRICE: {
             struct em_price v;
             memcpy(&v, base, sizeof v);
-            p = put_u(p, (uint64_t)v.mant, 8);
+            p = core_put_le(p, (uint64_t)v.mant, 8);
             *p++ = v.dec;
             break;
         }
@@ -357,7 +343,7 @@ int em_frame_encode(const struct em_msg *m, uint8_t *buf, size_t cap)
         }
     }
     size_t len = (size_t)(p - buf);
-    put_u(buf, len, 2);
+    core_put_le(buf, len, 2);
     return (int)len;
 }
 
@@ -365,7 +351,7 @@ int em_frame_decode(const uint8_t *buf, size_t len, struct em_msg *out)
 {
     if (len < 2)
         return CORE_EINCOMPLETE;
-    size_t flen = (size_t)get_u(buf, 2);
+    size_t flen = (size_t)core_get_le(buf, 2);
     if (flen < 7 || flen > EM_FRAME_MAX)
         return CORE_EPROTO;
     if (len < flen)
@@ -375,10 +361,12 @@ int em_frame_decode(const uint8_t *buf, size_t len, struct em_msg *out)
     if (out->kind == EM_MSG__NONE || out->kind >= EM_MSG__COUNT)
         return CORE_EPROTO;
     const struct em_msg_info *mi = &em_msgs[out->kind];
-    out->present = (uint32_t)get_u(buf + 3, 4);
+    out->present = (uint32_t)core_get_le(buf + 3, 4);
     if (out->present & ~mi->allowed)
         return CORE_EPROTO;
-    const uint8_t *p = buf + 7, *end = buf + flen;
+    /* Field by field; a short frame sets the reader's error, checked once
+     * at the end together with "nothing left over". */
+    struct core_reader r = core_reader_init(buf + 7, flen - 7);
     for (unsigned i = 0; i < mi->nargs; i++) {
         unsigned f = mi->args[i];
         if (!(out->present & (1u << f)))
@@ -390,51 +378,39 @@ int em_frame_decode(const uint8_t *buf, size_t len, struct em_msg *out)
         case EM_VT_CL:
         case EM_VT_SYM:
         case EM_VT_TOKEN: {
-            if (p >= end)
+            size_t n = core_read_u8(&r);
+            const uint8_t *str = core_read_bytes(&r, n);
+            if (!str || n > str_cap(fi->vtype) || memchr(str, 0, n))
                 return CORE_EPROTO;
-            size_t n = *p++;
-            if (n > str_cap(fi->vtype) || (size_t)(end - p) < n || memchr(p, 0, n))
-                return CORE_EPROTO;
-            memcpy(base, p, n);
+            memcpy(base, str, n);
             base[n] = 0;
-            p += n;
             break;
         }
         case EM_VT_QTY:
         case EM_VT_PCT: {
-            if (end - p < 4)
-                return CORE_EPROTO;
-            uint32_t v = (uint32_t)get_u(p, 4);
+            uint32_t v = core_read_u32(&r);
             memcpy(base, &v, 4);
-            p += 4;
             break;
         }
         case EM_VT_COUNT:
         case EM_VT_ID:
         case EM_VT_MS: {
-            if (end - p < 8)
-                return CORE_EPROTO;
-            uint64_t v = get_u(p, 8);
+            uint64_t v = core_read_u64(&r);
             memcpy(base, &v, 8);
-            p += 8;
             break;
         }
         case EM_VT_PRICE: {
-            if (end - p < 9)
-                return CORE_EPROTO;
-            struct em_price v = {(int64_t)get_u(p, 8), p[8]};
+            struct em_price v = {(int64_t)core_read_u64(&r), 0};
+            v.dec = core_read_u8(&r);
             memcpy(base, &v, sizeof v);
-            p += 9;
             break;
         }
         default:
-            if (p >= end)
-                return CORE_EPROTO;
-            *(uint8_t *)base = *p++;
+            *(uint8_t *)base = core_read_u8(&r);
             break;
         }
     }
-    if (p != end)
+    if (!core_reader_done(&r))
         return CORE_EPROTO;
     if (em_msg_check(out) != 0)
         return CORE_EPROTO;
@@ -455,11 +431,11 @@ size_t em_frame_build_ack(uint8_t *buf, const char *cl, uint64_t oid)
 {
     uint8_t *p = buf + 2;
     *p++ = EM_MSG_ACK;
-    p = put_u(p, EM_BIT(cl) | EM_BIT(oid), 4);
+    p = core_put_le(p, EM_BIT(cl) | EM_BIT(oid), 4);
     p = put_cl(p, cl);
-    p = put_u(p, oid, 8);
+    p = core_put_le(p, oid, 8);
     size_t len = (size_t)(p - buf);
-    put_u(buf, len, 2);
+    core_put_le(buf, len, 2);
     return len;
 }
 
@@ -468,19 +444,19 @@ size_t em_frame_build_fill(uint8_t *buf, const char *cl, uint64_t oid, uint64_t 
 {
     uint8_t *p = buf + 2;
     *p++ = EM_MSG_FILL;
-    p = put_u(p,
-              EM_BIT(cl) | EM_BIT(oid) | EM_BIT(tid) | EM_BIT(px) | EM_BIT(qty) | EM_BIT(leaves) |
-                  EM_BIT(cum),
-              4);
+    p = core_put_le(p,
+                    EM_BIT(cl) | EM_BIT(oid) | EM_BIT(tid) | EM_BIT(px) | EM_BIT(qty) |
+                        EM_BIT(leaves) | EM_BIT(cum),
+                    4);
     p = put_cl(p, cl);
-    p = put_u(p, oid, 8);
-    p = put_u(p, tid, 8);
-    p = put_u(p, (uint64_t)px.mant, 8);
+    p = core_put_le(p, oid, 8);
+    p = core_put_le(p, tid, 8);
+    p = core_put_le(p, (uint64_t)px.mant, 8);
     *p++ = px.dec;
-    p = put_u(p, qty, 4);
-    p = put_u(p, leaves, 8);
-    p = put_u(p, cum, 8);
+    p = core_put_le(p, qty, 4);
+    p = core_put_le(p, leaves, 8);
+    p = core_put_le(p, cum, 8);
     size_t len = (size_t)(p - buf);
-    put_u(buf, len, 2);
+    core_put_le(buf, len, 2);
     return len;
 }

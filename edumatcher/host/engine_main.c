@@ -61,7 +61,7 @@
 #include "edumatcher/monitor/health.h"
 #include "edumatcher/bus/journal.h"
 #include "edumatcher/engine/msg.h"
-#include "edumatcher/proc.h"
+#include "core/proc.h"
 #include "edumatcher/bus/zmq_bus.h"
 
 #include <inttypes.h>
@@ -163,7 +163,7 @@ struct engine_proc {
     struct em_journal journal;
     struct em_engine *e;
     uv_timer_t tick_timer, md_timer, grace_timer;
-    struct em_proc proc; /* signals */
+    struct core_proc proc; /* signals */
     bool replaying;
     uint64_t base_ns;   /* monotonic time at which engine time was now_ms */
     uint64_t engine_ms; /* the engine's clock: sum of journaled TICKs */
@@ -920,7 +920,7 @@ static void on_health(struct em_health *h, void *data)
     P.open_orders = (int64_t)st.open_orders;
 }
 
-static void on_stop(struct em_proc *p, void *data)
+static void on_stop(struct core_proc *p, void *data)
 {
     flush_and_publish();
     em_bus_close(&P.pull);
@@ -936,7 +936,7 @@ static void on_stop(struct em_proc *p, void *data)
 int main(int argc, char **argv)
 {
     int rc, code;
-    if (em_proc_options("edumatcher-engine", 'E', options, loglevel, argc, argv, &code))
+    if (core_proc_options("edumatcher-engine", 'E', options, loglevel, argc, argv, &code))
         return code;
 
     P.loop = uv_default_loop();
@@ -1013,8 +1013,8 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "snapshot_failures", &P.snapshot_failures);
     core_metrics_gauge(mt, "snapshot_seq", &P.snapshot_seq);
     core_metrics_gauge(mt, "restored_seq", &P.restored_seq);
-    em_proc_health_start("engine", &P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms,
-                         on_health, NULL);
+    em_health_start_or_warn("engine", &P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms,
+                            on_health, NULL);
 
     /* Input starts after a grace period: a PUB drops what it publishes
      * before a subscriber's subscription arrives, and after a restart the
@@ -1026,10 +1026,11 @@ int main(int argc, char **argv)
     uv_timer_start(&P.tick_timer, on_tick_timer, (uint64_t)tick_ms, (uint64_t)tick_ms);
     uv_timer_init(P.loop, &P.md_timer);
     uv_timer_start(&P.md_timer, on_md_timer, (uint64_t)md_interval_ms, (uint64_t)md_interval_ms);
-    em_proc_signals_start(&P.proc, P.loop, "engine", on_stop, NULL);
+    core_proc_signals_start(&P.proc, P.loop, "engine", on_stop, NULL);
 
     uv_run(P.loop, UV_RUN_DEFAULT);
     em_journal_close(&P.journal);
+    core_proc_signals_close(&P.proc, P.loop);
     uv_loop_close(P.loop);
     em_bus_ctx_term(P.zctx);
     em_engine_free(P.e);

@@ -2,6 +2,7 @@
 #include "edumatcher/monitor/health.h"
 
 #include "core/error.h"
+#include "core/log.h"
 
 #include <string.h>
 
@@ -60,4 +61,14 @@ void em_health_stop(struct em_health *h)
         em_bus_close(&h->pub);
         h->has_pub = false;
     }
+}
+
+int em_health_start_or_warn(const char *name, struct em_health *h, uv_loop_t *loop, void *zctx,
+                            const char *endpoint, uint64_t interval_ms, em_health_hook hook,
+                            void *data)
+{
+    int rc = em_health_start(h, loop, zctx, endpoint, interval_ms, hook, data);
+    if (rc)
+        CORE_WARN("%s: no health beacons (%s)", name, core_strerror(rc));
+    return rc;
 }

@@ -43,6 +43,15 @@ int em_health_init(struct em_health *h, const char *proc);
 int em_health_start(struct em_health *h, uv_loop_t *loop, void *zctx, const char *endpoint,
                     uint64_t interval_ms, em_health_hook hook, void *data);
 
+/*
+ * em_health_start, with the warning "<name>: no health beacons (<error>)"
+ * when it fails: a process runs on without beacons. Returns what
+ * em_health_start returned.
+ */
+int em_health_start_or_warn(const char *name, struct em_health *h, uv_loop_t *loop, void *zctx,
+                            const char *endpoint, uint64_t interval_ms, em_health_hook hook,
+                            void *data);
+
 /* Build (and publish, if started with an endpoint) one beacon now; returns
  * the line (owned by h, valid until the next call) or NULL. */
 const char *em_health_beacon(struct em_health *h, int *len);

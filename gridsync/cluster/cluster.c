@@ -12,9 +12,10 @@
  *  2. A wait record outlives its client: the client detaches it on close
  *     (wait->c = NULL) and the completion returns it to the free list.
  *  3. Entries are applied through the same command handlers as direct
- *     execution, against the group's store and at the entry's time
- *     (now_ms carried in the entry), so every replica computes the same
- *     state; the proposer's reply is the one it computed while applying.
+ *     execution, with a database context built for the entry: the group's
+ *     store at the entry's time (now_ms carried in the entry), so every
+ *     replica computes the same state; the proposer's reply is the one it
+ *     computed while applying. Nothing here changes the node's fields.
  *
  * Entry arguments: [protocol version "2"/"3", command name, args...], so
  * that the reply computed at apply time is in the client's protocol.
@@ -136,7 +137,7 @@ static int parse_peers(struct gs_cluster *cl, const char *list)
 }
 
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
-                         const char *const *argv, const size_t *argvlen, struct gs_buf *out);
+                         const char *const *argv, const size_t *argvlen, struct core_buf *out);
 static void on_barrier_prepare(uv_prepare_t *h);
 
 int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
@@ -150,14 +151,14 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         peers[r] = (struct gs_raft_peer){m->raft_id, addrs[r]};
     }
     if (grp->g == cl->self) {
-        grp->store = n->store;
+        grp->db.store = n->dbs[0].store;
     } else {
         struct gs_store_config scfg = {
             .maxmemory = (uint64_t)n->cfg.maxmemory,
             .policy = (enum gs_evict_policy)n->cfg.maxmemory_policy,
             .hash_seed = core_hash64(&grp, sizeof(grp), (uint64_t)n->start_wall_ms),
         };
-        int rc = gs_store_new(&grp->store, &scfg);
+        int rc = gs_store_new(&grp->db.store, &scfg);
         if (rc)
             return rc;
         grp->own_store = true;
@@ -183,14 +184,14 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         .mux = cl->mux,
         .mux_group = cl->nodes[grp->g].mux_group,
         .join = join,
-        .fsm = {.store = grp->store, .exec = cluster_exec, .exec_ctx = grp},
+        .fsm = {.store = grp->db.store, .exec = cluster_exec, .exec_ctx = grp},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
     if (rc) {
         CORE_WARN("cluster: cannot start the Raft group of %s in %s", cl->nodes[grp->g].name, dir);
         if (grp->own_store)
-            gs_store_free(grp->store); /* a later attempt makes a new one */
-        grp->store = NULL;
+            gs_store_free(grp->db.store); /* a later attempt makes a new one */
+        grp->db.store = NULL;
         grp->own_store = false;
         grp->raft = NULL;
     } else
@@ -322,6 +323,8 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
     cl->barrier_prep.data = cl;
     uv_prepare_start(&cl->barrier_prep, on_barrier_prepare);
     cl->prep_started = true;
+    if ((rc = gs_cl_hints_start(cl)) != 0)
+        goto fail_started;
     CORE_INFO("cluster: node %u of %u (%s), replication factor %u", cl->self, cl->n,
               cl->nodes[cl->self].name, gs_ring_rf(cl->ring));
     *out = cl;
@@ -357,6 +360,7 @@ void gs_cluster_stop(struct gs_cluster *cl)
         uv_close((uv_handle_t *)&cl->barrier_prep, NULL);
         cl->prep_started = false;
     }
+    gs_cl_hints_stop(cl);
     for (unsigned g = 0; g < cl->n; g++) {
         if (cl->groups[g].raft) {
             cl->closing++;
@@ -377,7 +381,7 @@ void gs_cluster_free(struct gs_cluster *cl)
         return;
     for (unsigned g = 0; g < cl->n; g++) {
         if (cl->groups[g].own_store)
-            gs_store_free(cl->groups[g].store);
+            gs_store_free(cl->groups[g].db.store);
         free(cl->groups[g].slot_state);
         free(cl->groups[g].dest);
     }
@@ -404,7 +408,7 @@ void gs_cluster_free(struct gs_cluster *cl)
  * 3). The handler writes into a client that has no connection. */
 
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
-                         const char *const *argv, const size_t *argvlen, struct gs_buf *out)
+                         const char *const *argv, const size_t *argvlen, struct core_buf *out)
 {
     struct cgroup *grp = ctx;
     struct gs_cluster *cl = grp->cl;
@@ -422,20 +426,20 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
         unsigned slot = gs_key_slot(argv[cmd->first_key + 1], argvlen[cmd->first_key + 1]);
         if (grp->slot_state[slot] != SLOT_SERVING) {
             static const char err[] = "-TRYAGAIN the slot is moving to another node\r\n";
-            gs_buf_append(out, err, sizeof(err) - 1);
+            core_buf_append(out, err, sizeof(err) - 1);
             return;
         }
     }
     if (!cmd || !(cmd->flags & GS_CMD_WRITE)) {
         static const char err[] = "-ERR not a replicated command\r\n";
-        gs_buf_append(out, err, sizeof(err) - 1);
+        core_buf_append(out, err, sizeof(err) - 1);
         return;
     }
     if (cl->xcap < argc) {
         struct gs_arg *a = realloc(cl->xargv, argc * sizeof(*a));
         if (!a) {
             static const char err[] = "-OOM out of memory applying a replicated command\r\n";
-            gs_buf_append(out, err, sizeof(err) - 1);
+            core_buf_append(out, err, sizeof(err) - 1);
             return;
         }
         cl->xargv = a;
@@ -444,8 +448,13 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     for (unsigned i = 1; i < argc; i++)
         cl->xargv[i - 1] = (struct gs_arg){argv[i], argvlen[i]};
 
+    /* The entry's own database context: the group's store at the entry's
+     * time (client.h). */
+    struct gs_db edb = {.store = store, .now_ms = now_ms, .id = grp->db.id};
     struct gs_client fc = {0};
     fc.node = n;
+    fc.db = &edb;
+    fc.stats = &n->stats;
     cl->xout.len = 0;
     fc.w.buf = &cl->xout;
     fc.w.proto = argvlen[0] == 1 && argv[0][0] == '3' ? 3 : 2;
@@ -458,20 +467,12 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
         gs_store_make_room(store) == CORE_ENOMEM) {
         static const char err[] = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
-        gs_buf_append(out, err, sizeof(err) - 1);
+        core_buf_append(out, err, sizeof(err) - 1);
         return;
     }
-    /* gs_node_now_ms reads wall_base_ms: shift it so that "now" is the
-     * entry's time for the duration of the handler. */
-    struct gs_store *saved_store = n->store;
-    int64_t saved_base = n->wall_base_ms;
     grp->last_entry_ms = now_ms;
-    n->store = store;
-    n->wall_base_ms = now_ms - (int64_t)(uv_now(n->loop) - n->loop_base_ms);
     cmd->fn(&fc, argc - 1, cl->xargv);
-    n->store = saved_store;
-    n->wall_base_ms = saved_base;
-    gs_buf_append(out, cl->xout.data, cl->xout.len);
+    core_buf_append(out, cl->xout.data, cl->xout.len);
 }
 
 /* --------------------------------------------------------------- routing */
@@ -484,7 +485,9 @@ void gs_cl_reply_moved(struct gs_client *c, unsigned slot, const struct cnode *t
 int gs_cl_leader_of(const struct gs_cluster *cl, const struct cgroup *grp)
 {
     uint64_t id;
-    if (grp->raft && gs_group_leader(grp->raft, &id, NULL, 0) == 0)
+    if (!grp->raft)
+        return gs_cl_hinted_leader(cl, grp);
+    if (gs_group_leader(grp->raft, &id, NULL, 0) == 0)
         for (unsigned i = 0; i < cl->n; i++)
             if (cl->nodes[i].raft_id == id && !cl->nodes[i].removed)
                 return (int)i;
@@ -656,21 +659,22 @@ static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
                    const struct gs_command *cmd, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = cl->node;
-    struct gs_store *saved = n->store;
-    int64_t saved_base = n->wall_base_ms;
-    n->store = grp->store;
+    grp->db.now_ms = c->db->now_ms; /* the node's clock, set by gs_execute */
     if (!gs_group_is_leader(grp->raft) && grp->last_entry_ms > 0) {
         /* A replica read (READONLY) deletes expired keys it meets, so it
          * must judge expiry on the leader's clock, as of the last entry,
          * not on this node's: a later entry, stamped by the leader, must
          * find the same keys here as everywhere (invariant 3). */
-        n->wall_base_ms = grp->last_entry_ms - (int64_t)(uv_now(n->loop) - n->loop_base_ms);
+        grp->db.now_ms = grp->last_entry_ms;
     }
     n->stats.commands++;
     c->last_cmd = cmd->name;
+    /* The command runs against the group's database, whatever the client
+     * has selected; the selection is back once it returns. */
+    struct gs_db *selected = c->db;
+    c->db = &grp->db;
     cmd->fn(c, argc, argv);
-    n->store = saved;
-    n->wall_base_ms = saved_base;
+    c->db = selected;
 }
 
 /* FLUSHALL / FLUSHDB in cluster mode: as in Redis Cluster, a node empties
@@ -736,7 +740,7 @@ static void dbsize_led_groups(struct gs_cluster *cl, struct gs_client *c)
         struct cgroup *grp = &cl->groups[g];
         if (grp->raft && gs_group_is_leader(grp->raft)) {
             struct gs_store_stats st;
-            gs_store_stats(grp->store, &st);
+            gs_store_stats(grp->db.store, &st);
             keys += st.keys;
         }
     }
@@ -798,7 +802,7 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         }
     }
     if (!grp->raft) {
-        gs_cl_reply_moved(c, slot, &cl->nodes[g]);
+        gs_cl_reply_moved(c, slot, &cl->nodes[gs_cl_redirect_node(cl, grp)]);
         return true;
     }
     if (grp->slot_state && grp->slot_state[slot] != SLOT_SERVING) {
@@ -851,7 +855,7 @@ void gs_cluster_apply_config(struct gs_cluster *cl)
     const struct gs_config *cfg = &cl->node->cfg;
     for (unsigned g = 0; g < cl->n; g++)
         if (cl->groups[g].own_store)
-            gs_store_configure(cl->groups[g].store, (uint64_t)cfg->maxmemory,
+            gs_store_configure(cl->groups[g].db.store, (uint64_t)cfg->maxmemory,
                                (enum gs_evict_policy)cfg->maxmemory_policy);
 }
 
@@ -908,7 +912,10 @@ bool gs_cluster_node_live(const struct gs_cluster *cl, unsigned i)
 
 unsigned gs_cluster_group_leader(const struct gs_cluster *cl, unsigned g)
 {
-    int l = gs_cl_leader_of(cl, &cl->groups[g]);
+    const struct cgroup *grp = &cl->groups[g];
+    if (!grp->raft)
+        return gs_cl_redirect_node(cl, grp);
+    int l = gs_cl_leader_of(cl, grp);
     return l >= 0 ? (unsigned)l : g;
 }
 

@@ -39,8 +39,8 @@ struct gs_cluster;
 struct gs_cluster_wait;
 
 /* Create the cluster state of node n from n->cfg (cluster-peers, dir,
- * cluster-replicas, port, bind), start this node's Raft groups and make
- * n->store the store of the group this node prefers to lead. Returns 0 or
+ * cluster-replicas, port, bind) and start this node's Raft groups; the
+ * group this node prefers to lead uses the node's database 0. Returns 0 or
  * CORE_EINVAL / CORE_EIO / CORE_ENOMEM (logged). On a failure after some
  * groups started, *out is set and already stopping: run the loop until it
  * returns, then gs_cluster_free it; on other failures *out is untouched. */
@@ -50,7 +50,7 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n);
 void gs_cluster_stop(struct gs_cluster *cl);
 
 /* Release after the loop has returned. Frees the stores it created (not
- * n->store). */
+ * the node's database 0). */
 void gs_cluster_free(struct gs_cluster *cl);
 
 /* Route one command (see above). Returns true if it was handled here

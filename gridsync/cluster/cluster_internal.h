@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "core/buf.h"
+#include "gridsync/client/client.h"
 #include "gridsync/cluster/raft_batch.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
@@ -43,6 +44,7 @@ struct cnode {
                          * the order of the peer list */
     uint32_t mux_group; /* the number of this node's group on Raft ports */
     bool removed;       /* left the cluster (indexes are never reused) */
+    uint64_t heard_ms;  /* uv_now of its last leadership hint, 0 = never */
 };
 
 /* Per-slot migration state inside a group, changed only by entries of
@@ -58,12 +60,19 @@ struct cgroup {
     int role;                      /* this node's position in members, -1 if not a member */
     struct gs_cluster_wait *reads; /* waiting for the next read barrier */
     int64_t last_entry_ms;         /* time of the last entry applied here */
-    struct gs_store *store;
-    bool own_store; /* created here (not the node's) */
+    /* The group's database: its store (the node's database 0 for the
+     * group this node prefers to lead, else one of its own) and the clock
+     * of a read run against it (run_on). */
+    struct gs_db db;
+    bool own_store; /* db.store created here (not the node's) */
     struct gs_group *raft;
     uint8_t *slot_state; /* GS_SLOTS entries while migrating out, else NULL */
     uint16_t *dest;      /* the group a blocked slot moves to */
     bool holding;        /* snapshots held for a migration (until FINISH) */
+    /* Not a member: the leader as last announced (leader_hints.c). */
+    bool hinted;
+    unsigned hint_node;
+    uint64_t hint_term, hint_ms;
 };
 
 struct gs_cluster_wait {
@@ -97,6 +106,7 @@ struct gs_cluster {
     unsigned closing;
     uv_prepare_t barrier_prep; /* one read barrier per group per iteration */
     bool prep_started;
+    struct gs_cl_hints *hints; /* leader_hints.c, NULL when off */
 };
 
 /* ---- cluster.c ---- */
@@ -125,6 +135,22 @@ void gs_cl_reply_moved(struct gs_client *c, unsigned slot, const struct cnode *t
 bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
                    size_t argc, struct gs_arg *argv);
 
+/* ---- leader_hints.c ---- */
+
+/* Send this node's leaderships to every node and learn theirs, on the
+ * node's Raft address over UDP. Returns 0 (also when the socket cannot be
+ * bound: logged, routing then falls back) or CORE_ENOMEM. */
+int gs_cl_hints_start(struct gs_cluster *cl);
+/* Close the socket and timer (asynchronously). */
+void gs_cl_hints_stop(struct gs_cluster *cl);
+/* For a group this node is not a member of: its leader as announced
+ * recently, or -1. */
+int gs_cl_hinted_leader(const struct gs_cluster *cl, const struct cgroup *grp);
+/* Where to send a client for a group this node is not a member of: the
+ * announced leader, else a member heard from recently (preferred first),
+ * else the preferred leader. */
+unsigned gs_cl_redirect_node(const struct gs_cluster *cl, const struct cgroup *grp);
+
 /* ---- cluster_migrate.c ---- */
 
 /* Start the target's groups this node is missing and give every group of
@@ -132,7 +158,7 @@ bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
 int gs_cl_apply_target(struct gs_cluster *cl);
 /* Apply a MIGRATE_ENTRY entry (argv[0] is its operation) of group grp. */
 void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned argc,
-                        const char *const *argv, const size_t *argvlen, struct gs_buf *out);
+                        const char *const *argv, const size_t *argvlen, struct core_buf *out);
 /* The index of the live node named p[0..len), or -1. */
 int gs_cl_find_node(const struct gs_cluster *cl, const char *p, size_t len);
 

@@ -89,7 +89,7 @@ static bool parse_num(const char *p, size_t len, long long *out)
 }
 
 struct key_list {
-    struct gs_buf b; /* u32 klen, key, repeated */
+    struct core_buf b; /* u32 klen, key, repeated */
     const unsigned char *state;
 };
 
@@ -101,14 +101,14 @@ static void collect_key(void *arg, const struct gs_entry *e)
     if (kl->state[gs_key_slot(key, klen)] != SLOT_BLOCKED)
         return;
     uint32_t l = (uint32_t)klen;
-    if (gs_buf_append(&kl->b, &l, sizeof(l)) == 0)
-        gs_buf_append(&kl->b, key, klen);
+    if (core_buf_append(&kl->b, &l, sizeof(l)) == 0)
+        core_buf_append(&kl->b, key, klen);
 }
 
 /* Apply a migration entry of group grp (deterministic: only the entry and
  * this group's earlier entries decide the outcome). */
 void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned argc,
-                        const char *const *argv, const size_t *argvlen, struct gs_buf *out)
+                        const char *const *argv, const size_t *argvlen, struct core_buf *out)
 {
     struct gs_cluster *cl = grp->cl;
     static const char ok[] = "+OK\r\n";
@@ -125,7 +125,7 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
                 free(grp->dest);
                 grp->slot_state = NULL;
                 grp->dest = NULL;
-                gs_buf_append(out, "-OOM\r\n", 6);
+                core_buf_append(out, "-OOM\r\n", 6);
                 return;
             }
         }
@@ -148,7 +148,7 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
                 grp->dest[s] = to < 0 ? NO_GROUP : (uint16_t)to;
             }
         }
-        gs_buf_append(out, ok, sizeof(ok) - 1);
+        core_buf_append(out, ok, sizeof(ok) - 1);
     } else if (oplen == 6 && memcmp(op, "import", 6) == 0 && (argc - 1) % 3 == 0) {
         for (unsigned i = 1; i + 2 < argc; i += 3) {
             if (!parse_num(argv[i + 2], argvlen[i + 2], &d))
@@ -158,7 +158,7 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
             gs_store_set(store, argv[i], argvlen[i], argv[i + 1], argvlen[i + 1], d < 0 ? -1 : d,
                          NULL);
         }
-        gs_buf_append(out, ok, sizeof(ok) - 1);
+        core_buf_append(out, ok, sizeof(ok) - 1);
     } else if (oplen == 6 && memcmp(op, "switch", 6) == 0) {
         if (grp->slot_state) {
             struct key_list kl = {{0}, grp->slot_state};
@@ -174,7 +174,7 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
                 gs_store_delete(store, kl.b.data + off, l, 0);
                 off += l;
             }
-            gs_buf_free(&kl.b);
+            core_buf_free(&kl.b);
             for (unsigned s = 0; s < GS_SLOTS; s++) {
                 if (grp->slot_state[s] != SLOT_BLOCKED)
                     continue;
@@ -185,7 +185,7 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
                     cl->serve[s] = grp->dest[s];
             }
         }
-        gs_buf_append(out, ok, sizeof(ok) - 1);
+        core_buf_append(out, ok, sizeof(ok) - 1);
     } else if (oplen == 3 && memcmp(op, "own", 3) == 0 && (argc - 1) % 2 == 0) {
         for (unsigned i = 1; i + 1 < argc; i += 2) {
             if (!parse_num(argv[i], argvlen[i], &a) ||
@@ -199,9 +199,9 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
                     cl->serve[s] = (uint16_t)grp->g;
             }
         }
-        gs_buf_append(out, ok, sizeof(ok) - 1);
+        core_buf_append(out, ok, sizeof(ok) - 1);
     } else {
-        gs_buf_append(out, bad, sizeof(bad) - 1);
+        core_buf_append(out, bad, sizeof(bad) - 1);
     }
 }
 
@@ -233,7 +233,7 @@ static struct cgroup *led_group(struct gs_cluster *cl, struct gs_client *c, cons
 /* Propose [MIGRATE_ENTRY, op, words...] into grp's log; the client is
  * answered after commit (as a write). words are NUL-separated in buf. */
 static void propose_migration(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
-                              const char *op, const struct gs_buf *words, size_t nwords,
+                              const char *op, const struct core_buf *words, size_t nwords,
                               struct gs_arg *extra, size_t nextra)
 {
     size_t argc = 2 + nwords + nextra;
@@ -256,17 +256,17 @@ static void propose_migration(struct gs_cluster *cl, struct cgroup *grp, struct 
     free(argv);
 }
 
-static void add_word(struct gs_buf *b, size_t *n, long long v)
+static void add_word(struct core_buf *b, size_t *n, long long v)
 {
     char tmp[24];
     int len = snprintf(tmp, sizeof(tmp), "%lld", v);
-    gs_buf_append(b, tmp, (size_t)len + 1);
+    core_buf_append(b, tmp, (size_t)len + 1);
     (*n)++;
 }
 
 /* Ranges of slots s with pick(s) true, as words (start end [extra]). */
 static size_t slot_ranges(struct gs_cluster *cl, unsigned src, int dst, bool with_dest,
-                          struct gs_buf *b)
+                          struct core_buf *b)
 {
     size_t n = 0;
     unsigned start = 0;
@@ -287,7 +287,7 @@ static size_t slot_ranges(struct gs_cluster *cl, unsigned src, int dst, bool wit
             add_word(b, &n, s - 1);
             if (with_dest) {
                 /* by name: indexes differ between nodes' lists */
-                gs_buf_append(b, cl->nodes[cur].name, strlen(cl->nodes[cur].name) + 1);
+                core_buf_append(b, cl->nodes[cur].name, strlen(cl->nodes[cur].name) + 1);
                 n++;
             }
         }
@@ -358,9 +358,9 @@ static void finish_change(struct gs_cluster *cl)
         gs_cl_set_members(grp, m, nm, cl->self);
         if (grp->raft && grp->role < 0) {
             CORE_INFO("cluster: leaving the group of %s", cl->nodes[g].name);
-            gs_group_close_erase(grp->raft, on_left_group, grp->own_store ? grp->store : NULL);
+            gs_group_close_erase(grp->raft, on_left_group, grp->own_store ? grp->db.store : NULL);
             grp->raft = NULL;
-            grp->store = NULL;
+            grp->db.store = NULL;
             grp->own_store = false;
             /* Its log's state goes with it (a later rejoin starts empty). */
             free(grp->slot_state);
@@ -473,7 +473,7 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
     struct cgroup *grp = led_group(cl, c, &argv[3]);
     if (!grp)
         return true;
-    struct gs_buf words = {0};
+    struct core_buf words = {0};
     size_t n;
     if (gs_arg_is(op, "begin") && argc == 4) {
         n = slot_ranges(cl, grp->g, -1, true, &words);
@@ -491,7 +491,7 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
             /* Nothing leaves this group, or BEGIN is not applied here yet
              * (then an empty answer would lose keys). */
             if (slot_ranges(cl, grp->g, -1, true, &words) != 0) {
-                gs_buf_free(&words);
+                core_buf_free(&words);
                 gs_error(c, "TRYAGAIN no slot of this group is blocked here yet");
                 return true;
             }
@@ -502,7 +502,7 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
         }
         struct export_ctx x = {.state = grp->slot_state};
         int64_t now = gs_node_now_ms(cl->node);
-        uint64_t next = gs_store_scan(grp->store, (uint64_t)cur, 256, now, export_key, &x);
+        uint64_t next = gs_store_scan(grp->db.store, (uint64_t)cur, 256, now, export_key, &x);
         if (x.oom) {
             free(x.e);
             gs_error_oom(c);
@@ -545,9 +545,9 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
         else
             propose_migration(cl, grp, c, "own", &words, n, NULL, 0);
     } else {
-        gs_buf_free(&words);
+        core_buf_free(&words);
         return false;
     }
-    gs_buf_free(&words);
+    core_buf_free(&words);
     return true;
 }

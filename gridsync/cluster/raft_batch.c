@@ -12,105 +12,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/byte.h"
 #include "core/error.h"
 
-int gs_buf_reserve(struct gs_buf *b, size_t n)
+int gs_batch_begin(struct core_buf *b, const struct gs_batch_header *h)
 {
-    if (b->cap - b->len >= n)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->len < n) {
-        if (cap > SIZE_MAX / 2)
-            return CORE_ENOMEM;
-        cap *= 2;
-    }
-    char *p = realloc(b->data, cap);
+    core_buf_reset(b);
+    char *p = core_buf_reserve(b, GS_BATCH_HEADER);
     if (!p)
         return CORE_ENOMEM;
-    b->data = p;
-    b->cap = cap;
-    return 0;
-}
-
-int gs_buf_append(struct gs_buf *b, const void *p, size_t n)
-{
-    int rc = gs_buf_reserve(b, n);
-    if (rc)
-        return rc;
-    if (n)
-        memcpy(b->data + b->len, p, n);
-    b->len += n;
-    return 0;
-}
-
-void gs_buf_free(struct gs_buf *b)
-{
-    free(b->data);
-    *b = (struct gs_buf){0};
-}
-
-/* Little-endian on the wire whatever the host; x86 and ARM compile these
- * to plain loads and stores. */
-static void put32(char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (char)(v >> (8 * i));
-}
-
-static void put64(char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (char)(v >> (8 * i));
-}
-
-static uint32_t get32(const char *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)(unsigned char)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t get64(const char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)(unsigned char)p[i] << (8 * i);
-    return v;
-}
-
-int gs_batch_begin(struct gs_buf *b, const struct gs_batch_header *h)
-{
-    b->len = 0;
-    int rc = gs_buf_reserve(b, GS_BATCH_HEADER);
-    if (rc)
-        return rc;
-    char *p = b->data;
-    put32(p, GS_BATCH_MAGIC);
-    put64(p + 4, h->origin_id);
-    put64(p + 12, h->incarnation);
-    put64(p + 20, h->seq);
-    put64(p + 28, (uint64_t)h->now_ms);
-    put32(p + 36, 0);
+    core_put_le32(p, GS_BATCH_MAGIC);
+    core_put_le64(p + 4, h->origin_id);
+    core_put_le64(p + 12, h->incarnation);
+    core_put_le64(p + 20, h->seq);
+    core_put_le64(p + 28, (uint64_t)h->now_ms);
+    core_put_le32(p + 36, 0);
     b->len = GS_BATCH_HEADER;
     return 0;
 }
 
-void gs_batch_stamp(struct gs_buf *b, const struct gs_batch_header *h)
+void gs_batch_stamp(struct core_buf *b, const struct gs_batch_header *h)
 {
     char *p = b->data;
-    put64(p + 4, h->origin_id);
-    put64(p + 12, h->incarnation);
-    put64(p + 20, h->seq);
-    put64(p + 28, (uint64_t)h->now_ms);
+    core_put_le64(p + 4, h->origin_id);
+    core_put_le64(p + 12, h->incarnation);
+    core_put_le64(p + 20, h->seq);
+    core_put_le64(p + 28, (uint64_t)h->now_ms);
 }
 
-uint32_t gs_batch_count(const struct gs_buf *b)
+uint32_t gs_batch_count(const struct core_buf *b)
 {
-    return b->len >= GS_BATCH_HEADER ? get32(b->data + 36) : 0;
+    return b->len >= GS_BATCH_HEADER ? core_get_le32(b->data + 36) : 0;
 }
 
-int gs_batch_add(struct gs_buf *b, unsigned argc, const char *const *argv, const size_t *argvlen)
+int gs_batch_add(struct core_buf *b, unsigned argc, const char *const *argv, const size_t *argvlen)
 {
     if (argc == 0 || argc > GS_BATCH_MAX_ARGS || b->len < GS_BATCH_HEADER)
         return CORE_EINVAL;
@@ -120,20 +55,19 @@ int gs_batch_add(struct gs_buf *b, unsigned argc, const char *const *argv, const
             return CORE_EINVAL;
         need += 4 + argvlen[i];
     }
-    int rc = gs_buf_reserve(b, need);
-    if (rc)
-        return rc;
-    char *p = b->data + b->len;
-    put32(p, argc);
+    char *p = core_buf_reserve(b, need);
+    if (!p)
+        return CORE_ENOMEM;
+    core_put_le32(p, argc);
     p += 4;
     for (unsigned i = 0; i < argc; i++) {
-        put32(p, (uint32_t)argvlen[i]);
+        core_put_le32(p, (uint32_t)argvlen[i]);
         if (argvlen[i])
             memcpy(p + 4, argv[i], argvlen[i]);
         p += 4 + argvlen[i];
     }
     b->len += need;
-    put32(b->data + 36, gs_batch_count(b) + 1);
+    core_put_le32(b->data + 36, gs_batch_count(b) + 1);
     return 0;
 }
 
@@ -141,13 +75,13 @@ int gs_batch_parse(const void *buf, size_t len, struct gs_batch_header *h,
                    struct gs_batch_reader *rd)
 {
     const char *p = buf, *end = p + len;
-    if (len < GS_BATCH_HEADER || get32(p) != GS_BATCH_MAGIC)
+    if (len < GS_BATCH_HEADER || core_get_le32(p) != GS_BATCH_MAGIC)
         return CORE_EPROTO;
-    h->origin_id = get64(p + 4);
-    h->incarnation = get64(p + 12);
-    h->seq = get64(p + 20);
-    h->now_ms = (int64_t)get64(p + 28);
-    h->ncmds = get32(p + 36);
+    h->origin_id = core_get_le64(p + 4);
+    h->incarnation = core_get_le64(p + 12);
+    h->seq = core_get_le64(p + 20);
+    h->now_ms = (int64_t)core_get_le64(p + 28);
+    h->ncmds = core_get_le32(p + 36);
 
     /* Walk the framing once so that gs_batch_next cannot fail on bad
      * input: the FSM must apply all of a batch or none of it. */
@@ -155,14 +89,14 @@ int gs_batch_parse(const void *buf, size_t len, struct gs_batch_header *h,
     for (uint32_t c = 0; c < h->ncmds; c++) {
         if (end - q < 4)
             return CORE_EPROTO;
-        uint32_t argc = get32(q);
+        uint32_t argc = core_get_le32(q);
         q += 4;
         if (argc == 0 || argc > GS_BATCH_MAX_ARGS)
             return CORE_EPROTO;
         for (uint32_t i = 0; i < argc; i++) {
             if (end - q < 4)
                 return CORE_EPROTO;
-            uint32_t n = get32(q);
+            uint32_t n = core_get_le32(q);
             q += 4;
             if ((size_t)(end - q) < n)
                 return CORE_EPROTO;
@@ -186,7 +120,7 @@ int gs_batch_next(struct gs_batch_reader *rd, unsigned *argc, const char *const 
 {
     if (rd->left == 0)
         return 0;
-    uint32_t n = get32(rd->p);
+    uint32_t n = core_get_le32(rd->p);
     if (n > rd->cap) {
         size_t cap = rd->cap ? rd->cap : 8;
         while (cap < n)
@@ -203,7 +137,7 @@ int gs_batch_next(struct gs_batch_reader *rd, unsigned *argc, const char *const 
     }
     const char *q = rd->p + 4;
     for (uint32_t i = 0; i < n; i++) {
-        rd->argvlen[i] = get32(q);
+        rd->argvlen[i] = core_get_le32(q);
         rd->argv[i] = q + 4;
         q += 4 + rd->argvlen[i];
     }
@@ -222,14 +156,14 @@ void gs_batch_reader_free(struct gs_batch_reader *rd)
     *rd = (struct gs_batch_reader){0};
 }
 
-int gs_snapshot_begin(struct gs_buf *b)
+int gs_snapshot_begin(struct core_buf *b)
 {
-    b->len = 0;
-    int rc = gs_buf_reserve(b, 12);
-    if (rc)
-        return rc;
-    put32(b->data, GS_SNAPSHOT_MAGIC);
-    put64(b->data + 4, 0);
+    core_buf_reset(b);
+    char *p = core_buf_reserve(b, 12);
+    if (!p)
+        return CORE_ENOMEM;
+    core_put_le32(p, GS_SNAPSHOT_MAGIC);
+    core_put_le64(p + 4, 0);
     b->len = 12;
     return 0;
 }
@@ -237,18 +171,17 @@ int gs_snapshot_begin(struct gs_buf *b)
 #define SNAP_TYPE_SHIFT 29
 #define SNAP_KLEN_MASK  ((1u << SNAP_TYPE_SHIFT) - 1)
 
-int gs_snapshot_add(struct gs_buf *b, int type, const void *key, size_t klen, const void *val,
+int gs_snapshot_add(struct core_buf *b, int type, const void *key, size_t klen, const void *val,
                     size_t vlen, int64_t expire_ms)
 {
     if (klen > SNAP_KLEN_MASK || vlen > UINT32_MAX || type < 0 || type > 7)
         return CORE_EINVAL;
-    int rc = gs_buf_reserve(b, 16 + klen + vlen);
-    if (rc)
-        return rc;
-    char *p = b->data + b->len;
-    put32(p, (uint32_t)klen | (uint32_t)type << SNAP_TYPE_SHIFT);
-    put32(p + 4, (uint32_t)vlen);
-    put64(p + 8, (uint64_t)expire_ms);
+    char *p = core_buf_reserve(b, 16 + klen + vlen);
+    if (!p)
+        return CORE_ENOMEM;
+    core_put_le32(p, (uint32_t)klen | (uint32_t)type << SNAP_TYPE_SHIFT);
+    core_put_le32(p + 4, (uint32_t)vlen);
+    core_put_le64(p + 8, (uint64_t)expire_ms);
     if (klen)
         memcpy(p + 16, key, klen);
     if (vlen)
@@ -257,9 +190,9 @@ int gs_snapshot_add(struct gs_buf *b, int type, const void *key, size_t klen, co
     return 0;
 }
 
-void gs_snapshot_finish(struct gs_buf *b, uint64_t count)
+void gs_snapshot_finish(struct core_buf *b, uint64_t count)
 {
-    put64(b->data + 4, count);
+    core_put_le64(b->data + 4, count);
 }
 
 /* Walk the entries; with fn NULL only validate. */
@@ -269,9 +202,9 @@ static int snapshot_walk(const char *p, const char *end, uint64_t count, gs_snap
     for (uint64_t i = 0; i < count; i++) {
         if (end - p < 16)
             return CORE_EPROTO;
-        uint32_t klen = get32(p) & SNAP_KLEN_MASK, vlen = get32(p + 4);
-        int type = (int)(get32(p) >> SNAP_TYPE_SHIFT);
-        int64_t expire = (int64_t)get64(p + 8);
+        uint32_t klen = core_get_le32(p) & SNAP_KLEN_MASK, vlen = core_get_le32(p + 4);
+        int type = (int)(core_get_le32(p) >> SNAP_TYPE_SHIFT);
+        int64_t expire = (int64_t)core_get_le64(p + 8);
         p += 16;
         if ((size_t)(end - p) < (size_t)klen + vlen)
             return CORE_EPROTO;
@@ -292,9 +225,9 @@ static int snapshot_walk(const char *p, const char *end, uint64_t count, gs_snap
 int gs_snapshot_parse(const void *buf, size_t len, gs_snapshot_entry_fn fn, void *arg)
 {
     const char *p = buf;
-    if (len < 12 || get32(p) != GS_SNAPSHOT_MAGIC)
+    if (len < 12 || core_get_le32(p) != GS_SNAPSHOT_MAGIC)
         return CORE_EPROTO;
-    uint64_t count = get64(p + 4);
+    uint64_t count = core_get_le64(p + 4);
     /* Each entry takes at least 16 bytes: a larger count is corrupt (and
      * would make the validation loop long for nothing). */
     if (count > (len - 12) / 16)
@@ -310,10 +243,10 @@ size_t gs_mux_handshake_encode(char *out, uint32_t group, uint64_t id, const cha
     size_t alen = strlen(address);
     if (alen == 0 || alen > GS_MUX_ADDR_MAX)
         return 0;
-    put32(out, GS_MUX_MAGIC);
-    put32(out + 4, group);
-    put64(out + 8, id);
-    put32(out + 16, (uint32_t)alen);
+    core_put_le32(out, GS_MUX_MAGIC);
+    core_put_le32(out + 4, group);
+    core_put_le64(out + 8, id);
+    core_put_le32(out + 16, (uint32_t)alen);
     memcpy(out + GS_MUX_HEADER, address, alen);
     return GS_MUX_HEADER + alen;
 }
@@ -324,20 +257,51 @@ int gs_mux_handshake_parse(const void *buf, size_t len, uint32_t *group, uint64_
     const char *p = buf;
     if (len < GS_MUX_HEADER) {
         /* The magic is checked as soon as it is here. */
-        if (len >= 4 && get32(p) != GS_MUX_MAGIC)
+        if (len >= 4 && core_get_le32(p) != GS_MUX_MAGIC)
             return CORE_EPROTO;
         *need = GS_MUX_HEADER;
         return CORE_EINCOMPLETE;
     }
-    uint32_t alen = get32(p + 16);
-    if (get32(p) != GS_MUX_MAGIC || alen == 0 || alen > GS_MUX_ADDR_MAX)
+    uint32_t alen = core_get_le32(p + 16);
+    if (core_get_le32(p) != GS_MUX_MAGIC || alen == 0 || alen > GS_MUX_ADDR_MAX)
         return CORE_EPROTO;
     *need = GS_MUX_HEADER + alen;
     if (len < *need)
         return CORE_EINCOMPLETE;
-    *group = get32(p + 4);
-    *id = get64(p + 8);
+    *group = core_get_le32(p + 4);
+    *id = core_get_le64(p + 8);
     *address = p + GS_MUX_HEADER;
     *addrlen = alen;
+    return 0;
+}
+
+size_t gs_hint_encode(char *out, const struct gs_hint *h)
+{
+    if (h->n > GS_HINT_MAX)
+        return 0;
+    core_put_le32(out, GS_HINT_MAGIC);
+    core_put_le64(out + 4, h->sender);
+    core_put_le32(out + 12, h->n);
+    for (uint32_t i = 0; i < h->n; i++) {
+        core_put_le32(out + GS_HINT_HEADER + 12 * i, h->group[i]);
+        core_put_le64(out + GS_HINT_HEADER + 12 * i + 4, h->term[i]);
+    }
+    return GS_HINT_HEADER + 12u * h->n;
+}
+
+int gs_hint_parse(const void *buf, size_t len, struct gs_hint *h)
+{
+    const char *p = buf;
+    if (len < GS_HINT_HEADER || core_get_le32(p) != GS_HINT_MAGIC)
+        return CORE_EPROTO;
+    uint32_t n = core_get_le32(p + 12);
+    if (n > GS_HINT_MAX || len != GS_HINT_HEADER + 12u * n)
+        return CORE_EPROTO;
+    h->sender = core_get_le64(p + 4);
+    h->n = n;
+    for (uint32_t i = 0; i < n; i++) {
+        h->group[i] = core_get_le32(p + GS_HINT_HEADER + 12 * i);
+        h->term[i] = core_get_le64(p + GS_HINT_HEADER + 12 * i + 4);
+    }
     return 0;
 }

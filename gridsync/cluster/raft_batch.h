@@ -33,23 +33,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/buf.h"
+
 #define GS_BATCH_MAGIC    0x31425347u /* "GSB1" */
 #define GS_SNAPSHOT_MAGIC 0x31535347u /* "GSS1" */
 #define GS_BATCH_HEADER   40u         /* bytes before the first command */
 #define GS_BATCH_MAX_ARGS 1048576u    /* per command, as Redis's default */
 
-/* A growable byte buffer; memory from malloc, owned by whoever holds the
- * struct. Zero-initialise it; release with gs_buf_free. */
-struct gs_buf {
-    char *data;
-    size_t len, cap;
-};
-
-/* Make room for n more bytes. Returns 0 or CORE_ENOMEM (buffer unchanged). */
-int gs_buf_reserve(struct gs_buf *b, size_t n);
-/* Append n bytes. Returns 0 or CORE_ENOMEM (buffer unchanged). */
-int gs_buf_append(struct gs_buf *b, const void *p, size_t n);
-void gs_buf_free(struct gs_buf *b);
+/* Entries and snapshots are built in a struct core_buf (core/buf.h): owned
+ * by whoever holds it, zero-initialised, released with core_buf_free. The
+ * begin functions reset it (clearing an earlier out-of-memory mark). */
 
 struct gs_batch_header {
     uint64_t origin_id;
@@ -61,19 +54,19 @@ struct gs_batch_header {
 
 /* Start a batch in b (cleared first): writes the header with ncmds 0.
  * Returns 0 or CORE_ENOMEM. */
-int gs_batch_begin(struct gs_buf *b, const struct gs_batch_header *h);
+int gs_batch_begin(struct core_buf *b, const struct gs_batch_header *h);
 
 /* Rewrite the header of a begun batch with h (its ncmds is ignored: the
  * count of commands added is kept). */
-void gs_batch_stamp(struct gs_buf *b, const struct gs_batch_header *h);
+void gs_batch_stamp(struct core_buf *b, const struct gs_batch_header *h);
 
 /* Append one command to a begun batch and bump its ncmds. Returns 0,
  * CORE_EINVAL (argc 0 or above GS_BATCH_MAX_ARGS, an argument over 4 GB)
  * or CORE_ENOMEM; on error the batch is unchanged. */
-int gs_batch_add(struct gs_buf *b, unsigned argc, const char *const *argv, const size_t *argvlen);
+int gs_batch_add(struct core_buf *b, unsigned argc, const char *const *argv, const size_t *argvlen);
 
 /* Commands in a batch being built. */
-uint32_t gs_batch_count(const struct gs_buf *b);
+uint32_t gs_batch_count(const struct core_buf *b);
 
 /* Decoding. gs_batch_parse checks the header and the framing of every
  * command (so that a later walk cannot fail half-way) and returns 0 or
@@ -105,10 +98,10 @@ void gs_batch_reader_free(struct gs_batch_reader *rd);
  * type (gridsync/types/value.h) with gs_obj_encode's bytes. The type
  * rides in the top 3 bits of the record's key length (keys are below
  * 512 MB), so snapshots of strings only are read as before. */
-int gs_snapshot_begin(struct gs_buf *b);
-int gs_snapshot_add(struct gs_buf *b, int type, const void *key, size_t klen, const void *val,
+int gs_snapshot_begin(struct core_buf *b);
+int gs_snapshot_add(struct core_buf *b, int type, const void *key, size_t klen, const void *val,
                     size_t vlen, int64_t expire_ms);
-void gs_snapshot_finish(struct gs_buf *b, uint64_t count);
+void gs_snapshot_finish(struct core_buf *b, uint64_t count);
 
 /* Decode a snapshot, calling fn for each entry (pointers into buf, valid
  * during the call). The whole buffer is validated before fn is first
@@ -142,5 +135,33 @@ size_t gs_mux_handshake_encode(char *out, uint32_t group, uint64_t id, const cha
  * CORE_EPROTO. */
 int gs_mux_handshake_parse(const void *buf, size_t len, uint32_t *group, uint64_t *id,
                            const char **address, size_t *addrlen, size_t *need);
+
+/* A leadership hint: the UDP datagram a node sends, from its Raft port to
+ * every other node's, naming the groups it leads (leader_hints.c), so that
+ * a node outside a group redirects clients to its current leader.
+ *
+ *   u32 magic "GSLH"   u64 sender raft id   u32 n (0..GS_HINT_MAX)
+ *   n x ( u32 group number on Raft ports, u64 term )
+ *
+ * The length must be exactly that; n may be 0 (a "still here").
+ */
+#define GS_HINT_MAGIC  0x484c5347u /* "GSLH" */
+#define GS_HINT_HEADER 16u
+#define GS_HINT_MAX    64u
+#define GS_HINT_BYTES  (GS_HINT_HEADER + GS_HINT_MAX * 12u)
+
+struct gs_hint {
+    uint64_t sender;
+    uint32_t n;
+    uint32_t group[GS_HINT_MAX];
+    uint64_t term[GS_HINT_MAX];
+};
+
+/* Write h into out (at least GS_HINT_BYTES). Returns the length, or 0 if
+ * h->n > GS_HINT_MAX. */
+size_t gs_hint_encode(char *out, const struct gs_hint *h);
+
+/* Parse a datagram of len bytes into *h. Returns 0 or CORE_EPROTO. */
+int gs_hint_parse(const void *buf, size_t len, struct gs_hint *h);
 
 #endif

@@ -71,7 +71,7 @@ struct slot {
     struct raft_apply req;
     struct gs_fsm *fsm;
     struct waiters ws;
-    struct gs_buf replies;
+    struct core_buf replies;
 };
 
 struct gs_fsm {
@@ -82,9 +82,9 @@ struct gs_fsm {
     uint64_t next_seq;
     struct slot *slots;
     unsigned nslots;
-    struct gs_buf open; /* the batch being built (encoded) */
+    struct core_buf open; /* the batch being built (encoded) */
     struct waiters open_ws;
-    struct gs_buf scratch; /* replies of entries other nodes proposed */
+    struct core_buf scratch; /* replies of entries other nodes proposed */
     struct gs_batch_reader rd;
     struct gs_fsm_stats st;
     /* reads (raft_glue.h, "Reads"; invariant 5) */
@@ -141,7 +141,7 @@ static int waiters_push(struct waiters *ws, gs_write_cb cb, void *data)
 /* Run every waiter's callback once (invariant 2). With status 0 each gets
  * its reply from `replies`. The list is detached first so that a callback
  * may submit new writes. */
-static void deliver(struct waiters *ws, int status, const struct gs_buf *replies)
+static void deliver(struct waiters *ws, int status, const struct core_buf *replies)
 {
     unsigned n = ws->n;
     ws->n = 0;
@@ -154,11 +154,30 @@ static void deliver(struct waiters *ws, int status, const struct gs_buf *replies
     }
 }
 
+/* libraft's codes to ours, the one place they are converted: out of
+ * memory and "not the leader (any more)" mean the same everywhere; any
+ * other failure means what the caller says (`otherwise`), because the same
+ * RAFT_* code says different things from raft_apply and raft_start. */
+static int from_raft(int rv, int otherwise)
+{
+    switch (rv) {
+    case 0:
+        return 0;
+    case RAFT_NOMEM:
+        return CORE_ENOMEM;
+    case RAFT_NOTLEADER:
+    case RAFT_LEADERSHIPLOST:
+        return CORE_ESTATE;
+    default:
+        return otherwise;
+    }
+}
+
 static void slot_finish(struct slot *s, int status)
 {
     s->state = SLOT_FREE;
     deliver(&s->ws, status, &s->replies);
-    s->replies.len = 0;
+    core_buf_reset(&s->replies);
 }
 
 /* Limbo batches whose fate is now known (see raft_glue.h, "Limbo"). */
@@ -219,15 +238,15 @@ static int fsm_apply(struct raft_fsm *rfsm, const struct raft_buffer *buf, void 
         return 0;
     }
     struct slot *own = own_slot(f, &h);
-    struct gs_buf *out = own ? &own->replies : &f->scratch;
-    out->len = 0;
+    struct core_buf *out = own ? &own->replies : &f->scratch;
+    core_buf_reset(out);
     unsigned argc, i = 0;
     const char *const *argv;
     const size_t *argvlen;
     int rc;
     while ((rc = gs_batch_next(&f->rd, &argc, &argv, &argvlen)) == 1) {
         if (!own)
-            out->len = 0; /* nobody waits for these replies */
+            core_buf_reset(out); /* nobody waits for these replies */
         size_t off = out->len;
         f->cfg.exec(f->cfg.exec_ctx, f->cfg.store, h.now_ms, argc, argv, argvlen, out);
         if (own) {
@@ -251,7 +270,7 @@ static int fsm_apply(struct raft_fsm *rfsm, const struct raft_buffer *buf, void 
 }
 
 struct snap_ctx {
-    struct gs_buf *b;
+    struct core_buf *b;
     uint64_t count;
     int rc;
 };
@@ -282,7 +301,7 @@ static void snap_entry(void *arg, const struct gs_entry *e)
 static int fsm_snapshot(struct raft_fsm *rfsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 {
     struct gs_fsm *f = rfsm->data;
-    struct gs_buf b = {0};
+    struct core_buf b = {0};
     struct snap_ctx c = {&b, 0, gs_snapshot_begin(&b)};
     int64_t now = fsm_now(f);
     uint64_t cursor = 0;
@@ -290,7 +309,7 @@ static int fsm_snapshot(struct raft_fsm *rfsm, struct raft_buffer *bufs[], unsig
         cursor = gs_store_scan(f->cfg.store, cursor, 1024, now, snap_entry, &c);
     } while (cursor != 0 && c.rc == 0);
     if (c.rc) {
-        gs_buf_free(&b);
+        core_buf_free(&b);
         return RAFT_NOMEM;
     }
     gs_snapshot_finish(&b, c.count);
@@ -300,13 +319,13 @@ static int fsm_snapshot(struct raft_fsm *rfsm, struct raft_buffer *bufs[], unsig
     if (!rb || !base) {
         raft_free(rb);
         raft_free(base);
-        gs_buf_free(&b);
+        core_buf_free(&b);
         return RAFT_NOMEM;
     }
     memcpy(base, b.data, b.len);
     rb->base = base;
     rb->len = b.len;
-    gs_buf_free(&b);
+    core_buf_free(&b);
     *bufs = rb;
     *n_bufs = 1;
     f->st.snapshots_taken++;
@@ -403,12 +422,12 @@ void gs_fsm_free(struct gs_fsm *f)
         if (s->state != SLOT_FREE)
             deliver(&s->ws, CORE_ECLOSED, NULL);
         free(s->ws.w);
-        gs_buf_free(&s->replies);
+        core_buf_free(&s->replies);
     }
     free(f->slots);
     free(f->open_ws.w);
-    gs_buf_free(&f->open);
-    gs_buf_free(&f->scratch);
+    core_buf_free(&f->open);
+    core_buf_free(&f->scratch);
     gs_batch_reader_free(&f->rd);
     free(f);
 }
@@ -484,7 +503,7 @@ unsigned gs_fsm_flush(struct gs_fsm *f)
         return 0;
     if (!f->raft || raft_state(f->raft) != RAFT_LEADER) {
         /* Lost leadership since submit: nothing was proposed. */
-        f->open.len = 0;
+        core_buf_reset(&f->open);
         deliver(&f->open_ws, CORE_ESTATE, NULL);
         return 0;
     }
@@ -505,13 +524,13 @@ unsigned gs_fsm_flush(struct gs_fsm *f)
     size_t padded = (len + 7) & ~(size_t)7;
     struct raft_buffer rb = {raft_malloc(padded), padded};
     if (!rb.base) {
-        f->open.len = 0;
+        core_buf_reset(&f->open);
         deliver(&f->open_ws, CORE_ENOMEM, NULL);
         return 0;
     }
     memcpy(rb.base, f->open.data, len);
     memset((char *)rb.base + len, 0, padded - len);
-    f->open.len = 0;
+    core_buf_reset(&f->open);
 
     /* The open waiters become the slot's; the slot's empty list is reused
      * for the next batch (no allocation once warm). */
@@ -522,12 +541,12 @@ unsigned gs_fsm_flush(struct gs_fsm *f)
     s->term = f->raft->current_term;
     s->propose_ms = mono_now(f);
     s->applied = false;
-    s->replies.len = 0;
+    core_buf_reset(&s->replies);
     s->state = SLOT_INFLIGHT;
     int rc = raft_apply(f->raft, &s->req, &rb, 1, apply_cb);
     if (rc) {
         raft_free(rb.base);
-        slot_finish(s, rc == RAFT_NOMEM ? CORE_ENOMEM : CORE_ESTATE);
+        slot_finish(s, from_raft(rc, CORE_ESTATE));
         return 0;
     }
     s->index = s->req.index;
@@ -574,7 +593,7 @@ static int fsm_barrier(struct gs_fsm *f, void (*cb)(void *, int), void *data)
     int rv = raft_barrier(f->raft, &b->req, on_fsm_barrier);
     if (rv != 0) {
         free(b);
-        return rv == RAFT_NOMEM ? CORE_ENOMEM : CORE_ESTATE;
+        return from_raft(rv, CORE_ESTATE);
     }
     f->st.barriers++;
     return 0;
@@ -947,7 +966,7 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
             gs_fsm_free(g->fsm);
             free(g);
         }
-        return rv == RAFT_NOMEM ? CORE_ENOMEM : CORE_EIO;
+        return from_raft(rv, CORE_EIO);
     }
     g->raft.data = g;
     gs_fsm_attach(g->fsm, &g->raft);
@@ -989,7 +1008,7 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
                   raft_errmsg(&g->raft), g->io.errmsg[0] ? "; " : "", g->io.errmsg);
         /* Memory goes once the loop has closed everything. */
         raft_close(&g->raft, on_raft_closed);
-        return rv == RAFT_NOMEM ? CORE_ENOMEM : CORE_EIO;
+        return from_raft(rv, CORE_EIO);
     }
     uv_prepare_start(&g->prepare, on_prepare);
     uv_timer_start(&g->rebalance, on_rebalance, REBALANCE_INTERVAL_MS, REBALANCE_INTERVAL_MS);
@@ -1054,10 +1073,8 @@ int gs_group_transfer(struct gs_group *g, uint64_t id)
      * it disrupt this leader), so no lease may outlive this call. */
     gs_fsm_end_lease(g->fsm);
     int rv = raft_transfer(&g->raft, &g->transfer, id, on_transfer_done);
-    if (rv == RAFT_NOTLEADER)
-        return CORE_ESTATE;
     if (rv != 0)
-        return CORE_EINVAL;
+        return from_raft(rv, CORE_EINVAL);
     g->transferring = true;
     return 0;
 }

@@ -79,7 +79,8 @@ struct uv_loop_s;
  * proposer's clock, carried in the entry). Must not fail: an error is an
  * error reply ("-ERR ..."). */
 typedef void (*gs_raft_exec_fn)(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
-                                const char *const *argv, const size_t *argvlen, struct gs_buf *out);
+                                const char *const *argv, const size_t *argvlen,
+                                struct core_buf *out);
 
 /* Completion of one submitted write; see "Writes" above. reply (RESP) is
  * valid only during the call and is NULL unless status is 0. */

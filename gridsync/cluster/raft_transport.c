@@ -208,7 +208,7 @@ int gs_raft_mux_start(struct gs_raft_mux **out, struct uv_loop_s *loop, const ch
         uv_close((uv_handle_t *)&m->listener, NULL);
         uv_run(loop, UV_RUN_NOWAIT);
         free(m);
-        return rc == UV_EADDRINUSE ? CORE_EBUSY : CORE_EIO;
+        return core_from_uv(rc);
     }
     m->listening = true;
     *out = m;

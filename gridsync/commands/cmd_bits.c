@@ -13,11 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t now_ms(struct gs_client *c)
-{
-    return gs_node_now_ms(c->node);
-}
-
 /* Redis's getBitOffsetFromArgument (without BITFIELD's '#'). */
 static bool bit_offset(struct gs_client *c, const struct gs_arg *a, uint64_t *out)
 {
@@ -51,7 +46,7 @@ void gs_cmd_getbit(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_setbit(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_store *s = c->node->store;
+    struct gs_store *s = c->db->store;
     uint64_t off;
     int64_t on;
     if (!bit_offset(c, &argv[2], &off) ||
@@ -311,7 +306,7 @@ void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error(c, "ERR BITOP NOT must be called with a single source key.");
         return;
     }
-    int64_t now = now_ms(c);
+    int64_t now = c->db->now_ms;
     size_t nsrc = argc - 3, maxlen = 0;
     /* First pass: the result's length. Values are then read one source at
      * a time into the result (built in the scratch buffer, as lookups do
@@ -328,7 +323,7 @@ void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
             maxlen = len;
     }
     if (maxlen == 0) {
-        gs_store_delete(n->store, argv[2].p, argv[2].len, now);
+        gs_store_delete(c->db->store, argv[2].p, argv[2].len, now);
         gs_reply_int(&c->w, 0);
         return;
     }
@@ -341,7 +336,7 @@ void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
     }
     for (size_t i = 0; i < nsrc; i++) {
         struct gs_entry *e =
-            gs_store_lookup(n->store, argv[3 + i].p, argv[3 + i].len, now, GS_LOOKUP_NOTOUCH);
+            gs_store_lookup(c->db->store, argv[3 + i].p, argv[3 + i].len, now, GS_LOOKUP_NOTOUCH);
         size_t len = 0;
         const unsigned char *v = e ? (const unsigned char *)gs_entry_value(e, &len) : NULL;
         for (size_t j = 0; j < maxlen; j++) {
@@ -356,7 +351,7 @@ void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
                 res[j] ^= b;
         }
     }
-    int rc = gs_store_set(n->store, argv[2].p, argv[2].len, res, maxlen, -1, NULL);
+    int rc = gs_store_set(c->db->store, argv[2].p, argv[2].len, res, maxlen, -1, NULL);
     if (n->scratch.cap > 256 * 1024) /* as scratch_done in cmd_keys.c */
         core_buf_free(&n->scratch);
     if (rc) {

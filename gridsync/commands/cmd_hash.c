@@ -54,7 +54,7 @@ static struct gs_entry *hash_write(struct gs_client *c, const struct gs_arg *key
         gs_error_oom(c);
         return NULL;
     }
-    if (gs_store_set_obj(c->node->store, key->p, key->len, o, -1, &e) != 0) {
+    if (gs_store_set_obj(c->db->store, key->p, key->len, o, -1, &e) != 0) {
         gs_hash_free(o);
         gs_error_oom(c);
         return NULL;
@@ -66,10 +66,10 @@ static struct gs_entry *hash_write(struct gs_client *c, const struct gs_arg *key
 static void hash_done(struct gs_client *c, struct gs_entry *e, struct gs_obj *o)
 {
     if (gs_hash_len(o) == 0) {
-        gs_store_obj_update(c->node->store, e, o);
-        gs_store_delete_entry(c->node->store, e);
+        gs_store_obj_update(c->db->store, e, o);
+        gs_store_delete_entry(c->db->store, e);
     } else {
-        gs_store_obj_update(c->node->store, e, o);
+        gs_store_obj_update(c->db->store, e, o);
     }
 }
 

@@ -15,11 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t now_ms(struct gs_client *c)
-{
-    return gs_node_now_ms(c->node);
-}
-
 /* The node's scratch buffer serves every client; one KEYS over a big key
  * space or a RENAME of a big value would otherwise keep it at that size
  * for good, outside used_memory and maxmemory. */
@@ -33,18 +28,17 @@ static void scratch_done(struct gs_node *n)
 
 void gs_cmd_del(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    int64_t now = now_ms(c), n = 0;
+    int64_t now = c->db->now_ms, n = 0;
     for (size_t i = 1; i < argc; i++)
-        n += gs_store_delete(c->node->store, argv[i].p, argv[i].len, now);
+        n += gs_store_delete(c->db->store, argv[i].p, argv[i].len, now);
     gs_reply_int(&c->w, n);
 }
 
 void gs_cmd_exists(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    int64_t now = now_ms(c), n = 0;
+    int64_t now = c->db->now_ms, n = 0;
     for (size_t i = 1; i < argc; i++) /* a key named twice counts twice, as Redis */
-        n +=
-            gs_store_lookup(c->node->store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH) != NULL;
+        n += gs_store_lookup(c->db->store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH) != NULL;
     gs_reply_int(&c->w, n);
 }
 
@@ -52,16 +46,16 @@ void gs_cmd_exists(struct gs_client *c, size_t argc, struct gs_arg *argv)
  * keys that exist; a key named twice counts twice, as Redis. */
 void gs_cmd_touch(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    int64_t now = now_ms(c), n = 0;
+    int64_t now = c->db->now_ms, n = 0;
     for (size_t i = 1; i < argc; i++)
-        n += gs_store_lookup(c->node->store, argv[i].p, argv[i].len, now, 0) != NULL;
+        n += gs_store_lookup(c->db->store, argv[i].p, argv[i].len, now, 0) != NULL;
     gs_reply_int(&c->w, n);
 }
 
 void gs_cmd_type(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_entry *e =
-        gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now_ms(c), GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
     const char *name = e ? gs_type_name(gs_entry_type(e)) : "none";
     gs_reply_simple(&c->w, name, strlen(name));
 }
@@ -79,7 +73,7 @@ static bool copy_entry(struct gs_client *c, struct gs_entry *e, const struct gs_
             gs_error_oom(c);
             return false;
         }
-        if (gs_store_set_obj(n->store, dst->p, dst->len, &copy, gs_entry_expire_ms(e), NULL)) {
+        if (gs_store_set_obj(c->db->store, dst->p, dst->len, &copy, gs_entry_expire_ms(e), NULL)) {
             gs_obj_free(&copy);
             gs_error_oom(c);
             return false;
@@ -96,7 +90,7 @@ static bool copy_entry(struct gs_client *c, struct gs_entry *e, const struct gs_
         gs_error_oom(c);
         return false;
     }
-    int rc = gs_store_set(n->store, dst->p, dst->len, n->scratch.data, vlen, expire, NULL);
+    int rc = gs_store_set(c->db->store, dst->p, dst->len, n->scratch.data, vlen, expire, NULL);
     scratch_done(n);
     if (rc) {
         gs_error_oom(c);
@@ -108,9 +102,9 @@ static bool copy_entry(struct gs_client *c, struct gs_entry *e, const struct gs_
 /* Redis's renameGenericCommand. */
 static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
 {
-    struct gs_node *n = c->node;
-    int64_t now = now_ms(c);
-    struct gs_entry *e = gs_store_lookup(n->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
+    int64_t now = c->db->now_ms;
+    struct gs_entry *e =
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
     if (!e) {
         gs_error(c, "ERR no such key");
         return;
@@ -122,20 +116,20 @@ static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
             gs_reply_ok(&c->w);
         return;
     }
-    if (nx && gs_store_lookup(n->store, argv[2].p, argv[2].len, now, GS_LOOKUP_NOTOUCH)) {
+    if (nx && gs_store_lookup(c->db->store, argv[2].p, argv[2].len, now, GS_LOOKUP_NOTOUCH)) {
         gs_reply_int(&c->w, 0);
         return;
     }
     if (gs_entry_type(e) != GS_TYPE_STRING) {
         /* A collection moves to the new name; nothing is copied. */
-        if (gs_store_move_obj(n->store, e, argv[2].p, argv[2].len, gs_entry_expire_ms(e))) {
+        if (gs_store_move_obj(c->db->store, e, argv[2].p, argv[2].len, gs_entry_expire_ms(e))) {
             gs_error_oom(c);
             return;
         }
     } else {
         if (!copy_entry(c, e, &argv[2]))
             return;
-        gs_store_delete(n->store, argv[1].p, argv[1].len, now);
+        gs_store_delete(c->db->store, argv[1].p, argv[1].len, now);
     }
     if (nx)
         gs_reply_int(&c->w, 1);
@@ -175,7 +169,6 @@ static bool db_zero(struct gs_client *c, const struct gs_arg *a)
 /* Redis's copyCommand. */
 void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_node *n = c->node;
     bool replace = false;
     for (size_t j = 3; j < argc; j++) {
         if (gs_arg_is(&argv[j], "replace")) {
@@ -193,13 +186,13 @@ void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error(c, "ERR source and destination objects are the same");
         return;
     }
-    int64_t now = now_ms(c);
-    struct gs_entry *e = gs_store_lookup(n->store, argv[1].p, argv[1].len, now, 0);
+    int64_t now = c->db->now_ms;
+    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, 0);
     if (!e) {
         gs_reply_int(&c->w, 0);
         return;
     }
-    if (!replace && gs_store_lookup(n->store, argv[2].p, argv[2].len, now, GS_LOOKUP_NOTOUCH)) {
+    if (!replace && gs_store_lookup(c->db->store, argv[2].p, argv[2].len, now, GS_LOOKUP_NOTOUCH)) {
         gs_reply_int(&c->w, 0);
         return;
     }
@@ -248,9 +241,9 @@ void gs_cmd_keys(struct gs_client *c, size_t argc, struct gs_arg *argv)
     n->scratch.len = 0;
     struct collect col = {&n->scratch, is_star(&argv[1]) ? NULL : &argv[1], -1};
     uint64_t cursor = 0;
-    int64_t now = now_ms(c);
+    int64_t now = c->db->now_ms;
     do
-        cursor = gs_store_scan(n->store, cursor, 1024, now, collect_key, &col);
+        cursor = gs_store_scan(c->db->store, cursor, 1024, now, collect_key, &col);
     while (cursor != 0);
     if (n->scratch.oom) {
         core_buf_free(&n->scratch);
@@ -322,7 +315,7 @@ void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
     }
     n->scratch.len = 0;
     struct collect col = {&n->scratch, pattern, type};
-    cursor = gs_store_scan(n->store, cursor, (size_t)count, now_ms(c), collect_key, &col);
+    cursor = gs_store_scan(c->db->store, cursor, (size_t)count, c->db->now_ms, collect_key, &col);
     if (n->scratch.oom) {
         core_buf_free(&n->scratch);
         gs_error_oom(c);
@@ -338,7 +331,7 @@ void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_randomkey(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_entry *e = gs_store_random(c->node->store, now_ms(c));
+    struct gs_entry *e = gs_store_random(c->db->store, c->db->now_ms);
     if (!e) {
         gs_reply_null(&c->w);
         return;
@@ -351,7 +344,7 @@ void gs_cmd_randomkey(struct gs_client *c, size_t argc, struct gs_arg *argv)
 void gs_cmd_dbsize(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_store_stats st;
-    gs_store_stats(c->node->store, &st);
+    gs_store_stats(c->db->store, &st);
     gs_reply_int(&c->w, (int64_t)st.keys);
 }
 
@@ -362,7 +355,7 @@ void gs_cmd_flushdb(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error_syntax(c);
         return;
     }
-    gs_store_clear(c->node->store);
+    gs_store_clear(c->db->store);
     gs_reply_ok(&c->w);
 }
 
@@ -411,14 +404,13 @@ static bool parse_expire_flags(struct gs_client *c, size_t argc, struct gs_arg *
 static void expire_generic(struct gs_client *c, size_t argc, struct gs_arg *argv, bool relative,
                            bool seconds, const char *name)
 {
-    struct gs_node *n = c->node;
     int flags;
     if (!parse_expire_flags(c, argc, argv, &flags))
         return;
     int64_t when;
     if (!gs_arg_int(c, &argv[2], &when, NULL))
         return;
-    int64_t now = now_ms(c);
+    int64_t now = c->db->now_ms;
     if (seconds) {
         if (when > INT64_MAX / 1000 || when < INT64_MIN / 1000) {
             gs_errorf(c, "ERR invalid expire time in '%s' command", name);
@@ -433,7 +425,8 @@ static void expire_generic(struct gs_client *c, size_t argc, struct gs_arg *argv
         }
         when += now;
     }
-    struct gs_entry *e = gs_store_lookup(n->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
+    struct gs_entry *e =
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
     if (!e) {
         gs_reply_int(&c->w, 0);
         return;
@@ -458,8 +451,8 @@ static void expire_generic(struct gs_client *c, size_t argc, struct gs_arg *argv
         }
     }
     if (when <= now) { /* checkAlreadyExpired: the key goes now */
-        gs_store_delete_entry(n->store, e);
-    } else if (gs_store_set_expire(n->store, &e, when)) {
+        gs_store_delete_entry(c->db->store, e);
+    } else if (gs_store_set_expire(c->db->store, &e, when)) {
         gs_error_oom(c);
         return;
     }
@@ -491,8 +484,8 @@ void gs_cmd_pexpireat(struct gs_client *c, size_t argc, struct gs_arg *argv)
  * rounded to the nearest. */
 static void ttl_generic(struct gs_client *c, struct gs_arg *key, bool ms, bool absolute)
 {
-    int64_t now = now_ms(c);
-    struct gs_entry *e = gs_store_lookup(c->node->store, key->p, key->len, now, GS_LOOKUP_NOTOUCH);
+    int64_t now = c->db->now_ms;
+    struct gs_entry *e = gs_store_lookup(c->db->store, key->p, key->len, now, GS_LOOKUP_NOTOUCH);
     if (!e) {
         gs_reply_int(&c->w, -2);
         return;
@@ -533,9 +526,9 @@ void gs_cmd_pexpiretime(struct gs_client *c, size_t argc, struct gs_arg *argv)
 void gs_cmd_persist(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_entry *e =
-        gs_store_lookup(c->node->store, argv[1].p, argv[1].len, now_ms(c), GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
     if (e && gs_entry_expire_ms(e) != -1) {
-        gs_store_set_expire(c->node->store, &e, -1); /* clearing never fails */
+        gs_store_set_expire(c->db->store, &e, -1); /* clearing never fails */
         gs_reply_int(&c->w, 1);
     } else {
         gs_reply_int(&c->w, 0);

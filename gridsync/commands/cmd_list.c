@@ -63,7 +63,7 @@ static struct gs_entry *list_create(struct gs_client *c, const struct gs_arg *ke
     o->enc = GS_ENC_QUICKLIST;
     o->ptr = ql;
     struct gs_entry *e;
-    if (gs_store_set_obj(c->node->store, key->p, key->len, o, -1, &e) != 0) {
+    if (gs_store_set_obj(c->db->store, key->p, key->len, o, -1, &e) != 0) {
         gs_ql_free(ql);
         gs_error_oom(c);
         return NULL;
@@ -74,9 +74,9 @@ static struct gs_entry *list_create(struct gs_client *c, const struct gs_arg *ke
 /* Hand a changed list back, or delete the key when it is empty. */
 static void list_done(struct gs_client *c, struct gs_entry *e, struct gs_obj *o)
 {
-    gs_store_obj_update(c->node->store, e, o);
+    gs_store_obj_update(c->db->store, e, o);
     if (ql_of(o)->count == 0)
-        gs_store_delete_entry(c->node->store, e);
+        gs_store_delete_entry(c->db->store, e);
 }
 
 /* LPUSH/RPUSH/LPUSHX/RPUSHX (Redis's pushGenericCommand). */

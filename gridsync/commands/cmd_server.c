@@ -333,8 +333,9 @@ static bool want(size_t argc, struct gs_arg *argv, const char *section, bool dfl
 
 static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct gs_arg *argv)
 {
+    /* Database 0's figures (the only database today). */
     struct gs_store_stats st;
-    gs_store_stats(n->store, &st);
+    gs_store_stats(n->dbs[0].store, &st);
     struct core_server_stats ss;
     core_server_get_stats(n->srv, &ss);
     int64_t now = gs_node_now_ms(n);
@@ -616,7 +617,8 @@ void gs_cmd_config(struct gs_client *c, size_t argc, struct gs_arg *argv)
             gs_error_arity(c, "config|resetstat");
             return;
         }
-        gs_store_reset_stats(c->node->store);
+        for (unsigned d = 0; d < c->node->n_dbs; d++)
+            gs_store_reset_stats(c->node->dbs[d].store);
         memset(&c->node->stats, 0, sizeof(c->node->stats));
         gs_origin_node_reset_stats(c->node); /* gs-origin */
         gs_reply_ok(&c->w);
@@ -1196,8 +1198,8 @@ void gs_cmd_object(struct gs_client *c, size_t argc, struct gs_arg *argv)
         reply_help(c, "OBJECT", lines);
         return;
     }
-    struct gs_entry *e = gs_store_lookup(c->node->store, argv[2].p, argv[2].len,
-                                         gs_node_now_ms(c->node), GS_LOOKUP_NOTOUCH);
+    struct gs_entry *e =
+        gs_store_lookup(c->db->store, argv[2].p, argv[2].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
     if (!e) {
         gs_reply_null(&c->w);
         return;
@@ -1265,8 +1267,8 @@ void gs_cmd_memory(struct gs_client *c, size_t argc, struct gs_arg *argv)
             return;
         }
     }
-    struct gs_entry *e = gs_store_lookup(c->node->store, argv[2].p, argv[2].len,
-                                         gs_node_now_ms(c->node), GS_LOOKUP_NOTOUCH);
+    struct gs_entry *e =
+        gs_store_lookup(c->db->store, argv[2].p, argv[2].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
     if (!e) {
         gs_reply_null(&c->w);
         return;

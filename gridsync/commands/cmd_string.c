@@ -99,7 +99,7 @@ static bool expire_ms(struct gs_client *c, const struct gs_arg *a, unsigned flag
     if (seconds)
         v *= 1000;
     if (flags & (SET_EX | SET_PX)) {
-        int64_t now = gs_node_now_ms(c->node);
+        int64_t now = c->db->now_ms;
         if (v > INT64_MAX - now) {
             gs_errorf(c, "ERR invalid expire time in '%s' command", cmdname);
             return false;
@@ -122,11 +122,6 @@ static void reply_value(struct gs_client *c, struct gs_entry *e)
     gs_reply_bulk(&c->w, v, len);
 }
 
-static int64_t now_ms(struct gs_client *c)
-{
-    return gs_node_now_ms(c->node);
-}
-
 void gs_cmd_get(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     bool wrong;
@@ -143,8 +138,8 @@ void gs_cmd_get(struct gs_client *c, size_t argc, struct gs_arg *argv)
 static void set_generic(struct gs_client *c, const struct gs_arg *key, const struct gs_arg *val,
                         unsigned flags, int64_t expire, const char *okreply, const char *abortreply)
 {
-    struct gs_store *s = c->node->store;
-    int64_t now = now_ms(c);
+    struct gs_store *s = c->db->store;
+    int64_t now = c->db->now_ms;
     size_t mark = c->w.buf->len;
     struct gs_entry *old = NULL;
     bool looked_up = false;
@@ -187,7 +182,7 @@ static void set_generic(struct gs_client *c, const struct gs_arg *key, const str
 void gs_cmd_set(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     if (argc == 3) { /* the hot path: no options */
-        if (gs_store_set(c->node->store, argv[1].p, argv[1].len, argv[2].p, argv[2].len, -1, NULL))
+        if (gs_store_set(c->db->store, argv[1].p, argv[1].len, argv[2].p, argv[2].len, -1, NULL))
             gs_error_oom(c);
         else
             gs_reply_ok(&c->w);
@@ -237,7 +232,7 @@ void gs_cmd_getdel(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     reply_value(c, e);
     if (e)
-        gs_store_delete_entry(c->node->store, e);
+        gs_store_delete_entry(c->db->store, e);
 }
 
 void gs_cmd_getex(struct gs_client *c, size_t argc, struct gs_arg *argv)
@@ -246,7 +241,7 @@ void gs_cmd_getex(struct gs_client *c, size_t argc, struct gs_arg *argv)
     const struct gs_arg *ex = NULL;
     if (!parse_set_options(c, argc, argv, 2, FOR_GETEX, &flags, &ex))
         return;
-    int64_t now = now_ms(c);
+    int64_t now = c->db->now_ms;
     bool wrong;
     struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
     if (wrong)
@@ -263,27 +258,27 @@ void gs_cmd_getex(struct gs_client *c, size_t argc, struct gs_arg *argv)
      * memory) leaves the key as it was, which is what a client that saw
      * the value can tolerate. */
     if (ex && expire <= now) /* Redis: an expire in the past deletes the key */
-        gs_store_delete_entry(c->node->store, e);
+        gs_store_delete_entry(c->db->store, e);
     else if (ex)
-        (void)gs_store_set_expire(c->node->store, &e, expire);
+        (void)gs_store_set_expire(c->db->store, &e, expire);
     else if (flags & SET_PERSIST)
-        (void)gs_store_set_expire(c->node->store, &e, -1);
+        (void)gs_store_set_expire(c->db->store, &e, -1);
 }
 
 void gs_cmd_mget(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     if (gs_origin_node_mget(c, argc, argv))
         return; /* gs-origin: misses are read through the origin */
-    int64_t now = now_ms(c);
+    int64_t now = c->db->now_ms;
     gs_reply_array(&c->w, argc - 1);
     for (size_t i = 1; i < argc; i++)
-        reply_value(c, gs_store_lookup(c->node->store, argv[i].p, argv[i].len, now, 0));
+        reply_value(c, gs_store_lookup(c->db->store, argv[i].p, argv[i].len, now, 0));
 }
 
 static bool mset_all(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     for (size_t i = 1; i < argc; i += 2) {
-        if (gs_store_set(c->node->store, argv[i].p, argv[i].len, argv[i + 1].p, argv[i + 1].len, -1,
+        if (gs_store_set(c->db->store, argv[i].p, argv[i].len, argv[i + 1].p, argv[i + 1].len, -1,
                          NULL)) {
             gs_error_oom(c);
             return false;
@@ -308,9 +303,9 @@ void gs_cmd_msetnx(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error_arity(c, "msetnx");
         return;
     }
-    int64_t now = now_ms(c);
+    int64_t now = c->db->now_ms;
     for (size_t i = 1; i < argc; i += 2) {
-        if (gs_store_lookup(c->node->store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH)) {
+        if (gs_store_lookup(c->db->store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH)) {
             gs_reply_int(&c->w, 0);
             return;
         }
@@ -325,7 +320,7 @@ static bool store_value(struct gs_client *c, const struct gs_arg *key, struct gs
                         const char *val, size_t len)
 {
     if (e) {
-        char *dst = gs_store_resize_value(c->node->store, &e, len);
+        char *dst = gs_store_resize_value(c->db->store, &e, len);
         if (!dst) {
             gs_error_oom(c);
             return false;
@@ -333,7 +328,7 @@ static bool store_value(struct gs_client *c, const struct gs_arg *key, struct gs
         memcpy(dst, val, len);
         return true;
     }
-    if (gs_store_set(c->node->store, key->p, key->len, val, len, -1, NULL)) {
+    if (gs_store_set(c->db->store, key->p, key->len, val, len, -1, NULL)) {
         gs_error_oom(c);
         return false;
     }
@@ -486,7 +481,7 @@ static bool check_string_length(struct gs_client *c, uint64_t len)
 
 void gs_cmd_append(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_store *s = c->node->store;
+    struct gs_store *s = c->db->store;
     bool wrong;
     struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
     if (wrong)
@@ -563,7 +558,7 @@ void gs_cmd_getrange(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_setrange(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_store *s = c->node->store;
+    struct gs_store *s = c->db->store;
     int64_t offset;
     if (!gs_arg_int(c, &argv[2], &offset, NULL))
         return;

@@ -81,16 +81,24 @@ static int table_grow(struct gs_watch_table *t)
     return 0;
 }
 
+/* The database the watch table covers: database 0, the only one today
+ * (with several, each database gets its table, as Redis's
+ * db->watched_keys). Its clock is that of the command that changed a key. */
+static struct gs_db *watched_db(struct gs_node *n)
+{
+    return &n->dbs[0];
+}
+
 /* Redis's touchAllWatchedKeysInDb: a flush dirties the watchers of the
  * keys that exist (watching a missing key survives FLUSHALL). */
 static void touch_existing(struct gs_node *n)
 {
     struct gs_watch_table *t = &n->watches;
-    int64_t now = gs_node_now_ms(n);
+    const struct gs_db *db = watched_db(n);
     for (size_t i = 0; i <= t->mask; i++)
         for (struct gs_watch *w = t->bucket[i]; w; w = w->bnext)
             if (!w->c->multi.watch_dirty &&
-                gs_store_lookup(n->store, w->key, w->klen, now, GS_LOOKUP_NOTOUCH))
+                gs_store_lookup(db->store, w->key, w->klen, db->now_ms, GS_LOOKUP_NOTOUCH))
                 w->c->multi.watch_dirty = true;
 }
 
@@ -120,7 +128,7 @@ static int watch_key(struct gs_client *c, const struct gs_arg *key)
     /* A key whose TTL has already passed is removed now, before the watch
      * exists: as Redis 7.0 (which remembers it as expired at WATCH time),
      * its later lazy deletion does not fail EXEC. */
-    gs_store_lookup(n->store, key->p, key->len, gs_node_now_ms(n), GS_LOOKUP_NOTOUCH);
+    gs_store_lookup(c->db->store, key->p, key->len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
     if ((!t->bucket || t->count > t->mask) && table_grow(t) != 0)
         return CORE_ENOMEM;
     struct gs_watch *w = malloc(sizeof(*w) + key->len);
@@ -134,7 +142,7 @@ static int watch_key(struct gs_client *c, const struct gs_arg *key)
     w->cnext = c->multi.watched;
     c->multi.watched = w;
     if (t->count++ == 0)
-        gs_store_on_modified(n->store, on_key_modified, n); /* invariant 2 */
+        gs_store_on_modified(watched_db(n)->store, on_key_modified, n); /* invariant 2 */
     return 0;
 }
 
@@ -148,7 +156,7 @@ static void unwatch_all(struct gs_client *c)
         bucket_remove(w);
         free(w);
         if (--t->count == 0)
-            gs_store_on_modified(n->store, NULL, NULL); /* invariant 2 */
+            gs_store_on_modified(watched_db(n)->store, NULL, NULL); /* invariant 2 */
         w = next;
     }
     c->multi.watched = NULL;
@@ -160,10 +168,8 @@ static void unwatch_all(struct gs_client *c)
  * removes it, and the hook marks its watchers. */
 static void expire_watched(struct gs_client *c)
 {
-    struct gs_node *n = c->node;
-    int64_t now = gs_node_now_ms(n);
     for (struct gs_watch *w = c->multi.watched; w && !c->multi.watch_dirty; w = w->cnext)
-        gs_store_lookup(n->store, w->key, w->klen, now, GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(c->db->store, w->key, w->klen, c->db->now_ms, GS_LOOKUP_NOTOUCH);
 }
 
 /* ------------------------------------------------------------- queue */
@@ -201,7 +207,7 @@ bool gs_multi_queue(struct gs_client *c, const struct gs_command *cmd, size_t ar
     struct gs_node *n = c->node;
     /* Redis's processCommand: inside MULTI any queued command is refused
      * when memory cannot be made, since queueing itself takes memory. */
-    if (n->cfg.maxmemory > 0 && gs_store_make_room(n->store) == CORE_ENOMEM) {
+    if (n->cfg.maxmemory > 0 && gs_store_make_room(c->db->store) == CORE_ENOMEM) {
         gs_error_oom(c);
         m->aborted = true;
         return true;
@@ -356,7 +362,7 @@ void gs_cmd_exec(struct gs_client *c, size_t argc, struct gs_arg *argv)
     /* Redis's processCommand rejects EXEC of a transaction that holds a
      * denyoom command when memory cannot be made (execCommandAbort). */
     if ((m->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
-        gs_store_make_room(n->store) == CORE_ENOMEM) {
+        gs_store_make_room(c->db->store) == CORE_ENOMEM) {
         gs_error(c, "EXECABORT Transaction discarded because of: OOM command not allowed when "
                     "used memory > 'maxmemory'.");
         discard_transaction(c);
@@ -407,7 +413,7 @@ void gs_multi_client_closed(struct gs_client *c)
 
 void gs_multi_node_free(struct gs_node *n)
 {
-    gs_store_on_modified(n->store, NULL, NULL);
+    gs_store_on_modified(watched_db(n)->store, NULL, NULL);
     free(n->watches.bucket);
     n->watches.bucket = NULL;
     n->watches.count = 0;

@@ -23,7 +23,6 @@
 #include "gridsync/cluster/cluster.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +37,6 @@
 #define EXPIRE_BUDGET_NS (2 * 1000 * 1000)
 
 static const char *const policy_names[] = {"noeviction", "slru", "allkeys-lru", NULL};
-static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
 /* In the order of enum gs_read_mode (raft_glue.h). */
 static const char *const read_mode_names[] = {"lease", "barrier", "any", NULL};
 
@@ -92,7 +90,7 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
         {"timeout", CORE_OPT_INT, NULL, 0, INT32_MAX, NULL, 0,
          "close clients idle for this many seconds (0 = never)"},
         {"hz", CORE_OPT_INT, NULL, 1, 500, NULL, 0, "active expiry cycles per second"},
-        {"loglevel", CORE_OPT_ENUM, NULL, 0, 0, loglevel_names, 0, "log verbosity"},
+        {"loglevel", CORE_OPT_ENUM, NULL, 0, 0, core_log_level_names, 0, "log verbosity"},
         {"save", CORE_OPT_STRING, NULL, 0, 0, NULL, 0,
          "accepted for compatibility; no persistence"},
         {"appendonly", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
@@ -153,71 +151,6 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
     memcpy(opts, table, sizeof(table));
     for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
         opts[i].ptr = ptrs[i];
-}
-
-/* ------------------------------------------------------------ helpers */
-
-bool gs_arg_is(const struct gs_arg *a, const char *lit)
-{
-    size_t n = strlen(lit);
-    return a->len == n && strncasecmp(a->p, lit, n) == 0;
-}
-
-bool gs_arg_int(struct gs_client *c, const struct gs_arg *a, int64_t *out, const char *msg)
-{
-    if (gs_string2ll(a->p, a->len, out))
-        return true;
-    gs_error(c, msg ? msg : "ERR value is not an integer or out of range");
-    return false;
-}
-
-struct gs_entry *gs_lookup_typed(struct gs_client *c, const struct gs_arg *key, int type,
-                                 unsigned flags, bool *wrong)
-{
-    struct gs_entry *e =
-        gs_store_lookup(c->node->store, key->p, key->len, gs_node_now_ms(c->node), flags);
-    *wrong = e && gs_entry_type(e) != type;
-    if (*wrong) {
-        gs_error_wrongtype(c);
-        return NULL;
-    }
-    return e;
-}
-
-void gs_error_wrongtype(struct gs_client *c)
-{
-    gs_error(c, "WRONGTYPE Operation against a key holding the wrong kind of value");
-}
-
-void gs_error(struct gs_client *c, const char *msg)
-{
-    c->node->stats.error_replies++;
-    gs_reply_error(&c->w, msg, strlen(msg));
-}
-
-void gs_errorf(struct gs_client *c, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    gs_error(c, msg);
-}
-
-void gs_error_syntax(struct gs_client *c)
-{
-    gs_error(c, "ERR syntax error");
-}
-
-void gs_error_arity(struct gs_client *c, const char *name)
-{
-    gs_errorf(c, "ERR wrong number of arguments for '%s' command", name);
-}
-
-void gs_error_oom(struct gs_client *c)
-{
-    gs_error(c, "OOM command not allowed when used memory > 'maxmemory'.");
 }
 
 /* ------------------------------------------------------- command index */
@@ -293,6 +226,7 @@ static __attribute__((noinline)) void reply_arity(struct gs_client *c, const str
 void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
+    c->db->now_ms = gs_node_now_ms(n); /* the command's instant (client.h) */
     const struct gs_command *cmd = gs_command_lookup(n, argv[0].p, argv[0].len);
     /* Refusals before queueing abort an open transaction (Redis's
      * rejectCommand -> flagTransaction). */
@@ -325,7 +259,7 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
     /* Redis's processCommand: evict before a command that may add memory,
      * and refuse it when nothing more can go. */
     if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
-        gs_store_make_room(n->store) == CORE_ENOMEM) {
+        gs_store_make_room(c->db->store) == CORE_ENOMEM) {
         gs_error_oom(c);
         return;
     }
@@ -343,6 +277,8 @@ static int on_open(struct core_conn *conn, void *app)
     if (!c)
         return CORE_ENOMEM;
     c->node = n;
+    c->db = &n->dbs[0];
+    c->stats = &n->stats;
     c->conn = conn;
     c->w.buf = core_conn_out(conn);
     c->w.proto = 2;
@@ -443,12 +379,14 @@ static void cron_cb(uv_timer_t *t)
      * slices of EXPIRE_WORK while slices come back full (more keys are
      * due), but never past the time budget, so clients never wait long
      * behind it; the rest waits for the next tick. */
-    for (;;) {
-        size_t removed = gs_store_expire_cycle(n->store, now, EXPIRE_WORK);
-        if (removed < EXPIRE_WORK)
-            break;
-        if (core_now_ns() - t0 > EXPIRE_BUDGET_NS)
-            break;
+    for (unsigned d = 0; d < n->n_dbs; d++) {
+        for (;;) {
+            size_t removed = gs_store_expire_cycle(n->dbs[d].store, now, EXPIRE_WORK);
+            if (removed < EXPIRE_WORK)
+                break;
+            if (core_now_ns() - t0 > EXPIRE_BUDGET_NS)
+                return;
+        }
     }
 }
 
@@ -465,8 +403,9 @@ void gs_node_apply_config(struct gs_node *n)
     struct core_server_limits l;
     limits_from_config(&n->cfg, &l);
     core_server_set_limits(n->srv, &l);
-    gs_store_configure(n->store, (uint64_t)n->cfg.maxmemory,
-                       (enum gs_evict_policy)n->cfg.maxmemory_policy);
+    for (unsigned d = 0; d < n->n_dbs; d++)
+        gs_store_configure(n->dbs[d].store, (uint64_t)n->cfg.maxmemory,
+                           (enum gs_evict_policy)n->cfg.maxmemory_policy);
     if (n->cluster)
         gs_cluster_apply_config(n->cluster); /* the other shards' stores */
     core_log_init('M', (enum core_log_level)n->cfg.loglevel);
@@ -475,11 +414,37 @@ void gs_node_apply_config(struct gs_node *n)
     gs_origin_node_apply_config(n); /* gs-origin */
 }
 
-static void on_signal(uv_signal_t *sig, int signum)
+static void dbs_free(struct gs_node *n)
 {
-    struct gs_node *n = sig->data;
-    CORE_WARN("Received %s, scheduling shutdown...", signum == SIGINT ? "SIGINT" : "SIGTERM");
-    gs_node_stop(n);
+    for (unsigned d = 0; n->dbs && d < n->n_dbs; d++)
+        gs_store_free(n->dbs[d].store);
+    free(n->dbs);
+    n->dbs = NULL;
+    n->n_dbs = 0;
+}
+
+/* The node's databases, each with its own store (client.h). */
+static int dbs_new(struct gs_node *n, unsigned count)
+{
+    n->dbs = calloc(count, sizeof(*n->dbs));
+    if (!n->dbs)
+        return CORE_ENOMEM;
+    n->n_dbs = count;
+    for (unsigned d = 0; d < count; d++) {
+        struct gs_db *db = &n->dbs[d];
+        struct gs_store_config scfg = {
+            .maxmemory = (uint64_t)n->cfg.maxmemory,
+            .policy = (enum gs_evict_policy)n->cfg.maxmemory_policy,
+            .hash_seed = core_hash64(&db, sizeof(db), (uint64_t)core_now_ns() ^ (uint64_t)getpid()),
+        };
+        db->id = d;
+        int rc = gs_store_new(&db->store, &scfg);
+        if (rc) {
+            dbs_free(n);
+            return rc;
+        }
+    }
+    return 0;
 }
 
 int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg)
@@ -491,68 +456,52 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     n->cfg = *cfg;
     gs_config_bind(&n->cfg, n->opts);
     gs_command_index_build(n);
-    struct gs_store_config scfg = {
-        .maxmemory = (uint64_t)cfg->maxmemory,
-        .policy = (enum gs_evict_policy)cfg->maxmemory_policy,
-        .hash_seed = core_hash64(&n, sizeof(n), (uint64_t)core_now_ns() ^ (uint64_t)getpid()),
-    };
-    int rc = gs_store_new(&n->store, &scfg);
-    if (rc) {
-        free(n);
-        return rc;
-    }
+    int rc = dbs_new(n, GS_DBS_DEFAULT);
+    if (rc)
+        goto fail_dbs;
     struct core_server_limits l;
     limits_from_config(cfg, &l);
     rc = core_server_new(&n->srv, loop, &server_ops, n, &l,
                          "-ERR max number of clients reached\r\n");
-    if (rc) {
-        gs_store_free(n->store);
-        free(n);
-        return rc;
-    }
+    if (rc)
+        goto fail_server;
     rc = core_server_listen(n->srv, cfg->bind, (int)cfg->port);
     if (rc) {
         CORE_WARN("Could not create server TCP listening socket %s:%lld: %s", cfg->bind,
                   (long long)cfg->port, core_strerror(rc));
-        core_server_stop(n->srv);
-        uv_run(loop, UV_RUN_NOWAIT); /* let the handles close */
-        core_server_free(n->srv);
-        gs_store_free(n->store);
-        free(n);
-        return rc;
+        goto fail_listen;
     }
     rc = gs_origin_node_start(n); /* gs-origin: a bad origin option fails the start */
-    if (rc) {
-        core_server_stop(n->srv);
-        uv_run(loop, UV_RUN_NOWAIT);
-        core_server_free(n->srv);
-        gs_store_free(n->store);
-        free(n);
-        return rc;
-    }
+    if (rc)
+        goto fail_listen;
     uv_timer_init(loop, &n->cron);
     n->cron.data = n;
     resync_clock(n);
     n->start_wall_ms = n->wall_base_ms;
-    if (cfg->cluster_enabled && (rc = gs_cluster_new(&n->cluster, n)) != 0) {
-        core_server_stop(n->srv);
-        uv_close((uv_handle_t *)&n->cron, NULL);
-        uv_run(loop, UV_RUN_DEFAULT); /* let the handles (and groups) close */
-        gs_cluster_free(n->cluster);
-        core_server_free(n->srv);
-        gs_store_free(n->store);
-        free(n);
-        return rc;
-    }
+    if (cfg->cluster_enabled && (rc = gs_cluster_new(&n->cluster, n)) != 0)
+        goto fail_cluster;
     uint64_t period = (uint64_t)(1000 / cfg->hz);
     uv_timer_start(&n->cron, cron_cb, period, period ? period : 1);
-    uv_signal_init(loop, &n->sigint);
-    uv_signal_init(loop, &n->sigterm);
-    n->sigint.data = n->sigterm.data = n;
-    uv_signal_start(&n->sigint, on_signal, SIGINT);
-    uv_signal_start(&n->sigterm, on_signal, SIGTERM);
     *out = n;
     return 0;
+
+fail_cluster:
+    core_server_stop(n->srv);
+    gs_origin_node_stop(n);
+    uv_close((uv_handle_t *)&n->cron, NULL);
+    uv_run(loop, UV_RUN_DEFAULT); /* let the handles (and groups) close */
+    gs_cluster_free(n->cluster);
+    goto fail_closed;
+fail_listen:
+    core_server_stop(n->srv);
+    uv_run(loop, UV_RUN_NOWAIT); /* let the handles close */
+fail_closed:
+    core_server_free(n->srv);
+fail_server:
+    dbs_free(n);
+fail_dbs:
+    free(n);
+    return rc;
 }
 
 void gs_node_stop(struct gs_node *n)
@@ -565,8 +514,6 @@ void gs_node_stop(struct gs_node *n)
     if (n->cluster)
         gs_cluster_stop(n->cluster);
     uv_close((uv_handle_t *)&n->cron, NULL);
-    uv_close((uv_handle_t *)&n->sigint, NULL);
-    uv_close((uv_handle_t *)&n->sigterm, NULL);
 }
 
 void gs_node_free(struct gs_node *n)
@@ -575,8 +522,8 @@ void gs_node_free(struct gs_node *n)
         return;
     core_server_free(n->srv);
     gs_cluster_free(n->cluster);
-    gs_multi_node_free(n); /* before the store: its hook points here */
-    gs_store_free(n->store);
+    gs_multi_node_free(n); /* before the stores: their hook points here */
+    dbs_free(n);
     core_buf_free(&n->scratch);
     free(n);
 }

@@ -4,14 +4,16 @@
  * struct gs_node (no globals), so a node with one loop per core is later a
  * matter of creating several.
  *
- * Command handlers (cmd_*.c) see the node through struct gs_client and the
- * helpers below; they reply through c->w and never block.
+ * Command handlers (commands/cmd_*.c) get their keyspace and clock from
+ * their client's database context (gridsync/client/client.h), reply
+ * through c->w and never block.
  */
 #ifndef GS_NODE_H
 #define GS_NODE_H
 
 #include "core/config.h"
 #include "core/uv_server.h"
+#include "gridsync/client/client.h"
 #include "gridsync/commands/multi.h"
 #include "gridsync/protocol/resp.h"
 #include "gridsync/store/store.h"
@@ -67,26 +69,24 @@ struct gs_config {
     int64_t list_max_listpack_size;
 };
 
-struct gs_node_stats {
-    uint64_t commands; /* total_commands_processed */
-    uint64_t error_replies;
-};
-
 struct gs_node {
     uv_loop_t *loop;
     struct core_server *srv;
-    struct gs_store *store;
+    /* The databases, indexed by number; a client's c->db points at one.
+     * In cluster mode database 0's store is the one of the Raft group this
+     * node prefers to lead (the other groups have their own, cluster.c). */
+    struct gs_db *dbs;
+    unsigned n_dbs;
     struct gs_config cfg;
     struct core_option opts[GS_NODE_NOPTS]; /* the option table, bound to cfg */
     uv_timer_t cron;                        /* active expiry, clock resync */
-    uv_signal_t sigint, sigterm;
     bool stopping;
     /* Wall clock: read once per cron tick; between ticks derived from the
      * loop's own time, which libuv updates once per iteration. */
     int64_t wall_base_ms;
     uint64_t loop_base_ms;
     int64_t start_wall_ms;
-    struct gs_node_stats stats;
+    struct gs_stats stats;                   /* total_commands_processed, total_error_replies */
     struct core_buf scratch;                 /* reusable: KEYS, RENAME, INFO text */
     const struct gs_command *cmd_index[256]; /* open addressing by name hash */
     char config_file[CORE_OPT_STRLEN];
@@ -99,29 +99,6 @@ struct gs_node {
      * it to serve clients waiting on that key. NULL: nobody waits. */
     void (*key_ready)(void *arg, const char *key, size_t klen);
     void *key_ready_arg;
-};
-
-struct gs_client {
-    struct gs_node *node;
-    struct core_conn *conn;
-    struct gs_writer w;
-    struct gs_resp_parser parser;
-    bool authenticated;
-    char *name; /* CLIENT SETNAME; NULL when unset */
-    char *lib_name, *lib_ver;
-    const char *last_cmd;
-    /* gs-origin: replies waiting on the origin, oldest first (origin_node.h) */
-    struct gs_held *held_head, *held_tail;
-    /* Cluster mode: READONLY, and the replicated write this client waits
-     * for; its next requests are not parsed until it completes. */
-    bool readonly;
-    struct gs_cluster_wait *wait;
-    /* Linearizable reads: the read waits unconsumed for a barrier
-     * (replay: on_data leaves it in the input), then runs when parsed
-     * again (read_barrier 1 passed, -1 failed). */
-    bool replay;
-    signed char read_barrier;
-    struct gs_multi multi; /* MULTI/EXEC and WATCH state (gridsync/commands/multi.h) */
 };
 
 /* Create a node from a filled configuration (see gs_node_options for the
@@ -143,7 +120,9 @@ void gs_config_defaults(struct gs_config *cfg);
  * into opts, each option pointing into *cfg. */
 void gs_config_bind(struct gs_config *cfg, struct core_option *opts);
 
-/* The node's view of "now" in Unix ms, refreshed once per loop iteration. */
+/* The node's view of "now" in Unix ms, refreshed once per loop iteration.
+ * For the node's own work (expiry, fills); a command uses c->db->now_ms,
+ * which gs_execute sets from this. */
 static inline int64_t gs_node_now_ms(const struct gs_node *n)
 {
     return n->wall_base_ms + (int64_t)(uv_now(n->loop) - n->loop_base_ms);
@@ -213,40 +192,5 @@ gs_cmd_fn gs_cmd_lpush, gs_cmd_rpush, gs_cmd_lpushx, gs_cmd_rpushx, gs_cmd_linse
     gs_cmd_rpop, gs_cmd_lmove, gs_cmd_rpoplpush, gs_cmd_lmpop; /* cmd_list.c */
 gs_cmd_fn gs_cmd_object, gs_cmd_memory;                        /* cmd_server.c */
 gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
-
-/* ------------------------------------------------------ handler helpers */
-
-/* Case-insensitive comparison of an argument with a literal. */
-bool gs_arg_is(const struct gs_arg *a, const char *lit);
-
-/* Parse an integer argument as Redis's getLongLongFromObjectOrReply: on
- * failure reply "ERR value is not an integer or out of range" (or msg if
- * not NULL) and return false. */
-bool gs_arg_int(struct gs_client *c, const struct gs_arg *a, int64_t *out, const char *msg);
-
-/* Error replies; counted in INFO's total_error_replies. */
-void gs_error(struct gs_client *c, const char *msg);
-void gs_errorf(struct gs_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void gs_error_syntax(struct gs_client *c);
-void gs_error_arity(struct gs_client *c, const char *name);
-void gs_error_oom(struct gs_client *c);
-void gs_error_wrongtype(struct gs_client *c);
-
-/* Redis's string2ld and ld2string(LD_STR_HUMAN) (cmd_string.c), shared by
- * INCRBYFLOAT and HINCRBYFLOAT. buf/cap: GS_MAX_LONG_DOUBLE_CHARS. */
-#define GS_MAX_LONG_DOUBLE_CHARS 5120
-bool gs_parse_long_double(const char *p, size_t len, long double *out);
-size_t gs_format_long_double(char *buf, size_t cap, long double v);
-
-/* SCAN's cursor argument (Redis's parseScanCursorOrReply, cmd_keys.c);
- * false after replying "ERR invalid cursor". */
-bool gs_parse_scan_cursor(struct gs_client *c, const struct gs_arg *a, uint64_t *out);
-
-/* Look key up (flags as gs_store_lookup) and check its type (enum
- * gs_type, gridsync/types/value.h). A key of another type is answered
- * with WRONGTYPE: NULL is returned and *wrong set; NULL with *wrong false
- * means no such key. */
-struct gs_entry *gs_lookup_typed(struct gs_client *c, const struct gs_arg *key, int type,
-                                 unsigned flags, bool *wrong);
 
 #endif

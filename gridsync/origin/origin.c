@@ -25,6 +25,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/list.h"
 #include "core/log.h"
 
 #define DEFAULT_NEGATIVE_MAX    4096u
@@ -46,8 +47,8 @@ struct gs_origin_fetch {
     uint64_t hash;
     struct gs_origin_fetch *hnext; /* in-flight table chain */
     struct gs_origin_fetch *qnext; /* queue or free list */
-    struct gs_origin_waiter *whead, *wtail;
-    uint64_t deadline_ms; /* uv_now() scale */
+    struct core_list waiters;      /* gs_origin_waiter.link, in arrival order */
+    uint64_t deadline_ms;          /* uv_now() scale */
     uint64_t started_ns;
     CURL *easy; /* created on first use, reused */
     char *url;
@@ -72,7 +73,7 @@ struct sock_ctx {
     uv_poll_t poll;
     curl_socket_t fd;
     struct gs_origin *o;
-    struct sock_ctx *prev, *next; /* open polls, so that free can close them */
+    struct core_list link; /* in socks: open polls, so that free can close them */
 };
 
 struct gs_origin {
@@ -102,7 +103,7 @@ struct gs_origin {
     struct gs_origin_stats stats;
     struct core_hist latency;
 
-    struct sock_ctx *socks; /* polls not yet closing */
+    struct core_list socks; /* sock_ctx.link: polls not yet closing */
     unsigned open_handles;  /* timer + polls not yet closed */
     bool closing;
 };
@@ -234,27 +235,12 @@ static void table_remove(struct gs_origin *o, struct gs_origin_fetch *f)
 static void waiter_attach(struct gs_origin_fetch *f, struct gs_origin_waiter *w)
 {
     w->fetch = f;
-    w->next = NULL;
-    w->prev = f->wtail;
-    if (f->wtail)
-        f->wtail->next = w;
-    else
-        f->whead = w;
-    f->wtail = w;
+    core_list_push_back(&f->waiters, &w->link);
 }
 
 static void waiter_detach(struct gs_origin_waiter *w)
 {
-    struct gs_origin_fetch *f = w->fetch;
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        f->whead = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        f->wtail = w->prev;
-    w->prev = w->next = NULL;
+    core_list_remove(&w->link);
     w->fetch = NULL;
 }
 
@@ -290,8 +276,9 @@ static void finish(struct gs_origin *o, struct gs_origin_fetch *f, const struct 
     f->state = FETCH_DELIVERING;
     if (o->cfg.on_fill && r->error != CORE_ECLOSED)
         o->cfg.on_fill(o->cfg.fill_arg, f->key, f->klen, r);
-    struct gs_origin_waiter *w;
-    while ((w = f->whead) != NULL) {
+    struct core_list *l;
+    while ((l = core_list_first(&f->waiters)) != NULL) {
+        struct gs_origin_waiter *w = CORE_CONTAINER_OF(l, struct gs_origin_waiter, link);
         waiter_detach(w);
         w->cb(w, r);
     }
@@ -515,12 +502,7 @@ static void on_handle_closed(uv_handle_t *h)
 
 static void sock_close(struct gs_origin *o, struct sock_ctx *c)
 {
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        o->socks = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    core_list_remove(&c->link);
     uv_close((uv_handle_t *)&c->poll, on_handle_closed);
 }
 
@@ -572,11 +554,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t s, int what, void *userp, vo
         c->fd = s;
         c->o = o;
         c->poll.data = c;
-        c->prev = NULL;
-        c->next = o->socks;
-        if (o->socks)
-            o->socks->prev = c;
-        o->socks = c;
+        core_list_push_front(&o->socks, &c->link);
         o->open_handles++;
         curl_multi_assign(o->multi, s, c);
     }
@@ -661,6 +639,7 @@ int gs_origin_new(struct gs_origin **out, uv_loop_t *loop, const struct gs_origi
     if (o == NULL)
         return CORE_ENOMEM;
     o->loop = loop;
+    core_list_init(&o->socks);
     o->cfg = *cfg;
     if (o->cfg.negative_max == 0)
         o->cfg.negative_max = DEFAULT_NEGATIVE_MAX;
@@ -693,6 +672,7 @@ int gs_origin_new(struct gs_origin **out, uv_loop_t *loop, const struct gs_origi
         o->neg_buckets[i] = -1;
     for (uint32_t i = o->nslots; i-- > 0;) {
         o->slots[i].o = o;
+        core_list_init(&o->slots[i].waiters);
         o->slots[i].qnext = o->free_list;
         o->free_list = &o->slots[i];
     }
@@ -736,8 +716,9 @@ void gs_origin_free(struct gs_origin *o)
     o->multi = NULL;
     /* Whatever curl did not report removed is closed here: the sockets are
      * gone with the multi handle. */
-    while (o->socks)
-        sock_close(o, o->socks);
+    struct core_list *l;
+    while ((l = core_list_first(&o->socks)) != NULL)
+        sock_close(o, CORE_CONTAINER_OF(l, struct sock_ctx, link));
     free_buffers(o);
     uv_close((uv_handle_t *)&o->timer, on_handle_closed);
 }
@@ -786,7 +767,7 @@ int gs_origin_fetch(struct gs_origin *o, const void *key, size_t klen, struct gs
     f->klen = klen;
     f->hash = h;
     f->deadline_ms = now + o->cfg.timeout_ms;
-    f->whead = f->wtail = NULL;
+    core_list_init(&f->waiters);
     if (start_now) {
         int rc = start_transfer(o, f);
         if (rc < 0) {

@@ -67,6 +67,7 @@
 #include <uv.h>
 
 #include "core/histogram.h"
+#include "core/list.h"
 
 struct gs_origin;
 
@@ -111,7 +112,7 @@ struct gs_origin_waiter {
     gs_origin_cb cb;
     void *data;
     /* private */
-    struct gs_origin_waiter *prev, *next;
+    struct core_list link; /* in its fetch's list of waiters */
     struct gs_origin_fetch *fetch;
 };
 

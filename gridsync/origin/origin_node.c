@@ -90,7 +90,7 @@ static void write_reply(struct gs_held *h, struct core_buf *out)
     if (h->error) {
         char tmp[64];
         const char *msg = error_text(h->error, h->http_status, tmp, sizeof(tmp));
-        h->c->node->stats.error_replies++;
+        h->c->stats->error_replies++;
         gs_reply_error(&w, msg, strlen(msg));
         return;
     }
@@ -166,13 +166,14 @@ static void on_fill(void *arg, const char *key, size_t klen, const struct gs_ori
     struct gs_node *n = arg;
     if (r->status != GS_ORIGIN_FOUND || !r->cacheable)
         return;
+    struct gs_store *store = n->dbs[0].store;
     int64_t now = gs_node_now_ms(n);
-    if (gs_store_lookup(n->store, key, klen, now, GS_LOOKUP_NOTOUCH) != NULL)
+    if (gs_store_lookup(store, key, klen, now, GS_LOOKUP_NOTOUCH) != NULL)
         return;
-    if (n->cfg.maxmemory > 0 && gs_store_make_room(n->store) == CORE_ENOMEM)
+    if (n->cfg.maxmemory > 0 && gs_store_make_room(store) == CORE_ENOMEM)
         return; /* full under noeviction: serve it, do not keep it */
     int64_t expire = r->ttl_ms > 0 ? now + r->ttl_ms : -1;
-    if (gs_store_set(n->store, key, klen, r->value, r->vlen, expire, NULL) < 0)
+    if (gs_store_set(store, key, klen, r->value, r->vlen, expire, NULL) < 0)
         CORE_DEBUG("origin: could not store a filled value (out of memory)");
 }
 
@@ -301,15 +302,15 @@ bool gs_origin_node_mget(struct gs_client *c, size_t argc, struct gs_arg *argv)
     if (n->origin == NULL)
         return false;
     size_t nkeys = argc - 1;
-    int64_t now = gs_node_now_ms(n);
+    struct gs_store *store = c->db->store;
+    int64_t now = c->db->now_ms;
     /* While every key hits, reply as the plain MGET does: no allocation
      * on the hit path. */
     size_t mark = c->w.buf->len;
     size_t miss = 0;
     gs_reply_array(&c->w, nkeys);
     for (; miss < nkeys; miss++) {
-        struct gs_entry *e =
-            gs_store_lookup(n->store, argv[miss + 1].p, argv[miss + 1].len, now, 0);
+        struct gs_entry *e = gs_store_lookup(store, argv[miss + 1].p, argv[miss + 1].len, now, 0);
         if (e == NULL)
             break;
         if (gs_entry_type(e) != GS_TYPE_STRING) { /* MGET answers nil for another type */
@@ -335,8 +336,7 @@ bool gs_origin_node_mget(struct gs_client *c, size_t argc, struct gs_arg *argv)
         /* Keys before the first miss were counted as hits already. */
         unsigned flags = i < miss ? GS_LOOKUP_NOTOUCH : 0;
         struct gs_entry *e =
-            i == miss ? NULL
-                      : gs_store_lookup(n->store, argv[i + 1].p, argv[i + 1].len, now, flags);
+            i == miss ? NULL : gs_store_lookup(store, argv[i + 1].p, argv[i + 1].len, now, flags);
         if (e) {
             slot_value(h, i, e);
             continue;

@@ -41,8 +41,8 @@
 #define GS_NO_HEAP_IDX UINT32_MAX
 
 struct gs_entry {
-    struct gs_entry *hnext;    /* next entry in the hash bucket's chain */
-    struct gs_evict_link link; /* the eviction policy's list */
+    struct gs_entry *hnext; /* next entry in the hash bucket's chain */
+    struct core_list link;  /* the eviction policy's list */
     uint32_t klen : 29;
     uint32_t evict_bits : 2; /* owned by the eviction policy (SLRU: segment) */
     uint32_t is_obj : 1;     /* the value is a struct gs_obj (types/value.h) */

@@ -2,8 +2,8 @@
  * Eviction policies: SLRU, plain LRU and noeviction as ops tables over the
  * entries' intrusive links. The rules and invariants are in evict.h.
  *
- * Lists are circular with a sentinel in struct gs_evict: sentinel.next is
- * the head (most recently used), sentinel.prev the tail (the next victim).
+ * Lists are core/list.h lists with their sentinel in struct gs_evict: the
+ * first node is the most recently used, the last the next victim.
  * With a sentinel, a moved entry is fixed by pointing its neighbours at it,
  * whatever they are (on_move), and no operation has a special case for an
  * empty list.
@@ -18,46 +18,22 @@
 /* SLRU's one bit in gs_entry.evict_bits: which segment the entry is in. */
 #define SEG_BIT 1u
 
-struct gs_entry *gs_evict_entry_of(struct gs_evict_link *l)
+struct gs_entry *gs_evict_entry_of(struct core_list *l)
 {
     return (struct gs_entry *)((char *)l - offsetof(struct gs_entry, link));
 }
 
-static void list_init(struct gs_evict_link *sentinel)
+static struct gs_entry *list_tail(struct core_list *sentinel)
 {
-    sentinel->prev = sentinel->next = sentinel;
-}
-
-static bool list_empty(const struct gs_evict_link *sentinel)
-{
-    return sentinel->next == sentinel;
-}
-
-static void list_push_head(struct gs_evict_link *sentinel, struct gs_evict_link *l)
-{
-    l->prev = sentinel;
-    l->next = sentinel->next;
-    sentinel->next->prev = l;
-    sentinel->next = l;
-}
-
-static void list_unlink(struct gs_evict_link *l)
-{
-    l->prev->next = l->next;
-    l->next->prev = l->prev;
-}
-
-static struct gs_entry *list_tail(struct gs_evict_link *sentinel)
-{
-    return list_empty(sentinel) ? NULL : gs_evict_entry_of(sentinel->prev);
+    struct core_list *l = core_list_last(sentinel);
+    return l ? gs_evict_entry_of(l) : NULL;
 }
 
 /* Shared by every list-based policy: after a realloc the neighbours still
  * point at the old address. */
 static void links_moved(struct gs_evict *p, struct gs_entry *e)
 {
-    e->link.prev->next = &e->link;
-    e->link.next->prev = &e->link;
+    core_list_moved(&e->link);
 }
 
 /* ---- LRU: one list, list 0 ---- */
@@ -65,7 +41,7 @@ static void links_moved(struct gs_evict *p, struct gs_entry *e)
 static void lru_insert(struct gs_evict *p, struct gs_entry *e)
 {
     e->evict_bits = 0;
-    list_push_head(&p->list[0], &e->link);
+    core_list_push_front(&p->list[0], &e->link);
     p->count[0]++;
 }
 
@@ -73,13 +49,13 @@ static void lru_hit(struct gs_evict *p, struct gs_entry *e)
 {
     if (p->list[0].next == &e->link)
         return; /* already the head: skip touching the neighbours */
-    list_unlink(&e->link);
-    list_push_head(&p->list[0], &e->link);
+    core_list_remove(&e->link);
+    core_list_push_front(&p->list[0], &e->link);
 }
 
 static void lru_remove(struct gs_evict *p, struct gs_entry *e)
 {
-    list_unlink(&e->link);
+    core_list_remove(&e->link);
     p->count[0]--;
 }
 
@@ -109,10 +85,10 @@ static void slru_rebalance(struct gs_evict *p)
 {
     while (p->count[GS_SEG_PROTECTED] > slru_protected_max(p)) {
         struct gs_entry *d = list_tail(&p->list[GS_SEG_PROTECTED]);
-        list_unlink(&d->link);
+        core_list_remove(&d->link);
         p->count[GS_SEG_PROTECTED]--;
         d->evict_bits &= ~SEG_BIT;
-        list_push_head(&p->list[GS_SEG_PROBATION], &d->link);
+        core_list_push_front(&p->list[GS_SEG_PROBATION], &d->link);
         p->count[GS_SEG_PROBATION]++;
     }
 }
@@ -120,7 +96,7 @@ static void slru_rebalance(struct gs_evict *p)
 static void slru_insert(struct gs_evict *p, struct gs_entry *e)
 {
     e->evict_bits = 0; /* probation */
-    list_push_head(&p->list[GS_SEG_PROBATION], &e->link);
+    core_list_push_front(&p->list[GS_SEG_PROBATION], &e->link);
     p->count[GS_SEG_PROBATION]++;
 }
 
@@ -128,23 +104,23 @@ static void slru_hit(struct gs_evict *p, struct gs_entry *e)
 {
     if (e->evict_bits & SEG_BIT) {
         if (p->list[GS_SEG_PROTECTED].next != &e->link) {
-            list_unlink(&e->link);
-            list_push_head(&p->list[GS_SEG_PROTECTED], &e->link);
+            core_list_remove(&e->link);
+            core_list_push_front(&p->list[GS_SEG_PROTECTED], &e->link);
         }
         return;
     }
     /* Promotion: a second access proves the entry is worth protecting. */
-    list_unlink(&e->link);
+    core_list_remove(&e->link);
     p->count[GS_SEG_PROBATION]--;
     e->evict_bits |= SEG_BIT;
-    list_push_head(&p->list[GS_SEG_PROTECTED], &e->link);
+    core_list_push_front(&p->list[GS_SEG_PROTECTED], &e->link);
     p->count[GS_SEG_PROTECTED]++;
     slru_rebalance(p);
 }
 
 static void slru_remove(struct gs_evict *p, struct gs_entry *e)
 {
-    list_unlink(&e->link);
+    core_list_remove(&e->link);
     p->count[(e->evict_bits & SEG_BIT) ? GS_SEG_PROTECTED : GS_SEG_PROBATION]--;
     slru_rebalance(p);
 }
@@ -205,7 +181,7 @@ void gs_evict_init(struct gs_evict *p, enum gs_evict_policy policy)
     /* An unknown value falls back to the default, and says so. */
     p->policy = p->ops == &slru_ops ? GS_EVICT_SLRU : policy;
     for (int i = 0; i < GS_SEG_COUNT; i++)
-        list_init(&p->list[i]);
+        core_list_init(&p->list[i]);
 }
 
 size_t gs_evict_count(const struct gs_evict *p)

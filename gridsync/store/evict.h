@@ -3,7 +3,7 @@
  * limit.
  *
  * A policy is a small ops table (struct gs_evict_ops) over the entries'
- * intrusive list links (struct gs_evict_link, embedded in every entry) and
+ * intrusive list links (a struct core_list, embedded in every entry) and
  * a few policy-owned bits in the entry header (gs_entry.evict_bits). The
  * store tells the policy of every insert, hit, removal and move of an
  * entry, and asks it for a victim; the policy never allocates and never
@@ -41,14 +41,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/list.h"
 #include "gridsync/store/store.h"
-
-/* A node of a circular doubly-linked list whose head is a sentinel inside
- * struct gs_evict; embedded in every entry. */
-struct gs_evict_link {
-    struct gs_evict_link *prev;
-    struct gs_evict_link *next;
-};
 
 /* List indices. LRU and noeviction use list 0 only, SLRU lists 0 and 1;
  * a third list is there for W-TinyLFU's admission window (an SLRU main
@@ -67,7 +61,7 @@ struct gs_evict_ops;
 struct gs_evict {
     const struct gs_evict_ops *ops;
     enum gs_evict_policy policy;
-    struct gs_evict_link list[GS_SEG_COUNT]; /* sentinels: next = head (MRU), prev = tail */
+    struct core_list list[GS_SEG_COUNT]; /* sentinels: next = head (MRU), prev = tail */
     size_t count[GS_SEG_COUNT];
     void *priv; /* for policies with side state (a sketch, a ghost queue) */
 };
@@ -106,6 +100,6 @@ const char *gs_evict_policy_name(enum gs_evict_policy policy);
 int gs_evict_policy_parse(const char *name, enum gs_evict_policy *out);
 
 /* The entry that owns a link (for walking a list, as tests do). */
-struct gs_entry *gs_evict_entry_of(struct gs_evict_link *l);
+struct gs_entry *gs_evict_entry_of(struct core_list *l);
 
 #endif

@@ -579,20 +579,16 @@ void gs_store_configure(struct gs_store *s, uint64_t maxmemory, enum gs_evict_po
      * the new policy from the least to the most valuable, so that the
      * recency order survives the switch. O(keys), but this is an
      * administrative command, not a request. */
-    struct gs_evict_link side = {&side, &side};
+    struct core_list side, *l;
+    core_list_init(&side);
     struct gs_entry *e;
     while ((e = s->evict.ops->victim(&s->evict)) != NULL) {
         s->evict.ops->on_remove(&s->evict, e);
-        e->link.prev = side.prev;
-        e->link.next = &side;
-        side.prev->next = &e->link;
-        side.prev = &e->link;
+        core_list_push_back(&side, &e->link);
     }
     gs_evict_init(&s->evict, policy);
-    while (side.next != &side) {
-        struct gs_evict_link *l = side.next;
-        side.next = l->next;
-        l->next->prev = &side;
+    while ((l = core_list_first(&side)) != NULL) {
+        core_list_remove(l);
         s->evict.ops->on_insert(&s->evict, gs_evict_entry_of(l));
     }
 }
@@ -1120,7 +1116,7 @@ int gs_store_check(const struct gs_store *cs)
     uint64_t listed = 0;
     for (int l = 0; l < GS_SEG_COUNT; l++) {
         uint64_t len = 0;
-        for (struct gs_evict_link *p = s->evict.list[l].next; p != &s->evict.list[l]; p = p->next) {
+        for (struct core_list *p = s->evict.list[l].next; p != &s->evict.list[l]; p = p->next) {
             CHECK(p->next->prev == p);
             if (s->evict.policy == GS_EVICT_SLRU)
                 CHECK((gs_evict_entry_of(p)->evict_bits & 1u) == (unsigned)l);

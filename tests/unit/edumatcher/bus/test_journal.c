@@ -16,31 +16,7 @@
 #include "core/error.h"
 #include "edumatcher/bus/journal.h"
 
-/* Allocation counting: the test links with -Wl,--wrap=malloc (and calloc,
- * realloc), so calls from the journal's object code land here. */
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_realloc(void *p, size_t n);
-/* volatile: the compiler assumes malloc touches no global of ours */
-static volatile unsigned long allocations;
-void *__wrap_malloc(size_t n)
-{
-    allocations++;
-    return __real_malloc(n);
-}
-void *__wrap_calloc(size_t n, size_t m)
-{
-    allocations++;
-    return __real_calloc(n, m);
-}
-void *__wrap_realloc(void *p, size_t n)
-{
-    allocations++;
-    return __real_realloc(p, n);
-}
+#include "alloc_count.h"
 
 struct seen {
     uint64_t snap_seq;
@@ -406,19 +382,19 @@ static void test_append_does_not_allocate(void **state)
 {
     struct em_journal j;
     struct em_journal_opts o = {.dir = dir, .fsync = EM_FSYNC_NEVER, .batch_bytes = 4096};
-    unsigned long at_open = allocations;
+    unsigned long at_open = test_allocations();
     assert_int_equal(em_journal_open(&j, &o, NULL, NULL, NULL, NULL), 0);
-    assert_true(allocations > at_open); /* the counting works: open allocates */
+    assert_true(test_allocations() > at_open); /* the counting works: open allocates */
     char rec[48];
     memset(rec, 'r', sizeof rec);
-    unsigned long before = allocations;
+    unsigned long before = test_allocations();
     for (int i = 0; i < 20000; i++) {
         assert_int_equal(em_journal_append(&j, rec, sizeof rec, NULL), 0);
         if (i % 64 == 0)
             assert_int_equal(em_journal_flush(&j), 0);
     }
     assert_int_equal(em_journal_flush(&j), 0);
-    assert_int_equal(allocations - before, 0);
+    assert_int_equal(test_allocations() - before, 0);
     em_journal_close(&j);
 }
 

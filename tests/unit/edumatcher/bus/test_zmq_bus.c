@@ -13,32 +13,11 @@
 #include "core/error.h"
 #include "edumatcher/bus/zmq_bus.h"
 
-/* Allocation counting (linked with -Wl,--wrap=malloc etc.): counts calls
- * made by the adapter's own code; libzmq's internal allocations happen
- * inside the shared library and are its business. */
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_realloc(void *p, size_t n);
-/* volatile: the compiler assumes malloc touches no global of ours */
-static volatile unsigned long allocations;
-void *__wrap_malloc(size_t n)
-{
-    allocations++;
-    return __real_malloc(n);
-}
-void *__wrap_calloc(size_t n, size_t m)
-{
-    allocations++;
-    return __real_calloc(n, m);
-}
-void *__wrap_realloc(void *p, size_t n)
-{
-    allocations++;
-    return __real_realloc(p, n);
-}
+#include "alloc_count.h"
+
+/* Allocations are counted (alloc_count.h) in the adapter's own code;
+ * libzmq's internal allocations happen inside the shared library and are
+ * its business. */
 
 static void test_topic_set(void **state)
 {
@@ -241,21 +220,21 @@ static void test_no_allocation_per_message(void **state)
 {
     void *ctx;
     assert_int_equal(em_bus_ctx_new(&ctx), 0);
-    unsigned long at_start = allocations;
+    unsigned long at_start = test_allocations();
     struct em_bus_sock *pull = malloc(sizeof *pull), *push = malloc(sizeof *push);
-    assert_int_equal(allocations - at_start, 2); /* the counting works */
+    assert_int_equal(test_allocations() - at_start, 2); /* the counting works */
     static struct em_topic_cache c;
     em_topic_cache_init(&c, "order.ack.");
     assert_int_equal(em_bus_open(pull, ctx, EM_BUS_PULL, "inproc://alloc", true), 0);
     assert_int_equal(em_bus_open(push, ctx, EM_BUS_PUSH, "inproc://alloc", false), 0);
     em_topic_cache_get(&c, "GW1", 3);
-    unsigned long before = allocations;
+    unsigned long before = test_allocations();
     for (int i = 0; i < 1000; i++) {
         const struct em_bus_topic *t = em_topic_cache_get(&c, "GW1", 3);
         assert_int_equal(em_bus_send(push, t, "0123456789012345678901234567890123456789", 40), 0);
         assert_int_equal(em_bus_recv_wait(pull, 1000), 0);
     }
-    assert_int_equal(allocations - before, 0);
+    assert_int_equal(test_allocations() - before, 0);
     em_bus_close(push);
     em_bus_close(pull);
     em_bus_ctx_term(ctx);

@@ -1,6 +1,6 @@
 /* Allocation count: once warmed up, the engine allocates nothing per
  * message (issue #3). malloc, calloc and realloc are wrapped at link time
- * (ld --wrap, see CMakeLists.txt) and counted; a calloc can be made to
+ * (tests/unit/support/alloc_count.h) and counted; a calloc can be made to
  * fail, to check what the engine promises when memory runs out. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,40 +14,10 @@
 #include "core/error.h"
 
 #include "edumatcher/engine/engine.h"
+
+#include "alloc_count.h"
 #include "em_drive.h"
 #include "em_gen.h"
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t k);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t k);
-void *__wrap_realloc(void *p, size_t n);
-
-static unsigned long allocs;
-static int fail_next_calloc;
-
-void *__wrap_malloc(size_t n)
-{
-    allocs++;
-    return __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t k)
-{
-    allocs++;
-    if (fail_next_calloc) {
-        fail_next_calloc = 0;
-        return NULL;
-    }
-    return __real_calloc(n, k);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    allocs++;
-    return __real_realloc(p, n);
-}
 
 static uint64_t events;
 
@@ -70,22 +40,22 @@ static void test_no_allocation_per_message_when_warm(void **state)
     char buf[256];
     for (int i = 0; i < 100000; i++) /* warm up: gateways, pools at their high-water mark */
         em_drive_line(e, buf, em_gen_line(&g, buf));
-    allocs = 0;
+    unsigned long before = test_allocations();
     uint64_t ev0 = events;
     for (int i = 0; i < 400000; i++)
         em_drive_line(e, buf, em_gen_line(&g, buf));
     assert_true(events - ev0 > 400000); /* it did work */
-    assert_int_equal(allocs, 0);
+    assert_int_equal(test_allocations() - before, 0);
     em_engine_free(e);
 }
 
 static void test_the_counter_counts(void **state)
 {
     /* guard against the wrapper silently not being linked in */
-    unsigned long before = allocs;
+    unsigned long before = test_allocations();
     struct em_engine_config cfg = {.sink = sink};
     struct em_engine *e = em_engine_new(&cfg);
-    assert_true(allocs > before);
+    assert_true(test_allocations() > before);
     em_engine_free(e);
 }
 
@@ -105,7 +75,7 @@ static void test_new_dropped_when_out_of_memory(void **state)
         assert_int_equal(em_drive_line(e, line, strlen(line)), 0);
     }
     uint64_t ev0 = events;
-    fail_next_calloc = 1; /* the (gw, cl) index of the grown pool */
+    test_alloc_fail_next_calloc(); /* the (gw, cl) index of the grown pool */
     strcpy(line, "G NEW cl=x sym=ABC side=B qty=1 px=5");
     assert_int_equal(em_drive_line(e, line, strlen(line)), CORE_ENOMEM);
     assert_int_equal(events, ev0);

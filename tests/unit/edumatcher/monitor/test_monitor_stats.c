@@ -19,6 +19,7 @@ static struct core_beacon beacon(const char *proc, uint64_t pid, uint64_t up_ms,
     strcpy(b.proc, proc);
     b.pid = pid;
     b.up_ms = up_ms;
+    b.lat_n = 10;
     b.lat_p50 = 1500;
     b.lat_p99 = 9000;
     b.n = 2;
@@ -124,6 +125,15 @@ static void test_renderings(void **state)
     assert_non_null(strstr(res.body, "\"1s\":200.0"));
     assert_non_null(strstr(res.body, "\"queue_depth\":4"));
     assert_non_null(strstr(res.body, "\"lat_p99_ns\":9000"));
+    /* A beacon without samples has no percentiles (not 0). */
+    b = beacon("idle", 5, 1000, 0);
+    b.lat_n = 0;
+    em_mon_ingest(m, &b, 2000);
+    res.len = 0;
+    em_mon_json(m, 2500, 3000, &res);
+    em_http_write(&res, "", 1);
+    assert_non_null(strstr(res.body, "\"proc\":\"idle\""));
+    assert_non_null(strstr(res.body, "\"lat_n\":0,\"lat_p50_ns\":null,\"lat_p99_ns\":null"));
     res.len = 0;
     em_mon_json(m, 9000, 3000, &res);
     em_http_write(&res, "", 1);

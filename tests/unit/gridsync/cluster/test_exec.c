@@ -21,13 +21,13 @@ static long long arg_ll(const char *a, size_t n)
     return strtoll(tmp, NULL, 10);
 }
 
-static void reply(struct gs_buf *out, const char *s)
+static void reply(struct core_buf *out, const char *s)
 {
-    gs_buf_append(out, s, strlen(s));
+    core_buf_append(out, s, strlen(s));
 }
 
 void test_exec(void *ctx, struct gs_store *st, int64_t now_ms, unsigned argc,
-               const char *const *argv, const size_t *len, struct gs_buf *out)
+               const char *const *argv, const size_t *len, struct core_buf *out)
 {
     char buf[64];
     if (argc >= 3 && arg_is(argv[0], len[0], "SET")) {

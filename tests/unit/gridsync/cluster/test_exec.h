@@ -12,6 +12,6 @@
 struct gs_store;
 
 void test_exec(void *ctx, struct gs_store *st, int64_t now_ms, unsigned argc,
-               const char *const *argv, const size_t *len, struct gs_buf *out);
+               const char *const *argv, const size_t *len, struct core_buf *out);
 
 #endif

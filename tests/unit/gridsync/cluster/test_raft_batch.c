@@ -13,7 +13,7 @@
 #include "gridsync/types/hash/hash.h"
 #include <stdlib.h>
 
-static void build(struct gs_buf *b)
+static void build(struct core_buf *b)
 {
     struct gs_batch_header h = {7, 0x1122334455667788ull, 42, 1700000000123ll, 0};
     assert_int_equal(gs_batch_begin(b, &h), 0);
@@ -31,7 +31,7 @@ static void build(struct gs_buf *b)
 
 static void test_batch_round_trip(void **state)
 {
-    struct gs_buf b = {0};
+    struct core_buf b = {0};
     build(&b);
     assert_int_equal(gs_batch_count(&b), 3);
     struct gs_batch_header h;
@@ -63,19 +63,19 @@ static void test_batch_round_trip(void **state)
     assert_int_equal(gs_batch_parse(b.data, b.len, &h, &rd), 0);
     assert_true(h.origin_id == 9 && h.seq == 2 && h.ncmds == 3);
     gs_batch_reader_free(&rd);
-    gs_buf_free(&b);
+    core_buf_free(&b);
 }
 
 static void test_batch_rejects_truncation_and_garbage(void **state)
 {
-    struct gs_buf b = {0};
+    struct core_buf b = {0};
     build(&b);
     struct gs_batch_header h;
     struct gs_batch_reader rd = {0};
     for (size_t n = 0; n < b.len; n++)
         assert_int_equal(gs_batch_parse(b.data, n, &h, &rd), CORE_EPROTO);
     /* Trailing bytes are corruption too. */
-    assert_int_equal(gs_buf_append(&b, "x", 1), 0);
+    assert_int_equal(core_buf_append(&b, "x", 1), 0);
     assert_int_equal(gs_batch_parse(b.data, b.len, &h, &rd), CORE_EPROTO);
     b.len--;
     /* A length that points past the end. */
@@ -89,7 +89,7 @@ static void test_batch_rejects_truncation_and_garbage(void **state)
     build(&b);
     assert_int_equal(gs_batch_add(&b, 0, NULL, NULL), CORE_EINVAL);
     gs_batch_reader_free(&rd);
-    gs_buf_free(&b);
+    core_buf_free(&b);
 }
 
 struct seen {
@@ -113,7 +113,7 @@ static int collect(void *arg, int type, const char *key, size_t klen, const char
 
 static void test_snapshot_round_trip_and_corruption(void **state)
 {
-    struct gs_buf b = {0};
+    struct core_buf b = {0};
     assert_int_equal(gs_snapshot_begin(&b), 0);
     assert_int_equal(gs_snapshot_add(&b, GS_TYPE_STRING, "k1", 2, "v1", 2, -1), 0);
     assert_int_equal(gs_snapshot_add(&b, GS_TYPE_STRING, "k2", 2, "", 0, 1234), 0);
@@ -164,7 +164,7 @@ static void test_snapshot_round_trip_and_corruption(void **state)
     }
     gs_snapshot_finish(&b, 1000000); /* count larger than the bytes allow */
     assert_int_equal(gs_snapshot_parse(b.data, b.len, collect, &s), CORE_EPROTO);
-    gs_buf_free(&b);
+    core_buf_free(&b);
 }
 
 static void test_mux_handshake(void **state)
@@ -201,6 +201,35 @@ static void test_mux_handshake(void **state)
     assert_int_equal(gs_mux_handshake_encode(buf, 1, 1, ""), 0);
 }
 
+static void test_leader_hint(void **state)
+{
+    struct gs_hint h = {.sender = 0x1122334455667788ull, .n = 2}, back;
+    h.group[0] = 7;
+    h.term[0] = 3;
+    h.group[1] = 0xfffffffeu;
+    h.term[1] = 1ull << 40;
+    char buf[GS_HINT_BYTES];
+    size_t n = gs_hint_encode(buf, &h);
+    assert_int_equal(n, GS_HINT_HEADER + 24);
+    assert_int_equal(gs_hint_parse(buf, n, &back), 0);
+    assert_int_equal(back.sender, h.sender);
+    assert_int_equal(back.n, 2);
+    assert_int_equal(back.group[1], h.group[1]);
+    assert_true(back.term[1] == h.term[1]);
+    /* Every other length, a bad magic, a count past the maximum: refused. */
+    for (size_t len = 0; len < n + 12; len++)
+        if (len != n)
+            assert_int_equal(gs_hint_parse(buf, len, &back), CORE_EPROTO);
+    buf[0] ^= 1;
+    assert_int_equal(gs_hint_parse(buf, n, &back), CORE_EPROTO);
+    buf[0] ^= 1;
+    h.n = GS_HINT_MAX + 1;
+    assert_int_equal(gs_hint_encode(buf, &h), 0);
+    h.n = 0;
+    assert_int_equal(gs_hint_parse(buf, gs_hint_encode(buf, &h), &back), 0);
+    assert_int_equal(back.n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +237,7 @@ int main(void)
         cmocka_unit_test(test_batch_rejects_truncation_and_garbage),
         cmocka_unit_test(test_snapshot_round_trip_and_corruption),
         cmocka_unit_test(test_mux_handshake),
+        cmocka_unit_test(test_leader_hint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,40 +13,16 @@
 
 #include "gridsync/node/node.h"
 
+#include "alloc_count.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_realloc(void *p, size_t n);
-
-static long allocations;
-
-void *__wrap_malloc(size_t n)
-{
-    allocations++;
-    return __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t m)
-{
-    allocations++;
-    return __real_calloc(n, m);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    allocations++;
-    return __real_realloc(p, n);
-}
-
 struct harness {
     uv_loop_t loop;
     struct gs_node node;
+    struct gs_db db;
     struct gs_client client;
     struct core_buf out;
     char in[1 << 16];
@@ -62,9 +38,13 @@ static struct harness *setup_harness(void)
     gs_config_bind(&n->cfg, n->opts);
     gs_command_index_build(n);
     struct gs_store_config sc = {.maxmemory = 0, .policy = GS_EVICT_SLRU, .hash_seed = 42};
-    assert_int_equal(gs_store_new(&n->store, &sc), 0);
+    assert_int_equal(gs_store_new(&h->db.store, &sc), 0);
+    n->dbs = &h->db;
+    n->n_dbs = 1;
     struct gs_client *c = &h->client;
     c->node = n;
+    c->db = &n->dbs[0];
+    c->stats = &n->stats;
     c->authenticated = true;
     c->w.buf = &h->out;
     c->w.proto = 2;
@@ -76,7 +56,7 @@ static struct harness *setup_harness(void)
 static void teardown_harness(struct harness *h)
 {
     gs_resp_parser_free(&h->client.parser);
-    gs_store_free(h->node.store);
+    gs_store_free(h->db.store);
     core_buf_free(&h->out);
     core_buf_free(&h->node.scratch);
     uv_loop_close(&h->loop);
@@ -113,16 +93,16 @@ static void test_get_set_do_not_allocate(void **state)
                  i, i, i);
         strcat(pipeline, req);
     }
-    allocations = 0;
-    run(h, pipeline);             /* warm-up: keys created, buffers grown */
-    assert_true(allocations > 0); /* the counting works */
+    unsigned long before = test_allocations();
+    run(h, pipeline);                         /* warm-up: keys created, buffers grown */
+    assert_true(test_allocations() > before); /* the counting works */
     h->out.len = 0;
-    allocations = 0;
+    before = test_allocations();
     for (int round = 0; round < 100; round++) {
         run(h, pipeline);
         h->out.len = 0; /* as if written to the socket */
     }
-    assert_int_equal(allocations, 0);
+    assert_int_equal(test_allocations() - before, 0);
     /* and the replies were right */
     run(h, "GET key:07\r\n");
     assert_int_equal(h->out.len, strlen("$5\r\nvalue\r\n"));
@@ -139,7 +119,7 @@ static void test_scratch_given_back(void **state)
     struct gs_node *n = &h->node;
     size_t big = 1 << 20;
     char *v = calloc(1, big);
-    assert_int_equal(gs_store_set(n->store, "big", 3, v, big, -1, NULL), 0);
+    assert_int_equal(gs_store_set(n->dbs[0].store, "big", 3, v, big, -1, NULL), 0);
     free(v);
     run(h, "RENAME big big2\r\n");
     assert_memory_equal(h->out.data, "+OK\r\n", 5);
@@ -147,7 +127,7 @@ static void test_scratch_given_back(void **state)
     for (int i = 0; i < 30000; i++) {
         char k[16];
         int kl = snprintf(k, sizeof(k), "k%d", i);
-        assert_int_equal(gs_store_set(n->store, k, (size_t)kl, "v", 1, -1, NULL), 0);
+        assert_int_equal(gs_store_set(n->dbs[0].store, k, (size_t)kl, "v", 1, -1, NULL), 0);
     }
     h->out.len = 0;
     run(h, "KEYS *\r\n");

@@ -36,7 +36,7 @@ static const char *order(struct gs_evict *p, int seg)
     static char buf[256];
     size_t n = 0;
     buf[0] = '\0';
-    for (struct gs_evict_link *l = p->list[seg].next; l != &p->list[seg]; l = l->next)
+    for (struct core_list *l = p->list[seg].next; l != &p->list[seg]; l = l->next)
         n += (size_t)snprintf(buf + n, sizeof(buf) - n, n ? " %d" : "%d",
                               id_of(gs_evict_entry_of(l)));
     return buf;

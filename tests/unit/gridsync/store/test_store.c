@@ -18,6 +18,8 @@
 #include "gridsync/store/entry.h"
 #include "gridsync/store/store.h"
 
+#include "alloc_count.h"
+
 #define NOW 1000000
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -469,36 +471,8 @@ static void test_clear(void **state)
 
 /* ---- allocations on the request path ----
  *
- * The test binary is linked with --wrap for the allocator (see
- * CMakeLists.txt), so every malloc/calloc/realloc the store makes passes
- * through these counters. */
-
-static unsigned long n_allocs;
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-
-void *__wrap_malloc(size_t n)
-{
-    n_allocs++;
-    return __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    n_allocs++;
-    return __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    n_allocs++;
-    return __real_realloc(p, n);
-}
+ * The test binary counts its allocations (alloc_count.h), so every
+ * malloc/calloc/realloc the store makes is seen. */
 
 static void test_no_allocation_on_get(void **state)
 {
@@ -512,7 +486,7 @@ static void test_no_allocation_on_get(void **state)
         key_of(k, sizeof(k), i, &kl);
         assert_int_equal(gs_store_set(s, k, kl, v, sizeof(v), i % 2 ? NOW + 10 : -1, NULL), 0);
     }
-    unsigned long before = n_allocs;
+    unsigned long before = test_allocations();
     for (unsigned i = 0; i < 20000; i++) {
         key_of(k, sizeof(k), i % 6000, &kl); /* hits and misses */
         struct gs_entry *e = gs_store_lookup(s, k, kl, NOW, 0);
@@ -523,10 +497,10 @@ static void test_no_allocation_on_get(void **state)
         key_of(k, sizeof(k), i, &kl);
         assert_int_equal(gs_store_set(s, k, kl, v, sizeof(v), i % 2 ? NOW + 20 : -1, NULL), 0);
     }
-    assert_int_equal(n_allocs - before, 0);
+    assert_int_equal(test_allocations() - before, 0);
     /* The counter does see the store's allocations: a new key is one. */
     assert_int_equal(gs_store_set(s, "new", 3, v, sizeof(v), -1, NULL), 0);
-    assert_true(n_allocs - before >= 1);
+    assert_true(test_allocations() - before >= 1);
     assert_int_equal(gs_store_check(s), 0);
     gs_store_free(s);
 }
