@@ -107,8 +107,8 @@ const struct gs_command gs_commands[] = {
     {"rpoplpush", 3, W | M, gs_cmd_rpoplpush, 1, 2, 1, "list", "Remove the last element in a list, prepend it to another list and return it", "1.2.0"},
     {"lmpop", -4, W, gs_cmd_lmpop, 0, 0, 0, "list", "Pop elements from a list", "7.0.0"},
     /* introspection of values (cmd_server.c) */
-    {"object", -2, R, gs_cmd_object, 0, 0, 0, "generic", "A container for object introspection commands", "2.2.3"},
-    {"memory", -2, R, gs_cmd_memory, 0, 0, 0, "server", "A container for memory diagnostics commands", "4.0.0"},
+    {"object", -2, R, gs_cmd_object, 2, 2, 1, "generic", "A container for object introspection commands", "2.2.3"},
+    {"memory", -2, R, gs_cmd_memory, 2, 2, 1, "server", "A container for memory diagnostics commands", "4.0.0"},
     /* connection and server */
     {"ping", -1, F | S, gs_cmd_ping, 0, 0, 0, "connection", "Ping the server", "1.0.0"},
     {"echo", 2, F, gs_cmd_echo, 0, 0, 0, "connection", "Echo the given string", "1.0.0"},
