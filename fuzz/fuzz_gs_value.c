@@ -1,7 +1,7 @@
 /*
  * libFuzzer target for the collections' decoder (gs_obj_decode, the
  * value of a typed snapshot record, gridsync/types/value.h). The first
- * byte picks the type (hash 4, list 1), the rest is the payload; tiny
+ * byte picks the type (hash 4, list 1, set 2), the rest is the payload; tiny
  * limits in some runs force the hash-table form and one-element list
  * nodes. Invariants checked on success: the memory
  * count equals a recount, iteration yields exactly len elements, and
@@ -13,6 +13,7 @@
 
 #include "gridsync/types/hash/hash.h"
 #include "gridsync/types/quicklist/quicklist.h"
+#include "gridsync/types/set/set.h"
 #include "gridsync/types/value.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -27,6 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         lim.hash_max_listpack_entries = 2;
         lim.hash_max_listpack_value = 4;
         lim.list_max_listpack_size = 1;
+        lim.set_max_intset_entries = 2;
     }
     struct gs_obj o;
     if (gs_obj_decode(type, data + 1, size - 1, &lim, &o) != 0)
@@ -40,6 +42,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t fl, vl;
         gs_hash_iter_init(&it, &o);
         while (gs_hash_iter_next(&it, &f, &fl, &v, &vl))
+            n++;
+    } else if (type == GS_TYPE_SET) {
+        struct gs_set_iter it;
+        const char *m;
+        size_t ml;
+        gs_set_iter_init(&it, &o);
+        while (gs_set_iter_next(&it, &m, &ml))
             n++;
     } else {
         const struct gs_quicklist *ql = o.ptr;

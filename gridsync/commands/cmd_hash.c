@@ -20,10 +20,7 @@
 
 static struct gs_type_limits limits(const struct gs_client *c)
 {
-    struct gs_type_limits l = {c->node->cfg.hash_max_listpack_entries,
-                               c->node->cfg.hash_max_listpack_value,
-                               c->node->cfg.list_max_listpack_size};
-    return l;
+    return gs_node_type_limits(c->node);
 }
 
 /* The hash at key for reading: false after replying WRONGTYPE (or when
@@ -350,18 +347,6 @@ void gs_cmd_hincrbyfloat(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_reply_bulk(&c->w, out, n);
 }
 
-/* xorshift64* on the node's state: the random choices of HRANDFIELD
- * (Redis's replies there cannot be matched byte for byte anyway). */
-static uint64_t node_random(struct gs_node *n)
-{
-    if (n->rng == 0)
-        n->rng = (uint64_t)gs_node_now_ms(n) * 0x9e3779b97f4a7c15ull | 1;
-    n->rng ^= n->rng >> 12;
-    n->rng ^= n->rng << 25;
-    n->rng ^= n->rng >> 27;
-    return n->rng * 0x2545f4914f6cdd1dull;
-}
-
 static void reply_pair(struct gs_client *c, bool withvalues, const char *f, size_t flen,
                        const char *v, size_t vlen)
 {
@@ -397,7 +382,7 @@ static void hrandfield_count(struct gs_client *c, const struct gs_arg *key, int6
     if (!uniq || count == 1) { /* repeats allowed */
         gs_reply_array(&c->w, withvalues && c->w.proto == 2 ? count * 2 : count);
         while (count--) {
-            gs_hash_random(&o, node_random(c->node), fb, vb, &f, &flen, &v, &vlen);
+            gs_hash_random(&o, gs_node_random(c->node), fb, vb, &f, &flen, &v, &vlen);
             reply_pair(c, withvalues, f, flen, v, vlen);
         }
         return;
@@ -421,7 +406,7 @@ static void hrandfield_count(struct gs_client *c, const struct gs_arg *key, int6
     for (size_t i = 0; i < size; i++)
         pos[i] = (uint32_t)i;
     for (size_t i = 0; i < count; i++) {
-        size_t j = i + node_random(c->node) % (size - i);
+        size_t j = i + gs_node_random(c->node) % (size - i);
         uint32_t t = pos[i];
         pos[i] = pos[j];
         pos[j] = t;
@@ -481,7 +466,7 @@ void gs_cmd_hrandfield(struct gs_client *c, size_t argc, struct gs_arg *argv)
     char fb[GS_LP_INTBUF], vb[GS_LP_INTBUF];
     const char *f, *v;
     size_t flen, vlen;
-    gs_hash_random(&o, node_random(c->node), fb, vb, &f, &flen, &v, &vlen);
+    gs_hash_random(&o, gs_node_random(c->node), fb, vb, &f, &flen, &v, &vlen);
     gs_reply_bulk(&c->w, f, flen);
 }
 

@@ -68,6 +68,7 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->hash_max_listpack_entries = 512; /* Redis 7.0's default */
     cfg->hash_max_listpack_value = 64;
     cfg->list_max_listpack_size = -2;
+    cfg->set_max_intset_entries = 512;
 }
 
 void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
@@ -132,6 +133,8 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "longest field or value of a hash kept as a listpack"},
         {"list-max-listpack-size", CORE_OPT_INT, NULL, INT32_MIN, INT32_MAX, NULL, 0,
          "list node size: -1..-5 = 4..64 KB, positive = elements per node"},
+        {"set-max-intset-entries", CORE_OPT_INT, NULL, 0, INT64_MAX, NULL, 0,
+         "most members of a set of integers kept as an intset"},
         {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
     };
     void *ptrs[] = {&cfg->port, cfg->bind, &cfg->maxmemory, &cfg->maxmemory_policy,
@@ -146,7 +149,7 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
                     &cfg->cluster_read_mode, &cfg->cluster_snapshot_entries, &cfg->cluster_join,
                     /* types */
                     &cfg->hash_max_listpack_entries, &cfg->hash_max_listpack_value,
-                    &cfg->list_max_listpack_size};
+                    &cfg->list_max_listpack_size, &cfg->set_max_intset_entries};
     _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
     memcpy(opts, table, sizeof(table));
     for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)

@@ -17,6 +17,7 @@
 #include "gridsync/commands/multi.h"
 #include "gridsync/protocol/resp.h"
 #include "gridsync/store/store.h"
+#include "gridsync/types/value.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,7 +31,7 @@ struct gs_command;
 struct gs_origin;
 struct gs_held;
 
-#define GS_NODE_NOPTS 32 /* options + terminator (7 gs-origin's, 7 cluster's, 3 types') */
+#define GS_NODE_NOPTS 33 /* options + terminator (7 gs-origin's, 7 cluster's, 4 types') */
 
 struct gs_config {
     int64_t port;
@@ -67,6 +68,7 @@ struct gs_config {
     int64_t hash_max_listpack_entries;
     int64_t hash_max_listpack_value;
     int64_t list_max_listpack_size;
+    int64_t set_max_intset_entries;
 };
 
 struct gs_node {
@@ -123,6 +125,27 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts);
 /* The node's view of "now" in Unix ms, refreshed once per loop iteration.
  * For the node's own work (expiry, fills); a command uses c->db->now_ms,
  * which gs_execute sets from this. */
+/* The value types' conversion thresholds as configured (CONFIG SET
+ * changes them for collections created or grown afterwards). */
+static inline struct gs_type_limits gs_node_type_limits(const struct gs_node *n)
+{
+    struct gs_type_limits l = {n->cfg.hash_max_listpack_entries, n->cfg.hash_max_listpack_value,
+                               n->cfg.list_max_listpack_size, n->cfg.set_max_intset_entries};
+    return l;
+}
+
+/* xorshift64* on the node's state, for the random picks of HRANDFIELD,
+ * SPOP, SRANDMEMBER (their replies cannot match Redis's byte for byte). */
+static inline uint64_t gs_node_random(struct gs_node *n)
+{
+    if (n->rng == 0)
+        n->rng = (uint64_t)(uintptr_t)n * 0x9e3779b97f4a7c15ull | 1;
+    n->rng ^= n->rng >> 12;
+    n->rng ^= n->rng << 25;
+    n->rng ^= n->rng >> 27;
+    return n->rng * 0x2545f4914f6cdd1dull;
+}
+
 static inline int64_t gs_node_now_ms(const struct gs_node *n)
 {
     return n->wall_base_ms + (int64_t)(uv_now(n->loop) - n->loop_base_ms);
@@ -190,7 +213,11 @@ gs_cmd_fn gs_cmd_hset, gs_cmd_hmset, gs_cmd_hsetnx, gs_cmd_hget, gs_cmd_hmget, g
 gs_cmd_fn gs_cmd_lpush, gs_cmd_rpush, gs_cmd_lpushx, gs_cmd_rpushx, gs_cmd_linsert, gs_cmd_llen,
     gs_cmd_lindex, gs_cmd_lset, gs_cmd_lrange, gs_cmd_ltrim, gs_cmd_lrem, gs_cmd_lpos, gs_cmd_lpop,
     gs_cmd_rpop, gs_cmd_lmove, gs_cmd_rpoplpush, gs_cmd_lmpop; /* cmd_list.c */
-gs_cmd_fn gs_cmd_object, gs_cmd_memory;                        /* cmd_server.c */
+gs_cmd_fn gs_cmd_sadd, gs_cmd_srem, gs_cmd_smembers, gs_cmd_sismember, gs_cmd_smismember,
+    gs_cmd_scard, gs_cmd_spop, gs_cmd_srandmember, gs_cmd_smove, gs_cmd_sinter, gs_cmd_sunion,
+    gs_cmd_sdiff, gs_cmd_sinterstore, gs_cmd_sunionstore, gs_cmd_sdiffstore, gs_cmd_sintercard,
+    gs_cmd_sscan;                       /* cmd_set.c */
+gs_cmd_fn gs_cmd_object, gs_cmd_memory; /* cmd_server.c */
 gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
 
 #endif

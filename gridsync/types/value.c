@@ -10,10 +10,13 @@
 #include "gridsync/types/hash/hash.h"
 #include "gridsync/types/listpack/listpack.h"
 #include "gridsync/types/quicklist/quicklist.h"
+#include "gridsync/types/set/set.h"
 
 size_t gs_obj_mem(const struct gs_obj *o)
 {
     switch (o->type) {
+    case GS_TYPE_SET:
+        return gs_set_mem(o);
     case GS_TYPE_HASH:
         return gs_hash_mem(o);
     case GS_TYPE_LIST:
@@ -26,6 +29,8 @@ size_t gs_obj_mem(const struct gs_obj *o)
 size_t gs_obj_recount(const struct gs_obj *o)
 {
     switch (o->type) {
+    case GS_TYPE_SET:
+        return gs_set_recount(o);
     case GS_TYPE_HASH:
         return gs_hash_recount(o);
     case GS_TYPE_LIST:
@@ -38,6 +43,9 @@ size_t gs_obj_recount(const struct gs_obj *o)
 void gs_obj_free(struct gs_obj *o)
 {
     switch (o->type) {
+    case GS_TYPE_SET:
+        gs_set_free(o);
+        break;
     case GS_TYPE_HASH:
         gs_hash_free(o);
         break;
@@ -53,6 +61,8 @@ void gs_obj_free(struct gs_obj *o)
 int gs_obj_dup(struct gs_obj *dst, const struct gs_obj *src)
 {
     switch (src->type) {
+    case GS_TYPE_SET:
+        return gs_set_dup(dst, src);
     case GS_TYPE_HASH:
         return gs_hash_dup(dst, src);
     case GS_TYPE_LIST: {
@@ -72,6 +82,8 @@ int gs_obj_dup(struct gs_obj *dst, const struct gs_obj *src)
 size_t gs_obj_len(const struct gs_obj *o)
 {
     switch (o->type) {
+    case GS_TYPE_SET:
+        return gs_set_len(o);
     case GS_TYPE_HASH:
         return gs_hash_len(o);
     case GS_TYPE_LIST:
@@ -108,6 +120,8 @@ const char *gs_encoding_name(int enc)
         return "hashtable";
     case GS_ENC_QUICKLIST:
         return "quicklist";
+    case GS_ENC_INTSET:
+        return "intset";
     default:
         return "raw";
     }
@@ -132,10 +146,32 @@ static int list_encode(const struct gs_quicklist *ql, unsigned char **out, size_
     return 0;
 }
 
+static int set_encode(const struct gs_obj *o, unsigned char **out, size_t *len)
+{
+    unsigned char *lp = gs_lp_new();
+    if (!lp)
+        return CORE_ENOMEM;
+    struct gs_set_iter it;
+    const char *s;
+    size_t l;
+    gs_set_iter_init(&it, o);
+    while (gs_set_iter_next(&it, &s, &l)) {
+        if (gs_lp_append(&lp, s, l)) {
+            gs_lp_free(lp);
+            return CORE_ENOMEM;
+        }
+    }
+    *out = lp;
+    *len = gs_lp_bytes(lp);
+    return 0;
+}
+
 int gs_obj_encode(const struct gs_obj *o, unsigned char **out, size_t *len)
 {
     if (o->type == GS_TYPE_LIST)
         return list_encode(o->ptr, out, len);
+    if (o->type == GS_TYPE_SET)
+        return set_encode(o, out, len);
     if (o->type != GS_TYPE_HASH)
         return CORE_ESTATE;
     if (o->enc == GS_ENC_LISTPACK) {
@@ -169,7 +205,7 @@ int gs_obj_encode(const struct gs_obj *o, unsigned char **out, size_t *len)
 bool gs_obj_validate(int type, const void *buf, size_t len)
 {
     const unsigned char *lp = buf;
-    if (type == GS_TYPE_LIST)
+    if (type == GS_TYPE_LIST || type == GS_TYPE_SET)
         return gs_lp_validate(lp, len) && gs_lp_count(lp) > 0;
     return type == GS_TYPE_HASH && gs_lp_validate(lp, len) && gs_lp_count(lp) % 2 == 0 &&
            gs_lp_count(lp) > 0;
@@ -202,6 +238,22 @@ int gs_obj_decode(int type, const void *buf, size_t len, const struct gs_type_li
         return 0;
     }
     struct gs_obj o;
+    if (type == GS_TYPE_SET) {
+        if (gs_set_init(&o))
+            return CORE_ENOMEM;
+        char b[GS_LP_INTBUF];
+        for (size_t off = gs_lp_first(lp); off; off = gs_lp_next(lp, off)) {
+            size_t l;
+            bool added;
+            const char *v = gs_lp_get(lp, off, b, &l);
+            if (gs_set_add(&o, v, l, lim, &added)) {
+                gs_set_free(&o);
+                return CORE_ENOMEM;
+            }
+        }
+        *out = o;
+        return 0;
+    }
     if (gs_hash_init(&o))
         return CORE_ENOMEM;
     char fb[GS_LP_INTBUF], vb[GS_LP_INTBUF];

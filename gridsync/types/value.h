@@ -29,6 +29,7 @@ enum gs_encoding {
     GS_ENC_LISTPACK = 1,
     GS_ENC_HASHTABLE = 2,
     GS_ENC_QUICKLIST = 3, /* every list (types/quicklist/), as in Redis 7.0 */
+    GS_ENC_INTSET = 4,    /* a set of integers (types/intset/) */
 };
 
 struct gs_obj {
@@ -44,11 +45,12 @@ struct gs_type_limits {
     int64_t hash_max_listpack_entries; /* hash-max-listpack-entries 512 */
     int64_t hash_max_listpack_value;   /* hash-max-listpack-value 64 */
     int64_t list_max_listpack_size;    /* list-max-listpack-size -2 (8 KB nodes) */
+    int64_t set_max_intset_entries;    /* set-max-intset-entries 512 */
 };
 
 #define GS_TYPE_LIMITS_DEFAULT                                                                     \
     {                                                                                              \
-        512, 64, -2                                                                                \
+        512, 64, -2, 512                                                                           \
     }
 
 /* Bytes the allocator holds for the object's blocks; O(1). */
@@ -63,7 +65,8 @@ int gs_obj_dup(struct gs_obj *dst, const struct gs_obj *src);
 size_t gs_obj_len(const struct gs_obj *o);
 
 /* Serialization for snapshots and migration: the collection as one
- * listpack (a hash: field, value, field, value...; a list: its elements), malloc'd into *out
+ * listpack (a hash: field, value, field, value...; a list or a set: its
+ * elements), malloc'd into *out
  * (the caller frees it). Returns 0 or CORE_ENOMEM. */
 int gs_obj_encode(const struct gs_obj *o, unsigned char **out, size_t *len);
 /* Rebuild a collection of this type from gs_obj_encode's bytes, which may

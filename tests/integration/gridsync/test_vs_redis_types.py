@@ -35,8 +35,16 @@ def sorted_list(raw):
     return sorted(v) if isinstance(v, list) else v
 
 
+def sscan_unordered(raw):
+    v = decode(raw)
+    if isinstance(v, list) and len(v) == 2 and isinstance(v[1], list):
+        return v[0], sorted(v[1])
+    return v
+
+
 UNORDERED = {"HGETALL": pairs_unordered, "HKEYS": sorted_list, "HVALS": sorted_list,
-             "HSCAN": hscan_unordered}
+             "HSCAN": hscan_unordered, "SMEMBERS": sorted_list, "SINTER": sorted_list,
+             "SUNION": sorted_list, "SDIFF": sorted_list, "SSCAN": sscan_unordered}
 
 
 def compare_unordered(pair, cmds):
@@ -454,3 +462,135 @@ def test_list_as_a_queue_with_redis_py(server):
     assert c.lmove("q", "done", "RIGHT", "LEFT") == "job2"
     assert c.exists("q") == 0 and c.lrange("done", 0, -1) == ["job2"]
     c.close()
+
+
+# ------------------------------------------------------------------- sets
+
+SET_CASES = []
+
+
+def set_case(name, *cmds):
+    SET_CASES.append(pytest.param(list(cmds), id=name))
+    SET_CASES.append(pytest.param([["HELLO", "3"], *cmds], id=name + "-resp3"))
+
+
+set_case("set-basics",
+         ["SADD", "s", "3", "1", "2", "1"], ["SMEMBERS", "s"], ["OBJECT", "ENCODING", "s"],
+         ["SCARD", "s"], ["SISMEMBER", "s", "2"], ["SISMEMBER", "s", "02"], ["SISMEMBER", "n", "2"],
+         ["SMISMEMBER", "s", "1", "x", "3"], ["SMISMEMBER", "n", "1"], ["SADD", "s", "a"],
+         ["OBJECT", "ENCODING", "s"], ["SMEMBERS", "s"], ["SREM", "s", "1", "a", "zz"],
+         ["SREM", "s", "2", "3"], ["EXISTS", "s"], ["SREM", "n", "x"], ["SMEMBERS", "n"],
+         ["SCARD", "n"], ["SADD", "s"], ["SADD", "neg", "-5", MIN, BIG, "0", "-0", "007"],
+         ["SMEMBERS", "neg"], ["TYPE", "neg"])
+set_case("set-intset-order",
+         ["SADD", "s", "100", "-1", "50000", "-70000", "5", "9223372036854775807"],
+         ["SMEMBERS", "s"], ["OBJECT", "ENCODING", "s"], ["SREM", "s", "5"], ["SMEMBERS", "s"],
+         ["SSCAN", "s", "0"], ["SSCAN", "s", "0", "MATCH", "*0*"], ["SSCAN", "s", "0", "COUNT", "0"],
+         ["SSCAN", "s", "x"], ["SSCAN", "n", "0"], ["SSCAN", "s", "0", "FOO", "1"])
+set_case("set-algebra",
+         ["SADD", "a", "1", "2", "3", "4"], ["SADD", "b", "3", "4", "5"], ["SADD", "c", "x", "4"],
+         ["SINTER", "a", "b"], ["SINTER", "a", "b", "c"], ["SINTER", "a", "nokey"],
+         ["SUNION", "a", "b"], ["SUNION", "a", "c", "nokey"], ["SDIFF", "a", "b"],
+         ["SDIFF", "a", "b", "c"], ["SDIFF", "nokey", "a"], ["SINTERSTORE", "d", "a", "b"],
+         ["SMEMBERS", "d"], ["OBJECT", "ENCODING", "d"], ["SUNIONSTORE", "d", "a", "c"],
+         ["SMEMBERS", "d"], ["OBJECT", "ENCODING", "d"], ["SDIFFSTORE", "d", "a", "a"],
+         ["EXISTS", "d"], ["SINTERSTORE", "a", "a", "b"], ["SMEMBERS", "a"],
+         ["SINTERCARD", "2", "a", "b"], ["SINTERCARD", "2", "b", "c", "LIMIT", "1"],
+         ["SINTERCARD", "1", "b", "LIMIT", "0"], ["SINTERCARD", "0", "a"], ["SINTERCARD", "x", "a"],
+         ["SINTERCARD", "3", "a", "b"], ["SINTERCARD", "1", "a", "LIMIT", "-1"],
+         ["SINTERCARD", "1", "a", "LIMIT"], ["SINTERCARD", "1", "a", "FOO", "1"],
+         ["SINTERCARD", "1", "nokey"], ["SET", "str", "v"], ["SINTER", "a", "str"],
+         ["SINTER", "nokey", "str"], ["SUNION", "str"], ["SDIFF", "a", "str"],
+         ["SINTERSTORE", "d", "str"], ["SUNIONSTORE", "str", "a"], ["TYPE", "str"],
+         ["SINTERCARD", "2", "a", "str"])
+set_case("set-smove-and-random-shapes",
+         ["SADD", "a", "1", "2"], ["SMOVE", "a", "b", "1"], ["SMOVE", "a", "b", "9"],
+         ["SMOVE", "a", "a", "2"], ["SMOVE", "a", "a", "9"], ["SMOVE", "nokey", "b", "1"],
+         ["SMEMBERS", "a"], ["SMEMBERS", "b"], ["SMOVE", "a", "b", "2"], ["EXISTS", "a"],
+         ["SET", "str", "v"], ["SMOVE", "b", "str", "1"], ["SMOVE", "str", "b", "1"],
+         ["SMOVE", "nokey", "str", "1"], ["SADD", "str", "x"], ["SCARD", "str"],
+         ["SPOP", "nokey"], ["SPOP", "nokey", "3"], ["SPOP", "b", "0"], ["SPOP", "b", "-1"],
+         ["SPOP", "b", "x"], ["SPOP", "b", "1", "2"], ["SPOP", "str"], ["SPOP", "str", "2"],
+         ["SRANDMEMBER", "nokey"], ["SRANDMEMBER", "nokey", "5"], ["SRANDMEMBER", "b", "0"],
+         ["SRANDMEMBER", "b", "x"], ["SRANDMEMBER", "b", MIN], ["SRANDMEMBER", "b", "1", "2"],
+         ["SRANDMEMBER", "str"], ["SRANDMEMBER", "str", "1"], ["SADD", "one", "z"],
+         ["SPOP", "one", "5"], ["EXISTS", "one"], ["SADD", "one", "z"], ["SRANDMEMBER", "one"],
+         ["SRANDMEMBER", "one", "3"], ["SRANDMEMBER", "one", "-3"], ["SPOP", "one"],
+         ["EXISTS", "one"])
+
+
+@pytest.mark.parametrize("cmds", SET_CASES)
+def test_set_same_as_redis(pair, cmds):
+    compare_unordered(pair, cmds)
+
+
+@pytest.mark.parametrize("resp3", [False, True])
+def test_set_conversion_same_as_redis(pair, resp3):
+    cmds = [["HELLO", "3"]] if resp3 else []
+    cmds += [["SADD", "s", *[str(i * 3) for i in range(512)]], ["OBJECT", "ENCODING", "s"],
+             ["SMEMBERS", "s"], ["SADD", "s", "1"], ["OBJECT", "ENCODING", "s"],
+             ["SREM", "s", *[str(i * 3) for i in range(500)]], ["OBJECT", "ENCODING", "s"],
+             ["SMEMBERS", "s"], ["CONFIG", "SET", "set-max-intset-entries", "3"],
+             ["SADD", "t", "1", "2", "3"], ["OBJECT", "ENCODING", "t"], ["SADD", "t", "4"],
+             ["OBJECT", "ENCODING", "t"], ["CONFIG", "SET", "set-max-intset-entries", "512"],
+             ["SADD", "u", "1", "x"], ["OBJECT", "ENCODING", "u"]]
+    compare_unordered(pair, cmds)
+
+
+def test_spop_srandmember_properties(server):
+    c = server.client(decode_responses=True)
+    for members in ([str(i) for i in range(20)], [f"m{i}" for i in range(600)]):
+        c.delete("s")
+        c.sadd("s", *members)
+        everything = set(members)
+        assert c.srandmember("s") in everything
+        for n in (1, 5, len(members), len(members) + 5):
+            got = c.srandmember("s", n)
+            assert len(got) == min(n, len(members)) and len(set(got)) == len(got)
+            assert set(got) <= everything
+        got = c.srandmember("s", -50)
+        assert len(got) == 50 and set(got) <= everything
+        popped = c.spop("s", 7)
+        assert len(popped) == 7 and set(popped) <= everything
+        assert c.scard("s") == len(members) - 7
+        assert not (set(popped) & set(c.smembers("s")))
+        one = c.spop("s")
+        assert one in everything and not c.sismember("s", one)
+    c.close()
+
+
+RANDOM_SET_COMMANDS = ["sadd", "srem", "smembers", "sismember", "smismember", "scard", "smove",
+                       "sinter", "sunion", "sdiff", "sinterstore", "sunionstore", "sdiffstore",
+                       "sintercard", "set", "lpush", "del", "type", "exists", "object"]
+SET_KEYS = ["s1", "s2", "x1"]
+SET_ARGS = ["1", "2", "3", "-1", "a", "b", "", "007", BIG, "LIMIT", "0", "10"]
+
+
+@pytest.mark.parametrize("seed,resp3", [(21, False), (22, True)])
+def test_random_set_commands_same_as_redis(pair, seed, resp3):
+    rnd = random.Random(seed)
+    g, r = pair
+    if resp3:
+        g.cmd("HELLO", "3")
+        r.cmd("HELLO", "3")
+    for i in range(3000):
+        name = rnd.choice(RANDOM_SET_COMMANDS)
+        args = [rnd.choice(SET_ARGS + SET_KEYS) for _ in range(rnd.randint(0, 5))]
+        if name == "object":
+            args = ["ENCODING", rnd.choice(SET_KEYS)]
+        elif name == "sintercard":
+            args = [str(rnd.randint(0, 3))] + [rnd.choice(SET_KEYS) for _ in range(rnd.randint(0, 3))] + args[:2]
+        elif rnd.random() < 0.9:
+            args.insert(0, rnd.choice(SET_KEYS))
+        cmd = [name, *args]
+        a, b = g.cmd(*cmd), r.cmd(*cmd)
+        norm = UNORDERED.get(name.upper())
+        if norm and not a.startswith(b"-"):
+            a, b = norm(a), norm(b)
+        assert a == b, f"command {i} {cmd!r}:\n  gridsync: {a!r}\n  redis:    {b!r}"
+        for k in SET_KEYS:
+            for probe in (["TYPE", k], ["SMEMBERS", k]):
+                a, b = g.cmd(*probe), r.cmd(*probe)
+                if not a.startswith(b"-"):
+                    a, b = sorted_list(a), sorted_list(b)
+                assert a == b, f"after {i} {cmd!r}, {probe!r}:\n  gridsync: {a!r}\n  redis: {b!r}"
