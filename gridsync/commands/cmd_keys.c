@@ -34,6 +34,15 @@ void gs_cmd_del(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_int(&c->w, n);
 }
 
+/* UNLINK: as DEL, but big collections are freed off the request path. */
+void gs_cmd_unlink(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t now = c->db->now_ms, n = 0;
+    for (size_t i = 1; i < argc; i++)
+        n += gs_store_unlink(c->db->store, argv[i].p, argv[i].len, now);
+    gs_reply_int(&c->w, n);
+}
+
 void gs_cmd_exists(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     int64_t now = c->db->now_ms, n = 0;

@@ -57,7 +57,7 @@ const struct gs_command gs_commands[] = {
     {"pexpiretime", 2, R | F, gs_cmd_pexpiretime, 1, 1, 1, "generic", "Get the expiration Unix timestamp for a key in milliseconds", "7.0.0"},
     /* key space */
     {"del", -2, W, gs_cmd_del, 1, -1, 1, "generic", "Delete a key", "1.0.0"},
-    {"unlink", -2, W | F, gs_cmd_del, 1, -1, 1, "generic", "Delete a key (the same as DEL here: values are freed at once)", "4.0.0"},
+    {"unlink", -2, W | F, gs_cmd_unlink, 1, -1, 1, "generic", "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.", "4.0.0"},
     {"exists", -2, R | F, gs_cmd_exists, 1, -1, 1, "generic", "Determine if a key exists", "1.0.0"},
     {"touch", -2, R | F, gs_cmd_touch, 1, -1, 1, "generic", "Alters the last access time of a key(s). Returns the number of existing keys specified.", "3.2.1"},
     {"type", 2, R | F, gs_cmd_type, 1, 1, 1, "generic", "Determine the type stored at key", "1.0.0"},

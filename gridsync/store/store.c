@@ -38,6 +38,7 @@
 #include "gridsync/store/store.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +88,10 @@ struct gs_store {
     uint64_t rng;
     uint64_t used_memory;
     uint64_t hits, misses, expired, evicted;
+    /* UNLINK's background freeing (gs_store_unlink): collections handed
+     * to one thread, created on first use, that frees them. The thread
+     * touches nothing of the store but this queue. */
+    struct lazyfree *lazy;
     /* Told of every change to a key (gs_store_on_modified); NULL for a
      * node with no WATCHed keys, so the write path pays one branch. */
     gs_store_modified_fn *on_modified;
@@ -122,6 +127,99 @@ static void obj_release(struct gs_store *s, struct gs_entry *e)
     s->used_memory -= o.counted;
     gs_obj_free(&o);
     e->is_obj = 0;
+}
+
+/* ---- lazy free (UNLINK) ---- */
+
+#define LAZYFREE_MIN_ELEMENTS 64 /* Redis's LAZYFREE_THRESHOLD */
+
+struct lazy_item {
+    struct lazy_item *next;
+    struct gs_obj obj;
+};
+
+struct lazyfree {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    struct lazy_item *head;
+    bool stop;
+    uint64_t pending; /* items queued, not yet freed (under mu) */
+};
+
+static void *lazyfree_main(void *arg)
+{
+    struct lazyfree *lf = arg;
+    pthread_mutex_lock(&lf->mu);
+    for (;;) {
+        while (!lf->head && !lf->stop)
+            pthread_cond_wait(&lf->cv, &lf->mu);
+        struct lazy_item *it = lf->head;
+        if (!it)
+            break; /* stop, and nothing left */
+        lf->head = it->next;
+        pthread_mutex_unlock(&lf->mu);
+        gs_obj_free(&it->obj);
+        free(it);
+        pthread_mutex_lock(&lf->mu);
+        lf->pending--;
+    }
+    pthread_mutex_unlock(&lf->mu);
+    return NULL;
+}
+
+static struct lazyfree *lazyfree_get(struct gs_store *s)
+{
+    if (s->lazy)
+        return s->lazy;
+    struct lazyfree *lf = calloc(1, sizeof(*lf));
+    if (!lf)
+        return NULL;
+    pthread_mutex_init(&lf->mu, NULL);
+    pthread_cond_init(&lf->cv, NULL);
+    if (pthread_create(&lf->thread, NULL, lazyfree_main, lf) != 0) {
+        pthread_cond_destroy(&lf->cv);
+        pthread_mutex_destroy(&lf->mu);
+        free(lf);
+        return NULL;
+    }
+    s->lazy = lf;
+    return lf;
+}
+
+/* Queue a collection for the thread; false when that is not possible
+ * (the caller frees it itself). */
+static bool lazyfree_push(struct gs_store *s, const struct gs_obj *o)
+{
+    struct lazyfree *lf = lazyfree_get(s);
+    struct lazy_item *it = lf ? malloc(sizeof(*it)) : NULL;
+    if (!it)
+        return false;
+    it->obj = *o;
+    pthread_mutex_lock(&lf->mu);
+    it->next = lf->head;
+    lf->head = it;
+    lf->pending++;
+    pthread_cond_signal(&lf->cv);
+    pthread_mutex_unlock(&lf->mu);
+    return true;
+}
+
+/* Free everything queued and stop the thread (gs_store_free). */
+static void lazyfree_stop(struct gs_store *s)
+{
+    struct lazyfree *lf = s->lazy;
+    if (!lf)
+        return;
+    pthread_mutex_lock(&lf->mu);
+    lf->stop = true;
+    pthread_cond_signal(&lf->cv);
+    pthread_mutex_unlock(&lf->mu);
+    pthread_join(lf->thread, NULL);
+    pthread_cond_destroy(&lf->cv);
+    pthread_mutex_destroy(&lf->mu);
+    free(lf);
+    s->lazy = NULL;
 }
 
 /* ---- memory accounting ---- */
@@ -566,6 +664,7 @@ void gs_store_free(struct gs_store *s)
 {
     if (!s)
         return;
+    lazyfree_stop(s);
     gs_store_clear(s);
     free(s);
 }
@@ -727,6 +826,35 @@ int gs_store_delete(struct gs_store *s, const void *key, size_t klen, int64_t no
         return 0;
     }
     return 1;
+}
+
+int gs_store_unlink(struct gs_store *s, const void *key, size_t klen, int64_t now_ms)
+{
+    struct gs_entry *e = gs_store_lookup(s, key, klen, now_ms, GS_LOOKUP_NOTOUCH);
+    if (!e)
+        return 0;
+    struct gs_obj o;
+    if (e->is_obj) {
+        obj_load(e, &o);
+        if (gs_obj_len(&o) > LAZYFREE_MIN_ELEMENTS && lazyfree_push(s, &o)) {
+            /* The blocks now belong to the thread: off the count, and the
+             * entry no longer frees them. */
+            s->used_memory -= o.counted;
+            e->is_obj = 0;
+        }
+    }
+    gs_store_delete_entry(s, e);
+    return 1;
+}
+
+uint64_t gs_store_lazyfree_pending(const struct gs_store *s)
+{
+    if (!s->lazy)
+        return 0;
+    pthread_mutex_lock(&s->lazy->mu);
+    uint64_t n = s->lazy->pending;
+    pthread_mutex_unlock(&s->lazy->mu);
+    return n;
 }
 
 void gs_store_delete_entry(struct gs_store *s, struct gs_entry *e)

@@ -104,6 +104,18 @@ char *gs_store_resize_value(struct gs_store *s, struct gs_entry **e, size_t newl
 /* Delete key. Returns 1 if it existed (and was live), else 0. */
 int gs_store_delete(struct gs_store *s, const void *key, size_t klen, int64_t now_ms);
 
+/* UNLINK: delete key like gs_store_delete, but a collection of more than
+ * 64 elements (Redis's lazyfree threshold) is freed by a background
+ * thread of the store, off the request path. Its memory leaves
+ * used_memory at once (the store no longer owns it); the thread is
+ * started on first use and stopped, after freeing what is queued, by
+ * gs_store_free. Returns 1 if the key existed (and was live), else 0. */
+int gs_store_unlink(struct gs_store *s, const void *key, size_t klen, int64_t now_ms);
+
+/* Collections queued by gs_store_unlink and not yet freed (INFO's
+ * lazyfree_pending_objects). */
+uint64_t gs_store_lazyfree_pending(const struct gs_store *s);
+
 /* Delete an entry found by lookup (it is freed; e is invalid after). */
 void gs_store_delete_entry(struct gs_store *s, struct gs_entry *e);
 

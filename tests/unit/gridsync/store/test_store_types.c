@@ -166,6 +166,32 @@ static void test_move_and_free_with_store(void **state)
     gs_store_free(s); /* frees both collections (ASan: no leak) */
 }
 
+/* UNLINK of a big collection: the key is gone and its memory off the
+ * count at once; the thread frees the blocks (ASan: no leak, no double
+ * free) by gs_store_free at the latest. A small one is freed in place. */
+static void test_unlink_frees_in_the_background(void **state)
+{
+    (void)state;
+    struct gs_store *s = new_store(0);
+    make_hash(s, "big", 1000, -1);
+    make_hash(s, "small", 3, -1);
+    assert_int_equal(gs_store_unlink(s, "big", 3, NOW), 1);
+    assert_int_equal(gs_store_unlink(s, "big", 3, NOW), 0);
+    assert_null(gs_store_lookup(s, "big", 3, NOW, 0));
+    assert_int_equal(gs_store_check(s), 0);
+    assert_int_equal(gs_store_unlink(s, "small", 5, NOW), 1);
+    assert_int_equal(used(s), 0);
+    assert_int_equal(gs_store_check(s), 0);
+    for (int i = 0; i < 20; i++) { /* many in a row: the queue, not one slot */
+        char key[16];
+        snprintf(key, sizeof(key), "h%d", i);
+        make_hash(s, key, 100, -1);
+        assert_int_equal(gs_store_unlink(s, key, strlen(key), NOW), 1);
+    }
+    assert_int_equal(used(s), 0);
+    gs_store_free(s); /* joins the thread after it freed everything */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -173,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_expiry_and_clear),
         cmocka_unit_test(test_eviction_counts_collections),
         cmocka_unit_test(test_move_and_free_with_store),
+        cmocka_unit_test(test_unlink_frees_in_the_background),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
