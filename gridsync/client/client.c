@@ -24,7 +24,7 @@ bool gs_arg_int(struct gs_client *c, const struct gs_arg *a, int64_t *out, const
 
 void gs_error(struct gs_client *c, const char *msg)
 {
-    c->stats->error_replies++;
+    c->shared->stats.error_replies++;
     gs_reply_error(&c->w, msg, strlen(msg));
 }
 
@@ -68,4 +68,14 @@ struct gs_entry *gs_lookup_typed(struct gs_client *c, const struct gs_arg *key, 
         return NULL;
     }
     return e;
+}
+
+uint64_t gs_client_random(struct gs_client *c)
+{
+    uint64_t x = c->shared->rng ? c->shared->rng : 0x9e3779b97f4a7c15ull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    c->shared->rng = x;
+    return x * 0x2545f4914f6cdd1dull;
 }

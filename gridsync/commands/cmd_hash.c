@@ -9,7 +9,8 @@
  * memory; a hash left empty is deleted, as Redis never keeps an empty
  * collection.
  */
-#include "gridsync/node/node.h"
+#include "gridsync/client/client.h"
+#include "gridsync/commands/commands.h"
 
 #include <math.h>
 #include <string.h>
@@ -17,11 +18,6 @@
 #include "core/error.h"
 #include "gridsync/commands/glob.h"
 #include "gridsync/types/hash/hash.h"
-
-static struct gs_type_limits limits(const struct gs_client *c)
-{
-    return gs_node_type_limits(c->node);
-}
 
 /* The hash at key for reading: false after replying WRONGTYPE (or when
  * missing: *found false). */
@@ -78,7 +74,7 @@ static bool set_pairs(struct gs_client *c, size_t argc, struct gs_arg *argv, int
     struct gs_entry *e = hash_write(c, &argv[1], &o);
     if (!e)
         return false;
-    struct gs_type_limits lim = limits(c);
+    struct gs_type_limits lim = c->shared->limits;
     *created = 0;
     int rc = 0;
     for (size_t i = 2; i < argc && rc == 0; i += 2) {
@@ -130,7 +126,7 @@ void gs_cmd_hsetnx(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_reply_int(&c->w, 0);
         return;
     }
-    struct gs_type_limits lim = limits(c);
+    struct gs_type_limits lim = c->shared->limits;
     int rc = gs_hash_set(&o, argv[2].p, argv[2].len, argv[3].p, argv[3].len, &lim, NULL);
     hash_done(c, e, &o);
     if (rc)
@@ -297,7 +293,7 @@ void gs_cmd_hincrby(struct gs_client *c, size_t argc, struct gs_arg *argv)
     v += incr;
     char out[GS_LP_INTBUF];
     size_t n = gs_fmt_int(out, v);
-    struct gs_type_limits lim = limits(c);
+    struct gs_type_limits lim = c->shared->limits;
     int rc = gs_hash_set(&o, argv[2].p, argv[2].len, out, n, &lim, NULL);
     hash_done(c, e, &o);
     if (rc)
@@ -338,7 +334,7 @@ void gs_cmd_hincrbyfloat(struct gs_client *c, size_t argc, struct gs_arg *argv)
     }
     char out[GS_MAX_LONG_DOUBLE_CHARS];
     size_t n = gs_format_long_double(out, sizeof(out), v);
-    struct gs_type_limits lim = limits(c);
+    struct gs_type_limits lim = c->shared->limits;
     int rc = gs_hash_set(&o, argv[2].p, argv[2].len, out, n, &lim, NULL);
     hash_done(c, e, &o);
     if (rc)
@@ -382,7 +378,7 @@ static void hrandfield_count(struct gs_client *c, const struct gs_arg *key, int6
     if (!uniq || count == 1) { /* repeats allowed */
         gs_reply_array(&c->w, withvalues && c->w.proto == 2 ? count * 2 : count);
         while (count--) {
-            gs_hash_random(&o, gs_node_random(c->node), fb, vb, &f, &flen, &v, &vlen);
+            gs_hash_random(&o, gs_client_random(c), fb, vb, &f, &flen, &v, &vlen);
             reply_pair(c, withvalues, f, flen, v, vlen);
         }
         return;
@@ -406,7 +402,7 @@ static void hrandfield_count(struct gs_client *c, const struct gs_arg *key, int6
     for (size_t i = 0; i < size; i++)
         pos[i] = (uint32_t)i;
     for (size_t i = 0; i < count; i++) {
-        size_t j = i + gs_node_random(c->node) % (size - i);
+        size_t j = i + gs_client_random(c) % (size - i);
         uint32_t t = pos[i];
         pos[i] = pos[j];
         pos[j] = t;
@@ -466,7 +462,7 @@ void gs_cmd_hrandfield(struct gs_client *c, size_t argc, struct gs_arg *argv)
     char fb[GS_LP_INTBUF], vb[GS_LP_INTBUF];
     const char *f, *v;
     size_t flen, vlen;
-    gs_hash_random(&o, gs_node_random(c->node), fb, vb, &f, &flen, &v, &vlen);
+    gs_hash_random(&o, gs_client_random(c), fb, vb, &f, &flen, &v, &vlen);
     gs_reply_bulk(&c->w, f, flen);
 }
 
@@ -526,7 +522,7 @@ void gs_cmd_hscan(struct gs_client *c, size_t argc, struct gs_arg *argv)
             return;
         }
     }
-    struct gs_node *n = c->node;
+    struct gs_shared *n = c->shared;
     n->scratch.len = 0;
     struct scan_collect sc = {&n->scratch, pattern, 0};
     cursor = gs_hash_scan(&o, cursor, (size_t)count, scan_pair, &sc);

@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "gridsync/node/node.h"
+#include "gridsync/client/client.h"
+#include "gridsync/commands/commands.h"
 #include "gridsync/types/listpack/listpack.h"
 #include "gridsync/types/quicklist/quicklist.h"
 #include "gridsync/types/value.h"
@@ -23,10 +24,10 @@ static struct gs_quicklist *ql_of(struct gs_obj *o)
     return o->ptr;
 }
 
-void gs_list_signal_ready(struct gs_node *n, const struct gs_arg *key)
+void gs_list_signal_ready(struct gs_client *c, const struct gs_arg *key)
 {
-    if (n->key_ready)
-        n->key_ready(n->key_ready_arg, key->p, key->len);
+    if (c->shared->key_ready)
+        c->shared->key_ready(c->shared->key_ready_arg, c->db, key->p, key->len);
 }
 
 /* The list at key for reading; false after WRONGTYPE. */
@@ -53,7 +54,7 @@ static struct gs_entry *list_write(struct gs_client *c, const struct gs_arg *key
 /* A new empty list stored at key. NULL after replying OOM. */
 static struct gs_entry *list_create(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o)
 {
-    struct gs_quicklist *ql = gs_ql_new((int)c->node->cfg.list_max_listpack_size);
+    struct gs_quicklist *ql = gs_ql_new((int)c->shared->limits.list_max_listpack_size);
     if (!ql) {
         gs_error_oom(c);
         return NULL;
@@ -104,7 +105,7 @@ static void push_generic(struct gs_client *c, size_t argc, struct gs_arg *argv, 
         return;
     }
     gs_reply_int(&c->w, (int64_t)ql_of(&o)->count);
-    gs_list_signal_ready(c->node, &argv[1]);
+    gs_list_signal_ready(c, &argv[1]);
 }
 
 void gs_cmd_lpush(struct gs_client *c, size_t argc, struct gs_arg *argv)
@@ -162,7 +163,7 @@ void gs_cmd_linsert(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     gs_reply_int(&c->w, (int64_t)ql->count);
-    gs_list_signal_ready(c->node, &argv[1]);
+    gs_list_signal_ready(c, &argv[1]);
 }
 
 void gs_cmd_llen(struct gs_client *c, size_t argc, struct gs_arg *argv)
@@ -398,7 +399,7 @@ void gs_cmd_lpos(struct gs_client *c, size_t argc, struct gs_arg *argv)
     struct gs_quicklist *ql = ql_of(&o);
     int64_t llen = (int64_t)ql->count, index = 0, matches = 0;
     /* Collect the matching indexes first: the array's length goes first. */
-    struct core_buf *buf = &c->node->scratch;
+    struct core_buf *buf = &c->shared->scratch;
     buf->len = 0;
     struct gs_ql_pos p = gs_ql_index(ql, from_tail ? -1 : 0);
     bool hit = false;
@@ -530,7 +531,7 @@ static bool parse_side(struct gs_client *c, const struct gs_arg *a, bool *head)
 int gs_list_move(struct gs_client *c, const struct gs_arg *src, const struct gs_arg *dst,
                  bool from_head, bool to_head)
 {
-    struct gs_node *n = c->node;
+    struct gs_shared *n = c->shared;
     struct gs_obj so;
     bool wrong;
     struct gs_entry *se = list_write(c, src, &so, &wrong);
@@ -572,7 +573,7 @@ int gs_list_move(struct gs_client *c, const struct gs_arg *src, const struct gs_
     gs_reply_bulk(&c->w, n->scratch.data, len);
     if (n->scratch.cap > 256 * 1024)
         core_buf_free(&n->scratch);
-    gs_list_signal_ready(n, dst);
+    gs_list_signal_ready(c, dst);
     return 1;
 }
 

@@ -2,7 +2,7 @@
  * The list operations other command families build on (the blocking
  * list commands): pop from a key and move between keys with the same
  * replies as LPOP/LMPOP/LMOVE, and the "key became ready" signal every
- * push sends through the node's key_ready hook (node.h).
+ * push sends through the key_ready hook of gs_shared (client/client.h).
  */
 #ifndef GS_CMD_LIST_H
 #define GS_CMD_LIST_H
@@ -10,7 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gridsync/node/node.h"
+#include "gridsync/client/client.h"
+#include "gridsync/commands/commands.h"
 
 /* Pop from the list at key, from the head or the tail, and reply: one
  * bulk string when count < 0; an array of up to count elements
@@ -32,7 +33,8 @@ int gs_list_move(struct gs_client *c, const struct gs_arg *src, const struct gs_
 bool gs_list_parse_mpop(struct gs_client *c, size_t argc, struct gs_arg *argv, size_t numkeys_idx,
                         int64_t *numkeys, bool *head, int64_t *count);
 
-/* Tell the node's key_ready hook that key got elements. */
-void gs_list_signal_ready(struct gs_node *n, const struct gs_arg *key);
+/* Tell the key_ready hook (c->shared, client.h) that key of c->db got
+ * elements. */
+void gs_list_signal_ready(struct gs_client *c, const struct gs_arg *key);
 
 #endif

@@ -10,13 +10,9 @@
 
 #include "core/error.h"
 #include "gridsync/commands/glob.h"
-#include "gridsync/node/node.h"
+#include "gridsync/client/client.h"
+#include "gridsync/commands/commands.h"
 #include "gridsync/types/set/set.h"
-
-static struct gs_type_limits limits(const struct gs_client *c)
-{
-    return gs_node_type_limits(c->node);
-}
 
 static bool set_read(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o, bool *found)
 {
@@ -76,7 +72,7 @@ void gs_cmd_sadd(struct gs_client *c, size_t argc, struct gs_arg *argv)
             return;
         }
     }
-    struct gs_type_limits lim = limits(c);
+    struct gs_type_limits lim = c->shared->limits;
     int64_t n = 0;
     int rc = 0;
     for (size_t i = 2; i < argc && rc == 0; i++) {
@@ -207,10 +203,10 @@ void gs_cmd_spop(struct gs_client *c, size_t argc, struct gs_arg *argv)
     if (count >= 0)
         gs_reply_set(&c->w, n);
     char buf[GS_LP_INTBUF];
-    struct core_buf *tmp = &c->node->scratch;
+    struct core_buf *tmp = &c->shared->scratch;
     for (size_t i = 0; i < n; i++) {
         size_t len;
-        const char *s = gs_set_random(&o, gs_node_random(c->node), buf, &len);
+        const char *s = gs_set_random(&o, gs_client_random(c), buf, &len);
         gs_reply_bulk(&c->w, s, len);
         /* copy: removing frees the element the pointer is in */
         tmp->len = 0;
@@ -242,7 +238,7 @@ void gs_cmd_srandmember(struct gs_client *c, size_t argc, struct gs_arg *argv)
             gs_reply_null(&c->w);
             return;
         }
-        const char *s = gs_set_random(&o, gs_node_random(c->node), buf, &len);
+        const char *s = gs_set_random(&o, gs_client_random(c), buf, &len);
         gs_reply_bulk(&c->w, s, len);
         return;
     }
@@ -264,7 +260,7 @@ void gs_cmd_srandmember(struct gs_client *c, size_t argc, struct gs_arg *argv)
     if (l < 0) { /* repeats allowed */
         gs_reply_array(&c->w, (size_t)-l);
         for (int64_t i = 0; i < -l; i++) {
-            const char *s = gs_set_random(&o, gs_node_random(c->node), buf, &len);
+            const char *s = gs_set_random(&o, gs_client_random(c), buf, &len);
             gs_reply_bulk(&c->w, s, len);
         }
         return;
@@ -288,7 +284,7 @@ void gs_cmd_srandmember(struct gs_client *c, size_t argc, struct gs_arg *argv)
     for (size_t i = 0; i < size; i++)
         pos[i] = (uint32_t)i;
     for (size_t i = 0; i < count; i++) {
-        size_t j = i + gs_node_random(c->node) % (size - i);
+        size_t j = i + gs_client_random(c) % (size - i);
         uint32_t t = pos[i];
         pos[i] = pos[j];
         pos[j] = t;
@@ -339,7 +335,7 @@ void gs_cmd_smove(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error_oom(c);
         return;
     }
-    struct gs_type_limits lim = limits(c);
+    struct gs_type_limits lim = c->shared->limits;
     bool added;
     int rc = gs_set_add(&dobj, argv[3].p, argv[3].len, &lim, &added);
     set_done(c, de, &dobj);
@@ -374,7 +370,7 @@ enum set_op { OP_INTER, OP_UNION, OP_DIFF };
 static int compute(struct gs_client *c, enum set_op op, struct gs_obj *sets, bool *found, size_t n,
                    struct gs_obj *out, size_t limit)
 {
-    struct gs_type_limits lim = limits(c);
+    struct gs_type_limits lim = c->shared->limits;
     if (gs_set_init(out))
         return CORE_ENOMEM;
     struct gs_set_iter it;
@@ -578,7 +574,7 @@ void gs_cmd_sscan(struct gs_client *c, size_t argc, struct gs_arg *argv)
             return;
         }
     }
-    struct core_buf *buf = &c->node->scratch;
+    struct core_buf *buf = &c->shared->scratch;
     buf->len = 0;
     struct scan_collect sc = {buf, pattern, 0};
     cursor = gs_set_scan(&o, cursor, (size_t)count, scan_member, &sc);

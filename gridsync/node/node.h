@@ -14,10 +14,10 @@
 #include "core/config.h"
 #include "core/uv_server.h"
 #include "gridsync/client/client.h"
+#include "gridsync/commands/commands.h"
 #include "gridsync/commands/multi.h"
 #include "gridsync/protocol/resp.h"
 #include "gridsync/store/store.h"
-#include "gridsync/types/value.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,8 +30,10 @@
 struct gs_command;
 struct gs_origin;
 struct gs_held;
+struct gs_feature;
 
-#define GS_NODE_NOPTS 33 /* options + terminator (7 gs-origin's, 7 cluster's, 4 types') */
+#define GS_NODE_MAX_FEATURES 4  /* struct gs_feature, below */
+#define GS_NODE_NOPTS        33 /* options + terminator (7 gs-origin's, 7 cluster's, 4 types') */
 
 struct gs_config {
     int64_t port;
@@ -88,25 +90,68 @@ struct gs_node {
     int64_t wall_base_ms;
     uint64_t loop_base_ms;
     int64_t start_wall_ms;
-    struct gs_stats stats;                   /* total_commands_processed, total_error_replies */
-    struct core_buf scratch;                 /* reusable: KEYS, RENAME, INFO text */
+    struct gs_shared shared; /* counters, scratch, limits: what clients share (client.h) */
     const struct gs_command *cmd_index[256]; /* open addressing by name hash */
     char config_file[CORE_OPT_STRLEN];
-    struct gs_origin *origin;      /* gs-origin: NULL unless configured */
-    struct gs_cluster *cluster;    /* NULL unless cluster-enabled */
+    struct gs_origin *origin;   /* gs-origin: NULL unless configured */
+    struct gs_cluster *cluster; /* NULL unless cluster-enabled */
+    struct {
+        const struct gs_feature *ops;
+        void *self;
+    } features[GS_NODE_MAX_FEATURES];
+    unsigned n_features;
     struct gs_watch_table watches; /* WATCHed keys (gridsync/commands/multi.h) */
-    uint64_t rng;                  /* HRANDFIELD & co.; seeded on first use */
-    /* Called after a push made key's list non-empty or longer (LPUSH,
-     * LINSERT, LMOVE's destination...): the blocking commands' owner sets
-     * it to serve clients waiting on that key. NULL: nobody waits. */
-    void (*key_ready)(void *arg, const char *key, size_t klen);
-    void *key_ready_arg;
+};
+
+/* ------------------------------------------------------------ features
+ *
+ * A feature (read-through, cluster mode) is wired into the node by these
+ * hooks, as the store's modified-key hook wires transactions into the
+ * store: the node calls them at its life-cycle points and names nothing
+ * else of the feature. gridsync-server's main decides which features a
+ * node has; each one decides from the configuration whether it is on.
+ *
+ * Every hook but start may be NULL. Hooks run in the order the features
+ * were given, and only for a feature whose start set *self. */
+struct gs_feature {
+    const char *name; /* also the INFO section its info hook writes */
+    /* Start on node n (bound and listening, loop not yet running). Sets
+     * *self to the feature's state, or NULL when the configuration leaves
+     * it off. Returns 0 or a CORE_E* code (logged); on a failure with
+     * *self set, stop and free are still called. */
+    int (*start)(struct gs_node *n, void **self);
+    /* A command about to run (known, arity and authentication checked):
+     * true if the feature took it (replied, or will reply later). */
+    bool (*route)(void *self, struct gs_client *c, const struct gs_command *cmd, size_t argc,
+                  struct gs_arg *argv);
+    /* Each cron tick, at the node's clock. Returns true when the feature
+     * expires the node's keyspaces itself (the node then does not). */
+    bool (*cron)(void *self, int64_t now_ms);
+    void (*client_closed)(void *self, struct gs_client *c);
+    /* After a large batch of output: true if the client was closed for
+     * output the feature holds for it beyond client-output-buffer-limit. */
+    bool (*over_output_limit)(void *self, struct gs_client *c);
+    /* A value read through from outside (the origin) for key, to keep with
+     * an absolute expiry (-1: none) unless the key is present by then.
+     * True if the feature took it (cluster mode proposes it through the
+     * key's group, or drops it on a node that does not lead the group);
+     * when none does, the node's database 0 keeps it. */
+    bool (*fill)(void *self, const char *key, size_t klen, const char *val, size_t vlen,
+                 int64_t expire_ms);
+    void (*apply_config)(void *self);             /* after CONFIG SET */
+    void (*info)(void *self, struct core_buf *b); /* its INFO section, header included */
+    void (*reset_stats)(void *self);              /* CONFIG RESETSTAT */
+    void (*stop)(void *self); /* the node is stopping: close handles (the loop still runs) */
+    void (*free)(void *self); /* after the loop has returned */
 };
 
 /* Create a node from a filled configuration (see gs_node_options for the
- * defaults), bind and listen. Returns 0 or a CORE_E* code (with a log
- * line). *out is freed by gs_node_free after the loop has returned. */
-int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg);
+ * defaults), bind and listen, then start each feature of the
+ * NULL-terminated list (may be NULL: none). Returns 0 or a CORE_E* code
+ * (with a log line). *out is freed by gs_node_free after the loop has
+ * returned. */
+int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg,
+                const struct gs_feature *const *features);
 
 /* Stop accepting, close every client and the node's handles; the loop
  * then returns. Safe from inside a command (SHUTDOWN) and from a signal
@@ -125,27 +170,6 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts);
 /* The node's view of "now" in Unix ms, refreshed once per loop iteration.
  * For the node's own work (expiry, fills); a command uses c->db->now_ms,
  * which gs_execute sets from this. */
-/* The value types' conversion thresholds as configured (CONFIG SET
- * changes them for collections created or grown afterwards). */
-static inline struct gs_type_limits gs_node_type_limits(const struct gs_node *n)
-{
-    struct gs_type_limits l = {n->cfg.hash_max_listpack_entries, n->cfg.hash_max_listpack_value,
-                               n->cfg.list_max_listpack_size, n->cfg.set_max_intset_entries};
-    return l;
-}
-
-/* xorshift64* on the node's state, for the random picks of HRANDFIELD,
- * SPOP, SRANDMEMBER (their replies cannot match Redis's byte for byte). */
-static inline uint64_t gs_node_random(struct gs_node *n)
-{
-    if (n->rng == 0)
-        n->rng = (uint64_t)(uintptr_t)n * 0x9e3779b97f4a7c15ull | 1;
-    n->rng ^= n->rng >> 12;
-    n->rng ^= n->rng << 25;
-    n->rng ^= n->rng >> 27;
-    return n->rng * 0x2545f4914f6cdd1dull;
-}
-
 static inline int64_t gs_node_now_ms(const struct gs_node *n)
 {
     return n->wall_base_ms + (int64_t)(uv_now(n->loop) - n->loop_base_ms);
@@ -156,34 +180,6 @@ void gs_node_apply_config(struct gs_node *n);
 
 /* ------------------------------------------------------- command table */
 
-enum {
-    GS_CMD_WRITE = 1 << 0,
-    GS_CMD_READONLY = 1 << 1,
-    GS_CMD_DENYOOM = 1 << 2, /* may grow memory: make room first */
-    GS_CMD_FAST = 1 << 3,
-    GS_CMD_NOAUTH = 1 << 4, /* allowed before AUTH */
-    GS_CMD_ADMIN = 1 << 5,
-    GS_CMD_LOADING = 1 << 6,
-    GS_CMD_STALE = 1 << 7,
-    GS_CMD_NOSCRIPT = 1 << 8,
-};
-
-typedef void gs_cmd_fn(struct gs_client *c, size_t argc, struct gs_arg *argv);
-
-struct gs_command {
-    const char *name; /* lower case */
-    int arity;        /* Redis's convention: n exact, -n at least n */
-    unsigned flags;
-    gs_cmd_fn *fn;
-    int first_key, last_key, key_step;
-    const char *group;
-    const char *summary;
-    const char *since;
-};
-
-/* Every command, in one table (commands.c); NULL-name terminated. */
-extern const struct gs_command gs_commands[];
-
 /* Build the node's command index (at start). */
 void gs_command_index_build(struct gs_node *n);
 
@@ -192,33 +188,5 @@ const struct gs_command *gs_command_lookup(const struct gs_node *n, const char *
 
 /* Run one request (argv[0] is the command name). */
 void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv);
-
-/* Handlers, by family. */
-gs_cmd_fn gs_cmd_get, gs_cmd_set, gs_cmd_setnx, gs_cmd_setex, gs_cmd_psetex, gs_cmd_getset,
-    gs_cmd_getdel, gs_cmd_getex, gs_cmd_mget, gs_cmd_mset, gs_cmd_msetnx, gs_cmd_incr, gs_cmd_decr,
-    gs_cmd_incrby, gs_cmd_decrby, gs_cmd_incrbyfloat, gs_cmd_append, gs_cmd_strlen, gs_cmd_getrange,
-    gs_cmd_setrange;
-gs_cmd_fn gs_cmd_expire, gs_cmd_pexpire, gs_cmd_expireat, gs_cmd_pexpireat, gs_cmd_ttl, gs_cmd_pttl,
-    gs_cmd_persist;
-gs_cmd_fn gs_cmd_expiretime, gs_cmd_pexpiretime, gs_cmd_touch, gs_cmd_time;
-gs_cmd_fn gs_cmd_getbit, gs_cmd_setbit, gs_cmd_bitcount, gs_cmd_bitpos, gs_cmd_bitop;
-gs_cmd_fn gs_cmd_del, gs_cmd_unlink, gs_cmd_exists, gs_cmd_type, gs_cmd_rename, gs_cmd_renamenx,
-    gs_cmd_copy, gs_cmd_keys, gs_cmd_scan, gs_cmd_randomkey, gs_cmd_dbsize, gs_cmd_flushdb,
-    gs_cmd_select;
-gs_cmd_fn gs_cmd_cluster, gs_cmd_readonly, gs_cmd_readwrite, gs_cmd_asking;
-gs_cmd_fn gs_cmd_ping, gs_cmd_echo, gs_cmd_info, gs_cmd_config, gs_cmd_command, gs_cmd_auth,
-    gs_cmd_hello, gs_cmd_quit, gs_cmd_shutdown, gs_cmd_client;
-gs_cmd_fn gs_cmd_hset, gs_cmd_hmset, gs_cmd_hsetnx, gs_cmd_hget, gs_cmd_hmget, gs_cmd_hdel,
-    gs_cmd_hlen, gs_cmd_hstrlen, gs_cmd_hexists, gs_cmd_hgetall, gs_cmd_hkeys, gs_cmd_hvals,
-    gs_cmd_hincrby, gs_cmd_hincrbyfloat, gs_cmd_hrandfield, gs_cmd_hscan; /* cmd_hash.c */
-gs_cmd_fn gs_cmd_lpush, gs_cmd_rpush, gs_cmd_lpushx, gs_cmd_rpushx, gs_cmd_linsert, gs_cmd_llen,
-    gs_cmd_lindex, gs_cmd_lset, gs_cmd_lrange, gs_cmd_ltrim, gs_cmd_lrem, gs_cmd_lpos, gs_cmd_lpop,
-    gs_cmd_rpop, gs_cmd_lmove, gs_cmd_rpoplpush, gs_cmd_lmpop; /* cmd_list.c */
-gs_cmd_fn gs_cmd_sadd, gs_cmd_srem, gs_cmd_smembers, gs_cmd_sismember, gs_cmd_smismember,
-    gs_cmd_scard, gs_cmd_spop, gs_cmd_srandmember, gs_cmd_smove, gs_cmd_sinter, gs_cmd_sunion,
-    gs_cmd_sdiff, gs_cmd_sinterstore, gs_cmd_sunionstore, gs_cmd_sdiffstore, gs_cmd_sintercard,
-    gs_cmd_sscan;                       /* cmd_set.c */
-gs_cmd_fn gs_cmd_object, gs_cmd_memory; /* cmd_server.c */
-gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
 
 #endif
