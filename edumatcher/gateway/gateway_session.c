@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/list.h"
 #include "core/hash.h"
 #include "edumatcher/bus/zmq_bus.h"   /* EM_BUS_PAYLOAD_MAX, EM_BUS_TOPIC_MAX */
 #include "edumatcher/engine/engine.h" /* EM_OPS_GW */
@@ -31,8 +32,13 @@ struct em_gw_session {
     uint64_t refill_ns;
     uint64_t login_sent_ns;
     char sub_topic[EM_BUS_TOPIC_MAX];
-    struct em_gw_session *hnext;         /* hash chain */
-    struct em_gw_session *lnext, *lprev; /* sessions logging in */
+    /* PINGs in flight, oldest in bit 0: 1 = the barrier after an operator
+     * message (its PONG becomes OK), 0 = the trader's own PING */
+    uint64_t pings;
+    unsigned npings;
+    bool op_rejected;            /* a REJECT came for the operator message in flight */
+    struct em_gw_session *hnext; /* hash chain */
+    struct core_list login;      /* in em_gw.logging_in while S_LOGGING_IN */
 };
 
 struct em_gw {
@@ -45,7 +51,7 @@ struct em_gw {
     unsigned batch_frames;
     uint8_t batch[EM_BUS_PAYLOAD_MAX];
     struct em_gw_session *by_gw[HASH_BUCKETS];
-    struct em_gw_session *logging_in;
+    struct core_list logging_in; /* em_gw_session.login */
     struct em_gw_session **dirty;
     size_t ndirty, dirty_cap;
     struct {
@@ -92,14 +98,7 @@ static void hash_remove(struct em_gw_session *s)
 
 static void login_list_remove(struct em_gw_session *s)
 {
-    struct em_gw *g = s->g;
-    if (s->lprev)
-        s->lprev->lnext = s->lnext;
-    else if (g->logging_in == s)
-        g->logging_in = s->lnext;
-    if (s->lnext)
-        s->lnext->lprev = s->lprev;
-    s->lnext = s->lprev = NULL;
+    core_list_remove(&s->login);
 }
 
 /* ---- output ---- */
@@ -114,6 +113,8 @@ static void reply_reject(struct em_gw_session *s, const struct em_msg *m, int co
     }
     s->front->deliver(s->fctx, &r);
     s->g->st.rejects++;
+    if ((unsigned)code <= EM_REJ_GATEWAY_DISABLED)
+        s->g->st.rejects_by[code]++;
 }
 
 static void mark_dirty(struct em_gw_session *s)
@@ -199,9 +200,13 @@ static void send_login(struct em_gw_session *s)
 void em_gw_tick(struct em_gw *g)
 {
     uint64_t now = now_ns(g);
-    for (struct em_gw_session *s = g->logging_in; s; s = s->lnext)
+    struct core_list *l, *next;
+    core_list_foreach_safe(l, next, &g->logging_in)
+    {
+        struct em_gw_session *s = CORE_CONTAINER_OF(l, struct em_gw_session, login);
         if (now - s->login_sent_ns >= (uint64_t)g->cfg.login_retry_ms * 1000000u)
             send_login(s);
+    }
 }
 
 /* ---- rate limit: token bucket per session ---- */
@@ -291,10 +296,7 @@ static void begin_login(struct em_gw_session *s, const struct em_msg *m)
     s->hnext = g->by_gw[h];
     g->by_gw[h] = s;
     s->state = S_LOGGING_IN;
-    s->lnext = g->logging_in;
-    if (g->logging_in)
-        g->logging_in->lprev = s;
-    g->logging_in = s;
+    core_list_push_front(&g->logging_in, &s->login);
     s->tokens = (uint64_t)g->cfg.rate_burst * 1000000u;
     s->refill_ns = now_ns(g);
     g->cfg.bus->subscribe(g->cfg.bus_ctx, s->sub_topic);
@@ -375,6 +377,18 @@ void em_gw_session_input(struct em_gw_session *s, const struct em_msg *m, int co
         return;
     }
     forward(s, m); /* a full engine queue is answered at em_gw_flush */
+    if (s->npings == 64)
+        return; /* 64 in flight: this one goes unanswered (no barrier) */
+    if (m->kind == EM_MSG_PING) {
+        s->npings++;
+    } else if (em_msgs[m->kind].cls == EM_CLASS_OPER) {
+        /* docs/alf.md C.5: the engine says nothing when it takes an
+         * operator message; a PING after it tells the gateway it did (no
+         * REJECT before the PONG), which it answers OK */
+        struct em_msg ping = {.kind = EM_MSG_PING};
+        forward(s, &ping);
+        s->pings |= 1ull << s->npings++;
+    }
 }
 
 /* ---- sessions ---- */
@@ -383,6 +397,8 @@ struct em_gw_session *em_gw_session_open(struct em_gw *g, const struct em_gw_fro
                                          void *front_ctx)
 {
     struct em_gw_session *s = calloc(1, sizeof *s);
+    if (s)
+        core_list_init(&s->login);
     if (!s)
         return NULL;
     s->g = g;
@@ -444,8 +460,28 @@ static void handle_event(struct em_gw_session *s, const struct em_msg *ev)
         !(ev->present & EM_BIT(cl)))
         return; /* a re-sent LOGIN's late answer: the session refuses the
                    operator's client messages itself, so nothing else is */
+    if (ev->kind == EM_MSG_REJECT && (s->pings & 1))
+        s->op_rejected = true; /* the operator message before the barrier */
+    if (ev->kind == EM_MSG_PONG && s->npings) {
+        bool barrier = s->pings & 1;
+        s->pings >>= 1;
+        s->npings--;
+        if (barrier) {
+            bool ok = !s->op_rejected;
+            s->op_rejected = false;
+            if (!ok)
+                return;
+            struct em_msg okm = {.kind = EM_MSG_OK};
+            s->front->deliver(s->fctx, &okm);
+            s->g->st.events_out++;
+            mark_dirty(s);
+            return;
+        }
+    }
     s->front->deliver(s->fctx, ev);
     s->g->st.events_out++;
+    if (ev->kind == EM_MSG_REJECT && ev->rej <= EM_REJ_GATEWAY_DISABLED)
+        s->g->st.rejects_by[ev->rej]++;
     mark_dirty(s);
 }
 
@@ -498,6 +534,8 @@ void em_gw_bus_batch_end(struct em_gw *g)
 struct em_gw *em_gw_new(const struct em_gw_config *cfg)
 {
     struct em_gw *g = calloc(1, sizeof *g);
+    if (g)
+        core_list_init(&g->logging_in);
     if (!g)
         return NULL;
     g->cfg = *cfg;

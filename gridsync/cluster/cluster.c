@@ -1,8 +1,9 @@
 /*
  * Cluster mode: placement, the node's Raft groups, routing and replicated
  * writes (the model is in cluster.h and docs/gridsync-cluster.md). Adding
- * and removing nodes is in cluster_migrate.c; the state both share is in
- * cluster_internal.h.
+ * and removing nodes is in cluster_migrate.c, active expiry in
+ * cluster_expire.c, the node feature (hooks, options, read-through fills)
+ * in cluster_feature.c; the state they share is in cluster_internal.h.
  *
  * Invariants:
  *  1. A client has at most one replicated write in flight (c->wait), and
@@ -165,6 +166,9 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
             return rc;
         grp->own_store = true;
     }
+    /* The group's reads miss as the node's database 0 does (read-through). */
+    grp->db.miss = n->dbs[0].miss;
+    grp->db.miss_ctx = n->dbs[0].miss_ctx;
     char dir[CORE_OPT_STRLEN + GS_RING_NAME_MAX + 16];
     snprintf(dir, sizeof(dir), "%s/group-%s", n->cfg.dir[0] ? n->cfg.dir : ".",
              cl->nodes[grp->g].name);
@@ -415,6 +419,11 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     struct cgroup *grp = ctx;
     struct gs_cluster *cl = grp->cl;
     struct gs_node *n = cl->node;
+    if (argc >= 2 && argvlen[1] == sizeof(EXPIRE_ENTRY) - 1 &&
+        memcmp(argv[1], EXPIRE_ENTRY, argvlen[1]) == 0) {
+        gs_cl_apply_expire(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
+        return;
+    }
     if (argc >= 3 && argvlen[1] == sizeof(MIGRATE_ENTRY) - 1 &&
         memcmp(argv[1], MIGRATE_ENTRY, argvlen[1]) == 0) {
         gs_cl_migrate_exec(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
@@ -456,7 +465,7 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     struct gs_client fc = {0};
     fc.node = n;
     fc.db = &edb;
-    fc.stats = &n->stats;
+    fc.shared = &n->shared;
     cl->xout.len = 0;
     fc.w.buf = &cl->xout;
     fc.w.proto = argvlen[0] == 1 && argv[0][0] == '3' ? 3 : 2;
@@ -652,7 +661,7 @@ bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
         return true;
     }
     c->wait = w;
-    cl->node->stats.commands++; /* counted on the node the client sent it to */
+    cl->node->shared.stats.commands++; /* counted on the node the client sent it to */
     return true;
 }
 
@@ -714,7 +723,7 @@ static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
          * find the same keys here as everywhere (invariant 3). */
         grp->db.now_ms = grp->last_entry_ms;
     }
-    n->stats.commands++;
+    n->shared.stats.commands++;
     c->last_cmd = cmd->name;
     /* The command runs against the group's database, whatever the client
      * has selected; the selection is back once it returns. */
@@ -910,12 +919,6 @@ void gs_cluster_apply_config(struct gs_cluster *cl)
                                (enum gs_evict_policy)cfg->maxmemory_policy);
 }
 
-bool gs_cluster_may_expire(struct gs_cluster *cl)
-{
-    struct cgroup *own = &cl->groups[cl->self];
-    return own->raft && gs_group_is_leader(own->raft);
-}
-
 void gs_cluster_client_closed(struct gs_client *c)
 {
     if (c->wait) {
@@ -996,11 +999,14 @@ void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
             continue;
         uint64_t term, commit, applied;
         gs_group_raft_info(grp->raft, &term, &commit, &applied);
-        int n = snprintf(out + used, outlen - used,
-                         "group_%s:role=%s,member=%d,term=%llu,commit=%llu,applied=%llu\r\n",
-                         cl->nodes[g].name, gs_group_is_leader(grp->raft) ? "leader" : "follower",
-                         grp->role, (unsigned long long)term, (unsigned long long)commit,
-                         (unsigned long long)applied);
+        struct gs_store_stats keys;
+        gs_store_stats(grp->db.store, &keys);
+        int n =
+            snprintf(out + used, outlen - used,
+                     "group_%s:role=%s,member=%d,term=%llu,commit=%llu,applied=%llu,keys=%llu\r\n",
+                     cl->nodes[g].name, gs_group_is_leader(grp->raft) ? "leader" : "follower",
+                     grp->role, (unsigned long long)term, (unsigned long long)commit,
+                     (unsigned long long)applied, (unsigned long long)keys.keys);
         if (n < 0)
             break;
         used += (size_t)n;

@@ -146,7 +146,7 @@ static void cluster_nodes(struct gs_client *c)
 {
     struct gs_cluster *cl = c->node->cluster;
     struct gs_node *n = c->node;
-    n->scratch.len = 0;
+    n->shared.scratch.len = 0;
     for (unsigned i = 0; i < gs_cluster_nodes(cl); i++) {
         if (!gs_cluster_node_live(cl, i))
             continue;
@@ -155,15 +155,15 @@ static void cluster_nodes(struct gs_client *c)
                            gs_cluster_node_id(cl, i), gs_cluster_node_host(cl, i),
                            gs_cluster_node_port(cl, i), gs_cluster_node_port(cl, i) + 10000,
                            i == gs_cluster_self(cl) ? "myself,master" : "master", i + 1);
-        core_buf_append(&n->scratch, line, (size_t)len);
-        node_slot_text(cl, i, &n->scratch);
-        core_buf_append(&n->scratch, "\n", 1);
+        core_buf_append(&n->shared.scratch, line, (size_t)len);
+        node_slot_text(cl, i, &n->shared.scratch);
+        core_buf_append(&n->shared.scratch, "\n", 1);
     }
-    if (n->scratch.oom) {
+    if (n->shared.scratch.oom) {
         gs_error_oom(c);
         return;
     }
-    gs_reply_verbatim(&c->w, n->scratch.data, n->scratch.len, "txt");
+    gs_reply_verbatim(&c->w, n->shared.scratch.data, n->shared.scratch.len, "txt");
 }
 
 static void shards_node(struct gs_client *c, struct gs_cluster *cl, unsigned i, bool master)

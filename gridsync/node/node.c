@@ -19,8 +19,6 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
-#include "gridsync/origin/origin_node.h"
-#include "gridsync/cluster/cluster.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -37,8 +35,6 @@
 #define EXPIRE_BUDGET_NS (2 * 1000 * 1000)
 
 static const char *const policy_names[] = {"noeviction", "slru", "allkeys-lru", NULL};
-/* In the order of enum gs_read_mode (raft_glue.h). */
-static const char *const read_mode_names[] = {"lease", "barrier", "any", NULL};
 
 void gs_config_defaults(struct gs_config *cfg)
 {
@@ -67,78 +63,61 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->cluster_snapshot_entries = 16384;
 }
 
-void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
+/* The node's own options; read-through and cluster mode bring theirs
+ * (struct gs_feature's options). */
+static const struct gs_option node_options[] = {
+    GS_OPTION(port, "port", CORE_OPT_INT, 0, 65535, NULL, CORE_OPT_IMMUTABLE,
+              "TCP port (0 = any free)"),
+    GS_OPTION(bind, "bind", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "address to listen on"),
+    GS_OPTION(maxmemory, "maxmemory", CORE_OPT_MEMORY, 0, INT64_MAX, NULL, 0,
+              "memory limit for data (0 = none), e.g. 100mb"),
+    GS_OPTION(maxmemory_policy, "maxmemory-policy", CORE_OPT_ENUM, 0, 0, policy_names, 0,
+              "what to do at maxmemory"),
+    GS_OPTION(maxclients, "maxclients", CORE_OPT_INT, 1, 1000000, NULL, 0,
+              "most simultaneous clients"),
+    GS_OPTION(requirepass, "requirepass", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_SECRET,
+              "password clients must AUTH with (empty = none)"),
+    GS_OPTION(query_buf_limit, "client-query-buffer-limit", CORE_OPT_MEMORY, 1024 * 1024, INT64_MAX,
+              NULL, 0, "most unprocessed input per client"),
+    GS_OPTION(output_buf_limit, "client-output-buffer-limit", CORE_OPT_MEMORY, 0, INT64_MAX, NULL,
+              0, "most unsent output per client before it is dropped (0 = none)"),
+    GS_OPTION(proto_max_bulk_len, "proto-max-bulk-len", CORE_OPT_MEMORY, 1024 * 1024, INT64_MAX,
+              NULL, 0, "largest bulk string in a request"),
+    GS_OPTION(timeout, "timeout", CORE_OPT_INT, 0, INT32_MAX, NULL, 0,
+              "close clients idle for this many seconds (0 = never)"),
+    GS_OPTION(hz, "hz", CORE_OPT_INT, 1, 500, NULL, 0, "active expiry cycles per second"),
+    GS_OPTION(loglevel, "loglevel", CORE_OPT_ENUM, 0, 0, core_log_level_names, 0, "log verbosity"),
+    GS_OPTION(save, "save", CORE_OPT_STRING, 0, 0, NULL, 0,
+              "accepted for compatibility; no persistence"),
+    GS_OPTION(appendonly, "appendonly", CORE_OPT_BOOL, 0, 0, NULL, 0,
+              "accepted for compatibility; no persistence"),
+    {{NULL, 0, NULL, 0, 0, NULL, 0, NULL}, 0},
+};
+
+/* Append rows to opts at *n, each bound to its field of cfg. */
+static void bind_rows(struct gs_config *cfg, struct core_option *opts, size_t *n,
+                      const struct gs_option *rows)
 {
-    static const struct core_option table[GS_NODE_NOPTS] = {
-        {"port", CORE_OPT_INT, NULL, 0, 65535, NULL, CORE_OPT_IMMUTABLE, "TCP port (0 = any free)"},
-        {"bind", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE, "address to listen on"},
-        {"maxmemory", CORE_OPT_MEMORY, NULL, 0, INT64_MAX, NULL, 0,
-         "memory limit for data (0 = none), e.g. 100mb"},
-        {"maxmemory-policy", CORE_OPT_ENUM, NULL, 0, 0, policy_names, 0, "what to do at maxmemory"},
-        {"maxclients", CORE_OPT_INT, NULL, 1, 1000000, NULL, 0, "most simultaneous clients"},
-        {"requirepass", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_SECRET,
-         "password clients must AUTH with (empty = none)"},
-        {"client-query-buffer-limit", CORE_OPT_MEMORY, NULL, 1024 * 1024, INT64_MAX, NULL, 0,
-         "most unprocessed input per client"},
-        {"client-output-buffer-limit", CORE_OPT_MEMORY, NULL, 0, INT64_MAX, NULL, 0,
-         "most unsent output per client before it is dropped (0 = none)"},
-        {"proto-max-bulk-len", CORE_OPT_MEMORY, NULL, 1024 * 1024, INT64_MAX, NULL, 0,
-         "largest bulk string in a request"},
-        {"timeout", CORE_OPT_INT, NULL, 0, INT32_MAX, NULL, 0,
-         "close clients idle for this many seconds (0 = never)"},
-        {"hz", CORE_OPT_INT, NULL, 1, 500, NULL, 0, "active expiry cycles per second"},
-        {"loglevel", CORE_OPT_ENUM, NULL, 0, 0, core_log_level_names, 0, "log verbosity"},
-        {"save", CORE_OPT_STRING, NULL, 0, 0, NULL, 0,
-         "accepted for compatibility; no persistence"},
-        {"appendonly", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
-         "accepted for compatibility; no persistence"},
-        /* gs-origin (docs/gridsync-origin.md) */
-        {"origin", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-         "read-through origin URL template, e.g. http://host:port/items/{key} (empty = off)"},
-        {"origin-timeout", CORE_OPT_INT, NULL, 1, 3600000, NULL, CORE_OPT_IMMUTABLE,
-         "ms one origin fetch may take, queueing included"},
-        {"origin-ttl", CORE_OPT_INT, NULL, 0, INT64_MAX / 2, NULL, CORE_OPT_IMMUTABLE,
-         "ms TTL of a filled value without Cache-Control max-age (0 = none)"},
-        {"origin-negative-ttl", CORE_OPT_INT, NULL, 0, INT64_MAX / 2, NULL, CORE_OPT_IMMUTABLE,
-         "ms a 404 from the origin is remembered (0 = not at all)"},
-        {"origin-max-fetches", CORE_OPT_INT, NULL, 1, 65536, NULL, CORE_OPT_IMMUTABLE,
-         "origin fetches in flight at once"},
-        {"origin-queue", CORE_OPT_INT, NULL, 0, 1000000, NULL, CORE_OPT_IMMUTABLE,
-         "keys that may wait for a fetch slot; beyond, GET gets an error"},
-        {"origin-coalesce", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
-         "one origin fetch for concurrent misses of a key (no: one per request)"},
-        {"cluster-enabled", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-         "run as a cluster node (needs cluster-peers)"},
-        {"cluster-peers", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-         "every node's host:port, comma-separated, the same list on every node"},
-        {"dir", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-         "directory for the cluster's Raft logs and snapshots"},
-        {"cluster-replicas", CORE_OPT_INT, NULL, 1, 7, NULL, CORE_OPT_IMMUTABLE,
-         "copies of each slot (Raft group size)"},
-        {"cluster-read-mode", CORE_OPT_ENUM, NULL, 0, 0, read_mode_names, 0,
-         "how a leader makes reads linearizable: lease (a majority heard from it within "
-         "the election timeout less a drift bound), barrier (a Raft barrier per batch of "
-         "reads) or any (no check: stale while a deposed leader has not noticed)"},
-        {"cluster-snapshot-entries", CORE_OPT_INT, NULL, 16, INT32_MAX, NULL, CORE_OPT_IMMUTABLE,
-         "Raft log entries between two snapshots of a shard"},
-        {"cluster-join", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-         "this node is the last of cluster-peers, being added to a running cluster"},
-        {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
-    };
-    void *ptrs[] = {&cfg->port, cfg->bind, &cfg->maxmemory, &cfg->maxmemory_policy,
-                    &cfg->maxclients, cfg->requirepass, &cfg->query_buf_limit,
-                    &cfg->output_buf_limit, &cfg->proto_max_bulk_len, &cfg->timeout, &cfg->hz,
-                    &cfg->loglevel, cfg->save, &cfg->appendonly,
-                    /* gs-origin */
-                    cfg->origin, &cfg->origin_timeout, &cfg->origin_ttl, &cfg->origin_negative_ttl,
-                    &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce,
-                    /* cluster */
-                    &cfg->cluster_enabled, cfg->cluster_peers, cfg->dir, &cfg->cluster_replicas,
-                    &cfg->cluster_read_mode, &cfg->cluster_snapshot_entries, &cfg->cluster_join};
-    _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
-    memcpy(opts, table, sizeof(table));
-    for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
-        opts[i].ptr = ptrs[i];
+    for (; rows && rows->opt.name; rows++) {
+        if (*n + 1 >= GS_NODE_MAX_OPTS) {
+            CORE_WARN("option table full: '%s' and later options are ignored", rows->opt.name);
+            return;
+        }
+        opts[*n] = rows->opt;
+        opts[*n].ptr = (char *)cfg + rows->off;
+        (*n)++;
+    }
+}
+
+void gs_config_bind(struct gs_config *cfg, struct core_option *opts,
+                    const struct gs_feature *const *features)
+{
+    size_t n = 0;
+    bind_rows(cfg, opts, &n, node_options);
+    for (unsigned i = 0; features && features[i]; i++)
+        bind_rows(cfg, opts, &n, features[i]->options);
+    opts[n] = (struct core_option){0};
 }
 
 /* ------------------------------------------------------- command index */
@@ -238,9 +217,12 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
         }
         c->authenticated = true; /* the password was removed meanwhile */
     }
-    /* Cluster mode routes commands with keys by slot (gridsync/cluster/cluster.h). */
-    if (n->cluster && gs_cluster_route(n->cluster, c, cmd, argc, argv))
-        return;
+    /* Features may take the command (cluster mode routes commands with
+     * keys by slot). */
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->route &&
+            n->features[i].ops->route(n->features[i].self, c, cmd, argc, argv))
+            return;
     /* Inside MULTI: queued, +QUEUED (gridsync/commands/multi.h). */
     if (c->multi.active && gs_multi_queue(c, cmd, argc, argv))
         return;
@@ -252,7 +234,7 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     c->last_cmd = cmd->name;
-    n->stats.commands++;
+    n->shared.stats.commands++;
     cmd->fn(c, argc, argv);
 }
 
@@ -266,7 +248,7 @@ static int on_open(struct core_conn *conn, void *app)
         return CORE_ENOMEM;
     c->node = n;
     c->db = &n->dbs[0];
-    c->stats = &n->stats;
+    c->shared = &n->shared;
     c->conn = conn;
     c->w.buf = core_conn_out(conn);
     c->w.proto = 2;
@@ -282,8 +264,10 @@ static void on_close(struct core_conn *conn)
     struct gs_client *c = core_conn_data(conn);
     if (!c)
         return;
-    gs_origin_node_client_closed(c); /* gs-origin: drop its waiters */
-    gs_cluster_client_closed(c);
+    struct gs_node *n = c->node;
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->client_closed)
+            n->features[i].ops->client_closed(n->features[i].self, c);
     gs_multi_client_closed(c);
     gs_resp_parser_free(&c->parser);
     free(c->name);
@@ -291,6 +275,15 @@ static void on_close(struct core_conn *conn)
     free(c->lib_ver);
     free(c);
     core_conn_set_data(conn, NULL);
+}
+
+static bool over_output_limit(struct gs_node *n, struct gs_client *c)
+{
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->over_output_limit &&
+            n->features[i].ops->over_output_limit(n->features[i].self, c))
+            return true;
+    return false;
 }
 
 static size_t on_data(struct core_conn *conn, char *data, size_t len)
@@ -331,9 +324,9 @@ static size_t on_data(struct core_conn *conn, char *data, size_t len)
             off -= used;
             break;
         }
-        /* gs-origin: replies held behind a fetch count toward the limit */
-        if (c->w.buf->len > FLUSH_EARLY &&
-            (core_conn_flush(conn) || gs_origin_node_over_output_limit(c)))
+        /* Output a feature holds (replies behind an origin fetch) counts
+         * toward the limit. */
+        if (c->w.buf->len > FLUSH_EARLY && (core_conn_flush(conn) || over_output_limit(n, c)))
             break;
     }
     return off;
@@ -360,8 +353,13 @@ static void cron_cb(uv_timer_t *t)
     resync_clock(n);
     int64_t now = gs_node_now_ms(n);
     uint64_t t0 = core_now_ns();
-    /* In cluster mode only a leader expires actively (cluster.h). */
-    if (n->cluster && !gs_cluster_may_expire(n->cluster))
+    /* A feature may expire the keyspaces itself (cluster mode: through
+     * each group's log). */
+    bool expired = false;
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->cron && n->features[i].ops->cron(n->features[i].self, now))
+            expired = true;
+    if (expired)
         return;
     /* Bounded active expiry (the idea of Redis's activeExpireCycle):
      * slices of EXPIRE_WORK while slices come back full (more keys are
@@ -391,15 +389,16 @@ void gs_node_apply_config(struct gs_node *n)
     struct core_server_limits l;
     limits_from_config(&n->cfg, &l);
     core_server_set_limits(n->srv, &l);
+    n->shared.proto_max_bulk_len = n->cfg.proto_max_bulk_len;
     for (unsigned d = 0; d < n->n_dbs; d++)
         gs_store_configure(n->dbs[d].store, (uint64_t)n->cfg.maxmemory,
                            (enum gs_evict_policy)n->cfg.maxmemory_policy);
-    if (n->cluster)
-        gs_cluster_apply_config(n->cluster); /* the other shards' stores */
     core_log_init('M', (enum core_log_level)n->cfg.loglevel);
     uint64_t period = (uint64_t)(1000 / n->cfg.hz);
     uv_timer_set_repeat(&n->cron, period ? period : 1);
-    gs_origin_node_apply_config(n); /* gs-origin */
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->apply_config)
+            n->features[i].ops->apply_config(n->features[i].self);
 }
 
 static void dbs_free(struct gs_node *n)
@@ -435,15 +434,46 @@ static int dbs_new(struct gs_node *n, unsigned count)
     return 0;
 }
 
-int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg)
+static void features_free(struct gs_node *n);
+
+static void features_stop(struct gs_node *n)
+{
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->stop)
+            n->features[i].ops->stop(n->features[i].self);
+}
+
+/* Start each feature in order; a started one (self set) joins the node,
+ * even when its start failed, so that stop and free undo it. */
+static int features_start(struct gs_node *n, const struct gs_feature *const *features)
+{
+    for (unsigned i = 0; features && features[i]; i++) {
+        if (n->n_features == GS_NODE_MAX_FEATURES)
+            return CORE_EINVAL;
+        void *self = NULL;
+        int rc = features[i]->start(n, &self);
+        if (self) {
+            n->features[n->n_features].ops = features[i];
+            n->features[n->n_features].self = self;
+            n->n_features++;
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg,
+                const struct gs_feature *const *features)
 {
     struct gs_node *n = calloc(1, sizeof(*n));
     if (!n)
         return CORE_ENOMEM;
     n->loop = loop;
     n->cfg = *cfg;
-    gs_config_bind(&n->cfg, n->opts);
+    gs_config_bind(&n->cfg, n->opts, features);
     gs_command_index_build(n);
+    n->shared.proto_max_bulk_len = cfg->proto_max_bulk_len;
     int rc = dbs_new(n, GS_DBS_DEFAULT);
     if (rc)
         goto fail_dbs;
@@ -459,26 +489,24 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
                   (long long)cfg->port, core_strerror(rc));
         goto fail_listen;
     }
-    rc = gs_origin_node_start(n); /* gs-origin: a bad origin option fails the start */
-    if (rc)
-        goto fail_listen;
     uv_timer_init(loop, &n->cron);
     n->cron.data = n;
     resync_clock(n);
     n->start_wall_ms = n->wall_base_ms;
-    if (cfg->cluster_enabled && (rc = gs_cluster_new(&n->cluster, n)) != 0)
-        goto fail_cluster;
+    rc = features_start(n, features); /* a bad feature option fails the start */
+    if (rc)
+        goto fail_features;
     uint64_t period = (uint64_t)(1000 / cfg->hz);
     uv_timer_start(&n->cron, cron_cb, period, period ? period : 1);
     *out = n;
     return 0;
 
-fail_cluster:
+fail_features:
     core_server_stop(n->srv);
-    gs_origin_node_stop(n);
+    features_stop(n);
     uv_close((uv_handle_t *)&n->cron, NULL);
-    uv_run(loop, UV_RUN_DEFAULT); /* let the handles (and groups) close */
-    gs_cluster_free(n->cluster);
+    uv_run(loop, UV_RUN_DEFAULT); /* let the handles (and Raft groups) close */
+    features_free(n);
     goto fail_closed;
 fail_listen:
     core_server_stop(n->srv);
@@ -492,15 +520,21 @@ fail_dbs:
     return rc;
 }
 
+static void features_free(struct gs_node *n)
+{
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->free)
+            n->features[i].ops->free(n->features[i].self);
+    n->n_features = 0;
+}
+
 void gs_node_stop(struct gs_node *n)
 {
     if (n->stopping)
         return;
     n->stopping = true;
     core_server_stop(n->srv);
-    gs_origin_node_stop(n); /* gs-origin: after the clients have gone */
-    if (n->cluster)
-        gs_cluster_stop(n->cluster);
+    features_stop(n); /* after the clients have gone */
     uv_close((uv_handle_t *)&n->cron, NULL);
 }
 
@@ -509,9 +543,9 @@ void gs_node_free(struct gs_node *n)
     if (!n)
         return;
     core_server_free(n->srv);
-    gs_cluster_free(n->cluster);
+    features_free(n);
     gs_multi_node_free(n); /* before the stores: their hook points here */
     dbs_free(n);
-    core_buf_free(&n->scratch);
+    core_buf_free(&n->shared.scratch);
     free(n);
 }

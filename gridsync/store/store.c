@@ -5,6 +5,11 @@
  * through a policy (evict.h). The contract is in store.h; the design, with
  * the reasons for each choice, in docs/gridsync-store.md.
  *
+ * Why one file of over 1,000 lines: the table, the entries, the expiry
+ * heap and the memory accounting share invariants T1-T4 below (an entry's
+ * heap index, its table chain and its bytes change together); split, each
+ * part would have to expose the others' internals.
+ *
  * Hash table. Two tables, ht[0] and ht[1]; ht[1] exists only while
  * rehashing, when entries move from ht[0] bucket by bucket (rehash_idx is
  * the next bucket of ht[0] to move). Every lookup, insert and delete moves
@@ -779,6 +784,28 @@ size_t gs_store_expire_cycle(struct gs_store *s, int64_t now_ms, size_t max_work
         work += rehash(s, max_work - work);
     table_shrink_if_sparse(s);
     return removed;
+}
+
+size_t gs_store_due(const struct gs_store *s, int64_t now_ms, size_t max, gs_scan_fn fn, void *arg)
+{
+    /* Depth first over the subtree of due entries at the root (T3): each
+     * report pops one index and pushes at most two, so the stack never
+     * holds more than max + 1. */
+    uint32_t stack[GS_STORE_DUE_MAX + 2];
+    size_t top = 0, n = 0;
+    if (max > GS_STORE_DUE_MAX)
+        max = GS_STORE_DUE_MAX;
+    if (s->heap_len > 0 && s->heap[0].when <= now_ms)
+        stack[top++] = 0;
+    while (top > 0 && n < max) {
+        uint32_t i = stack[--top];
+        fn(arg, s->heap[i].e);
+        n++;
+        for (uint32_t c = 2 * i + 1; c <= 2 * i + 2; c++)
+            if (c < s->heap_len && s->heap[c].when <= now_ms)
+                stack[top++] = c;
+    }
+    return n;
 }
 
 /* Reverse the bits of v: SCAN's cursor counts in reverse binary. */
