@@ -21,7 +21,7 @@
  *   5. publish the staged events, each trader's events of the batch in
  *      one bus message (fewer sends and wake-ups per order; docs/perf.md).
  * So every accepted message is in the journal before any of its effects is
- * visible (ARCHITECTURE.md, "Journal"): a trader never holds an ACK for an
+ * visible (docs/edumatcher-exchange.md, the journal): a trader never holds an ACK for an
  * order that a restart could lose.
  *
  * Determinism of restarts: the engine's clock is injected. The process
@@ -66,6 +66,8 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/buf.h"
+#include "core/byte.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "edumatcher/engine/msg.h"
@@ -435,21 +437,7 @@ static const char PROC_MAGIC[8] = {'E', 'M', 'E', 'N', 'G', 'P', 'R', 'C'};
 static int snap_add(void *ctx, const void *data, size_t len)
 {
     struct em_host *h = ctx;
-    if (h->snap_len + len > h->snap_cap) {
-        size_t cap = h->snap_cap ? h->snap_cap : 1u << 20;
-        while (cap < h->snap_len + len)
-            cap *= 2;
-        unsigned char *n = realloc(h->snap, cap);
-        if (!n) {
-            h->snap_oom = true; /* sticky: a blob with a hole is never written */
-            return CORE_ENOMEM;
-        }
-        h->snap = n;
-        h->snap_cap = cap;
-    }
-    memcpy(h->snap + h->snap_len, data, len);
-    h->snap_len += len;
-    return 0;
+    return core_buf_append(&h->snap, data, len);
 }
 
 /* The snapshot step: between messages only, when enough records or time
@@ -465,17 +453,16 @@ static void maybe_snapshot(struct em_host *h)
     if (h->replaying || h->failed || !(by_count || by_time))
         return;
     h->snap_ns = now;
-    h->snap_len = 0;
-    h->snap_oom = false;
+    core_buf_reset(&h->snap);
+    core_buf_reserve(&h->snap, 1u << 20); /* books are large: skip the small steps */
     int rc = em_engine_snapshot(h->e, snap_add, h);
-    if (rc == 0 && h->snap_oom)
+    if (rc == 0 && h->snap.oom)
         rc = CORE_ENOMEM;
     if (rc == 0)
-        rc = em_journal_snapshot(&h->journal, h->snap, h->snap_len);
+        rc = em_journal_snapshot(&h->journal, h->snap.data, h->snap.len);
+    size_t bytes = h->snap.len;
     /* the blob is as large as the books: do not hold it between snapshots */
-    free(h->snap);
-    h->snap = NULL;
-    h->snap_cap = 0;
+    core_buf_free(&h->snap);
     if (rc) {
         h->st.snapshot_failures++;
         CORE_WARN("engine: snapshot failed: %s", core_strerror(rc));
@@ -484,58 +471,37 @@ static void maybe_snapshot(struct em_host *h)
     h->st.snapshots++;
     h->st.snapshot_seq = (int64_t)h->journal.snapshot_seq;
     CORE_INFO("engine: snapshot after record %" PRIu64 " (%zu bytes, %.1f ms)",
-              h->journal.snapshot_seq, h->snap_len, (double)(now_ns(h) - now) / 1e6);
-}
-
-static uint64_t get_u(const unsigned char **p, size_t *left, unsigned width, bool *bad)
-{
-    if (*bad || *left < width) {
-        *bad = true;
-        return 0;
-    }
-    uint64_t v = 0;
-    for (unsigned i = 0; i < width; i++)
-        v |= (uint64_t)(*p)[i] << (8 * i);
-    *p += width;
-    *left -= width;
-    return v;
+              h->journal.snapshot_seq, bytes, (double)(now_ns(h) - now) / 1e6);
 }
 
 /* A snapshot with the process's own section (see above): the engine's
  * bytes follow it; the totals are set on the restored engine. */
-static int restore_legacy(struct em_host *h, const unsigned char *p, size_t left)
+static int restore_legacy(struct em_host *h, const unsigned char *data, size_t len)
 {
-    bool bad = false;
-    p += sizeof PROC_MAGIC;
-    left -= sizeof PROC_MAGIC;
-    if (get_u(&p, &left, 4, &bad) != 1)
+    struct core_reader r = core_reader_init(data + sizeof PROC_MAGIC, len - sizeof PROC_MAGIC);
+    if (core_read_u32(&r) != 1)
         return CORE_EPROTO;
-    get_u(&p, &left, 8, &bad); /* the clock: the engine's own is the same */
-    uint64_t nsyms = get_u(&p, &left, 4, &bad);
-    const unsigned char *totals = p;
-    size_t totals_left = left;
-    for (uint64_t i = 0; !bad && i < nsyms; i++) { /* find the engine's bytes */
-        size_t n = (size_t)get_u(&p, &left, 1, &bad);
-        if (bad || n == 0 || n > EM_SYM_MAX || left < n + 29)
+    core_read_u64(&r); /* the clock: the engine's own is the same */
+    uint64_t nsyms = core_read_u32(&r);
+    struct core_reader totals = r;
+    for (uint64_t i = 0; core_reader_ok(&r) && i < nsyms; i++) { /* find the engine's bytes */
+        size_t n = core_read_u8(&r);
+        if (n == 0 || n > EM_SYM_MAX)
             return CORE_EPROTO;
-        p += n + 29;
-        left -= n + 29;
+        core_read_bytes(&r, n + 29); /* name, last (mant, dec), last_qty, volume, trades */
     }
-    if (bad)
+    if (!core_reader_ok(&r))
         return CORE_EPROTO;
-    int rc = em_engine_restore(h->e, p, left);
+    int rc = em_engine_restore(h->e, r.p, r.left);
     for (uint64_t i = 0; rc == 0 && i < nsyms; i++) {
         char name[EM_SYM_MAX + 1];
-        size_t n = (size_t)get_u(&totals, &totals_left, 1, &bad);
-        memcpy(name, totals, n);
+        size_t n = core_read_u8(&totals);
+        memcpy(name, core_read_bytes(&totals, n), n); /* checked by the walk above */
         name[n] = 0;
-        totals += n;
-        totals_left -= n;
-        totals += 9; /* last (mant, dec): the engine keeps its own */
-        totals_left -= 9;
-        uint32_t last_qty = (uint32_t)get_u(&totals, &totals_left, 4, &bad);
-        uint64_t volume = get_u(&totals, &totals_left, 8, &bad);
-        uint64_t trades = get_u(&totals, &totals_left, 8, &bad);
+        core_read_bytes(&totals, 9); /* last (mant, dec): the engine keeps its own */
+        uint32_t last_qty = core_read_u32(&totals);
+        uint64_t volume = core_read_u64(&totals);
+        uint64_t trades = core_read_u64(&totals);
         if (em_engine_set_symbol_totals(h->e, name, last_qty, volume, trades) != 0)
             rc = CORE_EPROTO; /* a symbol the engine does not have */
     }
@@ -676,7 +642,7 @@ static void host_free(struct em_host *h)
     free(h->chain_tail);
     free(h->syms);
     free(h->sched);
-    free(h->snap);
+    core_buf_free(&h->snap);
     free(h);
 }
 

@@ -7,6 +7,7 @@
 #ifndef EM_ENGINE_HOST_INTERNAL_H
 #define EM_ENGINE_HOST_INTERNAL_H
 
+#include "core/buf.h"
 #include "core/clock.h"
 #include "edumatcher/host/engine_host.h"
 
@@ -75,9 +76,7 @@ struct em_host {
     } * sched;
     size_t nsched, sched_cap, next_sched;
     /* snapshots: the blob being built, when the last one was taken */
-    unsigned char *snap;
-    size_t snap_len, snap_cap;
-    bool snap_oom;
+    struct core_buf snap; /* oom is sticky: a blob with a hole is never written */
     uint64_t snap_ns;
 };
 
