@@ -208,7 +208,9 @@ static void on_activity(void *arg)
     struct gs_registry *r = arg;
     CURLMsg *m;
     int pending;
-    while ((m = curl_multi_info_read(core_curl_uv_multi(r->cu), &pending)) != NULL) {
+    /* A callback may free the registry (r->cu NULL; r itself lives until
+     * its handles are closed). */
+    while (r->cu && (m = curl_multi_info_read(core_curl_uv_multi(r->cu), &pending)) != NULL) {
         if (m->msg == CURLMSG_DONE) {
             CURL *e = m->easy_handle;
             CURLcode code = m->data.result;
