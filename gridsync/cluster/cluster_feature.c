@@ -1,5 +1,5 @@
 /*
- * Cluster mode as a node feature (node/node.h, struct gs_feature): its
+ * Cluster mode as a node feature (client/node_ctx.h, struct gs_feature): its
  * options, the hooks the node calls (start, route, cron, client closed,
  * read-through fill, CONFIG SET, stop, free). The node includes nothing of
  * cluster/; gridsync-server's main hands it gs_cluster_feature.
@@ -14,7 +14,8 @@
 #include "core/error.h"
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/cluster/slot.h"
-#include "gridsync/node/node.h"
+#include "gridsync/client/node_ctx.h"
+#include "gridsync/commands/commands.h"
 
 static int feature_start(struct gs_node *n, void **self)
 {
