@@ -98,7 +98,8 @@ static const struct gs_option options[] = {
     GS_OPTION(cluster_peers, "cluster-peers", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
               "every node's host:port, comma-separated, the same list on every node"),
     GS_OPTION(dir, "dir", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-              "directory for the cluster's Raft logs and snapshots"),
+              "directory for the cluster's Raft logs and snapshots (relative: to the working "
+              "directory at start)"),
     GS_OPTION(cluster_replicas, "cluster-replicas", CORE_OPT_INT, 1, 7, NULL, CORE_OPT_IMMUTABLE,
               "copies of each slot (Raft group size)"),
     GS_OPTION(cluster_read_mode, "cluster-read-mode", CORE_OPT_ENUM, 0, 0, read_mode_names, 0,
