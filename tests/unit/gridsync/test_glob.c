@@ -53,8 +53,8 @@ static void test_class_edges(void **state)
     assert_true(m("[a-]]", "]"));
     assert_false(m("[a-]]", "b"));
     assert_true(m("[--]", "-"));
-    assert_true(m("[--]", "A")); /* the range -..], and the class is unclosed */
-    assert_true(m("[]]", "]"));
+    assert_true(m("[--]", "A"));    /* the range -..], and the class is unclosed */
+    assert_false(m("[]]", "]"));    /* an empty class, which never matches */
     assert_true(m("k[1-", "k1"));   /* unclosed: the class runs to the end */
     assert_false(m("k[1-", "k1x")); /* and consumes the whole pattern */
     assert_true(m("[^", "x"));
