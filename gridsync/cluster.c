@@ -663,9 +663,7 @@ static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
          * find the same keys here as everywhere (invariant 3). */
         n->wall_base_ms = grp->last_entry_ms - (int64_t)(uv_now(n->loop) - n->loop_base_ms);
     }
-    n->stats.commands++;
-    c->last_cmd = cmd->name;
-    cmd->fn(c, argc, argv);
+    gs_call(c, cmd, argc, argv);
     n->store = saved;
     n->wall_base_ms = saved_base;
 }

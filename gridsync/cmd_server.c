@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -398,6 +399,38 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
         SECTION("Replication");
         sbprintf(b, "role:master\r\nconnected_slaves:0\r\n");
     }
+    if (want(argc, argv, "cpu", true)) {
+        /* Redis's "%ld.%06ld" of getrusage's times. */
+        struct rusage self, children, thread;
+        getrusage(RUSAGE_SELF, &self);
+        getrusage(RUSAGE_CHILDREN, &children);
+        getrusage(RUSAGE_THREAD, &thread);
+        SECTION("CPU");
+        sbprintf(b,
+                 "used_cpu_sys:%ld.%06ld\r\nused_cpu_user:%ld.%06ld\r\n"
+                 "used_cpu_sys_children:%ld.%06ld\r\nused_cpu_user_children:%ld.%06ld\r\n"
+                 "used_cpu_sys_main_thread:%ld.%06ld\r\nused_cpu_user_main_thread:%ld.%06ld\r\n",
+                 (long)self.ru_stime.tv_sec, (long)self.ru_stime.tv_usec,
+                 (long)self.ru_utime.tv_sec, (long)self.ru_utime.tv_usec,
+                 (long)children.ru_stime.tv_sec, (long)children.ru_stime.tv_usec,
+                 (long)children.ru_utime.tv_sec, (long)children.ru_utime.tv_usec,
+                 (long)thread.ru_stime.tv_sec, (long)thread.ru_stime.tv_usec,
+                 (long)thread.ru_utime.tv_sec, (long)thread.ru_utime.tv_usec);
+    }
+    /* Redis 7.0's order: commandstats and latencystats only on request
+     * (or "all"), errorstats by default. */
+    if (want(argc, argv, "commandstats", false)) {
+        SECTION("Commandstats");
+        gs_cmd_stats_info_commands(&n->cmdstats, n->cmd_names, b);
+    }
+    if (want(argc, argv, "errorstats", true)) {
+        SECTION("Errorstats");
+        gs_cmd_stats_info_errors(&n->cmdstats, b);
+    }
+    if (want(argc, argv, "latencystats", false)) {
+        SECTION("Latencystats");
+        gs_cmd_stats_info_latency(&n->cmdstats, n->cmd_names, b);
+    }
     if (want(argc, argv, "origin", true)) { /* gs-origin: the section writes its own header */
         sbprintf(b, "%s", first ? "" : "\r\n");
         first = false;
@@ -617,6 +650,7 @@ void gs_cmd_config(struct gs_client *c, size_t argc, struct gs_arg *argv)
         }
         gs_store_reset_stats(c->node->store);
         memset(&c->node->stats, 0, sizeof(c->node->stats));
+        gs_cmd_stats_reset(&c->node->cmdstats);
         gs_origin_node_reset_stats(c->node); /* gs-origin */
         gs_reply_ok(&c->w);
     } else if (gs_arg_is(sub, "rewrite")) {

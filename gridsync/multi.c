@@ -248,7 +248,6 @@ bool gs_multi_queue(struct gs_client *c, const struct gs_command *cmd, size_t ar
 static void run_queue(struct gs_client *c)
 {
     struct gs_multi *m = &c->multi;
-    struct gs_node *n = c->node;
     const char *p = m->queue.data, *end = m->queue.data + m->queue.len;
     gs_reply_array(&c->w, m->count);
     while (p < end) {
@@ -278,9 +277,7 @@ static void run_queue(struct gs_client *c)
         }
         /* Redis's execCommand calls each command without processCommand's
          * checks (they ran at queueing time). */
-        c->last_cmd = h.cmd->name;
-        n->stats.commands++;
-        h.cmd->fn(c, h.argc, m->argv);
+        gs_call(c, h.cmd, h.argc, m->argv);
     }
 }
 

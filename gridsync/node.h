@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/uv_server.h"
 #include "gridsync/multi.h"
+#include "gridsync/node/cmd_stats.h"
 #include "gridsync/resp.h"
 #include "gridsync/store.h"
 
@@ -89,6 +90,8 @@ struct gs_node {
     struct gs_origin *origin;      /* gs-origin: NULL unless configured */
     struct gs_cluster *cluster;    /* NULL unless cluster-enabled */
     struct gs_watch_table watches; /* WATCHed keys (gridsync/multi.h) */
+    struct gs_cmd_stats cmdstats;  /* INFO commandstats/errorstats/latencystats */
+    const char **cmd_names;        /* gs_commands[i].name, for cmdstats' INFO */
 };
 
 struct gs_client {
@@ -180,6 +183,15 @@ const struct gs_command *gs_command_lookup(const struct gs_node *n, const char *
 
 /* Run one request (argv[0] is the command name). */
 void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv);
+
+/* Call cmd's handler for c once its checks have passed: the one place
+ * handlers run from (gs_execute, EXEC, cluster reads), so every call is
+ * counted in total_commands_processed and INFO commandstats, timed for
+ * latencystats, and marked failed when it replied an error. */
+void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, struct gs_arg *argv);
+
+/* Command cmd was refused before it ran (rejected_calls in commandstats). */
+void gs_command_rejected(struct gs_node *n, const struct gs_command *cmd);
 
 /* Handlers, by family. */
 gs_cmd_fn gs_cmd_get, gs_cmd_set, gs_cmd_setnx, gs_cmd_setex, gs_cmd_psetex, gs_cmd_getset,

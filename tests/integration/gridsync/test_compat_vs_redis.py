@@ -74,3 +74,65 @@ def test_random_globs_same_as_redis(pair, seed):  # noqa: F811 (fixture)
         p = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 7)))
         a, b = sorted(decode(g.cmd("KEYS", p))), sorted(decode(r.cmd("KEYS", p)))
         assert a == b, f"KEYS {p!r}: gridsync {a!r} redis {b!r}"
+
+
+# ---------------------------------------------------------------- INFO
+
+
+def info_section(c, section):
+    """INFO <section> as {name: {field: value}} (or {name: value})."""
+    text = decode(c.cmd("INFO", section))
+    out = {}
+    for line in text.decode().split("\r\n"):
+        if not line or line.startswith("#"):
+            continue
+        name, _, value = line.partition(":")
+        if "=" in value:
+            out[name] = dict(kv.split("=", 1) for kv in value.split(","))
+        else:
+            out[name] = value
+    return out
+
+
+STATS_SEQUENCE = [["SET", "a", "1"], ["GET", "a"], ["GET", "nokey"], ["INCR", "a"],
+                  ["SET", "s", "x"], ["INCR", "s"], ["GET"], ["NOSUCHCMD"], ["LPUSH_NOT", "x"],
+                  ["EXPIRE", "a", "x"], ["MGET", "a", "s"], ["SET", "a", "1", "NX", "XX"],
+                  ["SET", "f", "1.5"], ["INCRBYFLOAT", "f", "x"]]
+
+
+def test_commandstats_and_errorstats_same_as_redis(pair):  # noqa: F811 (fixture)
+    """The same commands on both servers give the same calls, rejected
+    and failed counts per command and the same error codes (times differ,
+    and container commands are counted whole here: docs/gridsync.md)."""
+    for c in pair:
+        assert c.cmd("CONFIG", "RESETSTAT") == b"+OK\r\n"
+        for cmd in STATS_SEQUENCE:
+            c.cmd(*cmd)
+    g, r = (info_section(c, "commandstats") for c in pair)
+    def counts(stats):
+        return {k: (v["calls"], v["rejected_calls"], v["failed_calls"]) for k, v in stats.items()
+                if not k.startswith("cmdstat_config")}
+    assert counts(g) == counts(r)
+    assert counts(g)["cmdstat_incr"] == ("2", "0", "1")
+    assert info_section(pair[0], "errorstats") == info_section(pair[1], "errorstats")
+
+
+def test_latencystats_and_cpu_have_redis_fields(pair):  # noqa: F811 (fixture)
+    for c in pair:
+        for cmd in STATS_SEQUENCE:
+            c.cmd(*cmd)
+    g, r = (info_section(c, "latencystats") for c in pair)
+    assert "latency_percentiles_usec_get" in g
+    assert {k for k in g if "config" not in k} <= set(r)
+    for v in g.values():
+        assert set(v) == {"p50", "p99", "p99.9"}
+        assert float(v["p50"]) <= float(v["p99"]) <= float(v["p99.9"])
+    g, r = (info_section(c, "cpu") for c in pair)
+    assert set(g) == set(r)
+    assert all(float(v) >= 0 for v in g.values())
+    # The default INFO lists the same sections as Redis (CPU and
+    # Errorstats among them), Commandstats only on request.
+    sections = [line for line in decode(pair[0].cmd("INFO")).decode().split("\r\n")
+                if line.startswith("#")]
+    assert "# CPU" in sections and "# Errorstats" in sections
+    assert "# Commandstats" not in sections
