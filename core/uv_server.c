@@ -56,13 +56,19 @@ struct core_conn {
     uv_write_t wreq;
     uint64_t created_ms, last_active_ms;
     char peer[64], local[64];
+    /* core_conn_set_output_limit: this connection's own limit. */
+    bool own_limit;
+    int64_t out_hard, out_soft, out_soft_s;
+    uint64_t soft_since_ms; /* when output went above out_soft; 0 = below */
 };
 
 struct core_server {
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    uv_tcp_t listeners[CORE_SERVER_MAX_LISTENERS];
+    int nlisteners; /* initialised handles in listeners[] */
     uv_timer_t cron;
     bool listening, stopped;
+    int first_listening; /* index of the first listener that listens, or -1 */
     const struct core_server_ops *ops;
     void *app;
     struct core_server_limits limits;
@@ -183,10 +189,36 @@ static int conn_start_write(struct core_conn *c)
     return 0;
 }
 
-static bool over_output_limit(const struct core_conn *c)
+/* Redis's checkClientOutputBufferLimits: over the hard limit, or over the
+ * soft limit for longer than soft_s seconds (checked as output is added). */
+static bool over_output_limit(struct core_conn *c)
 {
-    int64_t lim = c->srv->limits.output_buf_limit;
-    return lim > 0 && pending_output(c) > (size_t)lim;
+    const struct core_server_limits *l = &c->srv->limits;
+    int64_t hard = c->own_limit ? c->out_hard : l->output_buf_limit;
+    int64_t soft = c->own_limit ? c->out_soft : l->output_soft_limit;
+    int64_t soft_s = c->own_limit ? c->out_soft_s : l->output_soft_seconds;
+    size_t pending = pending_output(c);
+    if (hard > 0 && pending > (size_t)hard)
+        return true;
+    if (soft <= 0 || pending <= (size_t)soft) {
+        c->soft_since_ms = 0;
+        return false;
+    }
+    uint64_t now = uv_now(c->srv->loop);
+    if (!c->soft_since_ms) {
+        c->soft_since_ms = now ? now : 1;
+        return soft_s == 0;
+    }
+    return now - c->soft_since_ms >= (uint64_t)soft_s * 1000;
+}
+
+void core_conn_set_output_limit(struct core_conn *c, int64_t hard, int64_t soft, int64_t soft_s)
+{
+    c->own_limit = true;
+    c->out_hard = hard;
+    c->out_soft = soft;
+    c->out_soft_s = soft_s;
+    c->soft_since_ms = 0;
 }
 
 int core_conn_flush(struct core_conn *c)
@@ -356,6 +388,8 @@ static void on_connection(uv_stream_t *listener, int status)
     c->id = s->next_id++;
     c->created_ms = c->last_active_ms = uv_now(s->loop);
     uv_tcp_nodelay(&c->tcp, 1);
+    if (s->limits.tcp_keepalive_s > 0) /* Redis's tcp-keepalive */
+        uv_tcp_keepalive(&c->tcp, 1, (unsigned)s->limits.tcp_keepalive_s);
     struct sockaddr_storage ss;
     int len = sizeof(ss);
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
@@ -410,6 +444,7 @@ int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core
     s->app = app;
     s->limits = *limits;
     s->next_id = 1;
+    s->first_listening = -1;
     if (reject_msg) {
         s->reject_msg = strdup(reject_msg);
         if (!s->reject_msg) {
@@ -418,8 +453,6 @@ int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core
         }
         s->reject_len = strlen(reject_msg);
     }
-    uv_tcp_init(loop, &s->listener);
-    s->listener.data = s;
     uv_timer_init(loop, &s->cron);
     s->cron.data = s;
     uv_timer_start(&s->cron, cron_cb, 1000, 1000);
@@ -452,12 +485,26 @@ int core_server_listen(struct core_server *s, const char *host, int port)
         rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&ss);
     if (rc)
         return CORE_EINVAL;
-    rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
+    if (s->nlisteners == CORE_SERVER_MAX_LISTENERS || s->stopped)
+        return CORE_ERANGE;
+    uv_tcp_t *l = &s->listeners[s->nlisteners];
+    if (uv_tcp_init(s->loop, l))
+        return CORE_ENOMEM;
+    s->nlisteners++;
+    l->data = s;
+    /* IPv6 listeners take IPv6 only, as Redis's: an IPv4 address of the
+     * same port may be another listener. */
+    rc = uv_tcp_bind(l, (struct sockaddr *)&ss, ss.ss_family == AF_INET6 ? UV_TCP_IPV6ONLY : 0);
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);
-    if (rc)
+        rc = uv_listen((uv_stream_t *)l, 511, on_connection);
+    if (rc) {
+        /* The handle stays in listeners[] (closed by core_server_stop)
+         * but is never counted as listening. */
         return from_uv(rc);
+    }
     s->listening = true;
+    if (s->first_listening < 0)
+        s->first_listening = s->nlisteners - 1;
     return 0;
 }
 
@@ -467,7 +514,7 @@ int core_server_port(const struct core_server *s)
         return CORE_ESTATE;
     struct sockaddr_storage ss;
     int len = sizeof(ss);
-    if (uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len))
+    if (uv_tcp_getsockname(&s->listeners[s->first_listening], (struct sockaddr *)&ss, &len))
         return CORE_EIO;
     if (ss.ss_family == AF_INET)
         return ntohs(((struct sockaddr_in *)&ss)->sin_port);
@@ -489,7 +536,8 @@ void core_server_stop(struct core_server *s)
     if (s->stopped)
         return;
     s->stopped = true;
-    uv_close((uv_handle_t *)&s->listener, handle_closed_cb);
+    for (int i = 0; i < s->nlisteners; i++)
+        uv_close((uv_handle_t *)&s->listeners[i], handle_closed_cb);
     uv_close((uv_handle_t *)&s->cron, handle_closed_cb);
     while (s->head) {
         struct core_conn *c = s->head;

@@ -559,6 +559,10 @@ static bool config_value_ok(const struct core_option *o, char *value, char *why,
         return false;
     }
     default:
+        if (strcmp(o->name, "client-output-buffer-limit") == 0) {
+            struct gs_obuf_limit scratch[GS_CLASS_COUNT] = {{0, 0, 0}};
+            return gs_obuf_limits_parse(value, scratch, why, len) == 0;
+        }
         return true;
     }
     if (rc || v < o->min || v > o->max) {
@@ -622,6 +626,30 @@ static void config_set(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_ok(&c->w);
 }
 
+/* Redis's configRewriteCommand: the file the server started from gets
+ * every option's current value (core_config_rewrite keeps its other
+ * lines). */
+static void config_rewrite(struct gs_client *c)
+{
+    struct gs_node *n = c->node;
+    if (!n->config_file[0]) {
+        gs_error(c, "ERR The server is running without a config file");
+        return;
+    }
+    struct gs_config dflt;
+    struct core_option dopts[GS_NODE_NOPTS];
+    gs_config_defaults(&dflt);
+    gs_config_bind(&dflt, dopts);
+    char why[512];
+    if (core_config_rewrite(n->opts, dopts, n->config_file, why, sizeof(why))) {
+        CORE_WARN("CONFIG REWRITE failed: %s", why);
+        gs_errorf(c, "ERR %s", why);
+        return;
+    }
+    CORE_INFO("CONFIG REWRITE executed with success.");
+    gs_reply_ok(&c->w);
+}
+
 static const struct subcommand config_subs[] = {
     {"get", -3, "config|get"},
     {"set", -4, "config|set"},
@@ -654,7 +682,7 @@ void gs_cmd_config(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_origin_node_reset_stats(c->node); /* gs-origin */
         gs_reply_ok(&c->w);
     } else if (gs_arg_is(sub, "rewrite")) {
-        gs_error(c, "ERR The server is running without a config file");
+        config_rewrite(c);
     } else if (gs_arg_is(sub, "help")) {
         static const char *const lines[] = {
             "GET <pattern>",

@@ -39,6 +39,177 @@
 
 static const char *const policy_names[] = {"noeviction", "slru", "allkeys-lru", NULL};
 static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
+static const char *const appendfsync_names[] = {"always", "everysec", "no", NULL};
+
+const char *const gs_redis_conf_ignored[] = {"tcp-backlog",
+                                             "always-show-logo",
+                                             "set-proc-title",
+                                             "proc-title-template",
+                                             "supervised",
+                                             "syslog-enabled",
+                                             "syslog-ident",
+                                             "syslog-facility",
+                                             "crash-log-enabled",
+                                             "crash-memcheck-enabled",
+                                             "unixsocket",
+                                             "unixsocketperm",
+                                             "socket-mark-id",
+                                             "stop-writes-on-bgsave-error",
+                                             "rdbcompression",
+                                             "rdbchecksum",
+                                             "dbfilename",
+                                             "rdb-del-sync-files",
+                                             "sanitize-dump-payload",
+                                             "replica-serve-stale-data",
+                                             "replica-read-only",
+                                             "repl-diskless-sync",
+                                             "repl-diskless-sync-delay",
+                                             "repl-diskless-sync-max-replicas",
+                                             "repl-diskless-load",
+                                             "repl-disable-tcp-nodelay",
+                                             "repl-ping-replica-period",
+                                             "repl-timeout",
+                                             "repl-backlog-size",
+                                             "repl-backlog-ttl",
+                                             "replica-priority",
+                                             "min-replicas-to-write",
+                                             "min-replicas-max-lag",
+                                             "acllog-max-len",
+                                             "lazyfree-lazy-eviction",
+                                             "lazyfree-lazy-expire",
+                                             "lazyfree-lazy-server-del",
+                                             "replica-lazy-flush",
+                                             "lazyfree-lazy-user-del",
+                                             "lazyfree-lazy-user-flush",
+                                             "oom-score-adj",
+                                             "oom-score-adj-values",
+                                             "disable-thp",
+                                             "appendfilename",
+                                             "appenddirname",
+                                             "no-appendfsync-on-rewrite",
+                                             "auto-aof-rewrite-percentage",
+                                             "auto-aof-rewrite-min-size",
+                                             "aof-load-truncated",
+                                             "aof-use-rdb-preamble",
+                                             "aof-timestamp-enabled",
+                                             "aof-rewrite-incremental-fsync",
+                                             "rdb-save-incremental-fsync",
+                                             "notify-keyspace-events",
+                                             "hash-max-listpack-entries",
+                                             "hash-max-listpack-value",
+                                             "hash-max-ziplist-entries",
+                                             "hash-max-ziplist-value",
+                                             "list-max-listpack-size",
+                                             "list-max-ziplist-size",
+                                             "list-compress-depth",
+                                             "set-max-intset-entries",
+                                             "set-max-listpack-entries",
+                                             "zset-max-listpack-entries",
+                                             "zset-max-listpack-value",
+                                             "zset-max-ziplist-entries",
+                                             "zset-max-ziplist-value",
+                                             "hll-sparse-max-bytes",
+                                             "stream-node-max-bytes",
+                                             "stream-node-max-entries",
+                                             "activerehashing",
+                                             "dynamic-hz",
+                                             "jemalloc-bg-thread",
+                                             "io-threads",
+                                             "io-threads-do-reads",
+                                             "maxmemory-samples",
+                                             "maxmemory-eviction-tenacity",
+                                             "replica-ignore-maxmemory",
+                                             "active-expire-effort",
+                                             "lfu-log-factor",
+                                             "lfu-decay-time",
+                                             "activedefrag",
+                                             "active-defrag-ignore-bytes",
+                                             "active-defrag-threshold-lower",
+                                             "active-defrag-threshold-upper",
+                                             "active-defrag-cycle-min",
+                                             "active-defrag-cycle-max",
+                                             "active-defrag-max-scan-fields",
+                                             "lua-time-limit",
+                                             "busy-reply-threshold",
+                                             "cluster-config-file",
+                                             "cluster-node-timeout",
+                                             "latency-tracking",
+                                             "latency-tracking-info-percentiles",
+                                             "tracking-table-max-keys",
+                                             "shutdown-timeout",
+                                             "shutdown-on-sigint",
+                                             "shutdown-on-sigterm",
+                                             "enable-protected-configs",
+                                             "enable-debug-command",
+                                             "enable-module-command",
+                                             "slowlog-log-slower-than",
+                                             "slowlog-max-len",
+                                             "latency-monitor-threshold",
+                                             NULL};
+
+static const char *const class_names[GS_CLASS_COUNT] = {"normal", "replica", "pubsub"};
+
+/* Redis's CONFIG GET form: every class, sizes in bytes. */
+static void format_obuf(const struct gs_obuf_limit *l, char *out, size_t len)
+{
+    size_t used = 0;
+    for (int i = 0; i < GS_CLASS_COUNT && used < len; i++)
+        used +=
+            (size_t)snprintf(out + used, len - used, "%s%s %lld %lld %lld", i ? " " : "",
+                             i == GS_CLASS_REPLICA ? "slave" : class_names[i], (long long)l[i].hard,
+                             (long long)l[i].soft, (long long)l[i].soft_seconds);
+}
+
+int gs_obuf_limits_parse(const char *value, struct gs_obuf_limit *limits, char *why, size_t len)
+{
+    char buf[CORE_OPT_STRLEN];
+    snprintf(buf, sizeof(buf), "%s", value);
+    char *tok[64];
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, " ", &save); t && n < 64;
+         t = strtok_r(NULL, " ", &save))
+        tok[n++] = t;
+    struct gs_obuf_limit out[GS_CLASS_COUNT];
+    memcpy(out, limits, sizeof(out));
+    int64_t v;
+    if (n == 1 && core_parse_memory(tok[0], &v) == 0) { /* GridSync's older form */
+        out[GS_CLASS_NORMAL].hard = v;
+        memcpy(limits, out, sizeof(out));
+        return 0;
+    }
+    /* Redis's config.c: "Wrong number of arguments in buffer limit
+     * configuration." / "Invalid client class specified in buffer limit
+     * configuration." / "Error in hard, soft or soft_seconds setting in
+     * buffer limit configuration." */
+    if (n == 0 || n % 4) {
+        snprintf(why, len, "Wrong number of arguments in buffer limit configuration.");
+        return CORE_EINVAL;
+    }
+    for (int i = 0; i < n; i += 4) {
+        int cls = -1;
+        if (!strcasecmp(tok[i], "normal"))
+            cls = GS_CLASS_NORMAL;
+        else if (!strcasecmp(tok[i], "replica") || !strcasecmp(tok[i], "slave"))
+            cls = GS_CLASS_REPLICA;
+        else if (!strcasecmp(tok[i], "pubsub"))
+            cls = GS_CLASS_PUBSUB;
+        if (cls < 0) {
+            snprintf(why, len, "Invalid client class specified in buffer limit configuration.");
+            return CORE_EINVAL;
+        }
+        int64_t h, so, sec;
+        if (core_parse_memory(tok[i + 1], &h) || core_parse_memory(tok[i + 2], &so) ||
+            core_parse_int64(tok[i + 3], strlen(tok[i + 3]), &sec) || sec < 0) {
+            snprintf(why, len,
+                     "Error in hard, soft or soft_seconds setting in buffer limit "
+                     "configuration.");
+            return CORE_EINVAL;
+        }
+        out[cls] = (struct gs_obuf_limit){h, so, sec};
+    }
+    memcpy(limits, out, sizeof(out));
+    return 0;
+}
 
 void gs_config_defaults(struct gs_config *cfg)
 {
@@ -49,12 +220,21 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->maxmemory_policy = GS_EVICT_SLRU;
     cfg->maxclients = 10000;
     cfg->query_buf_limit = 1024LL * 1024 * 1024; /* Redis's default, 1gb */
-    cfg->output_buf_limit = 256LL * 1024 * 1024;
+    /* Redis's defaults, except normal clients: a 256mb hard limit (Redis
+     * has none) so that one client that stops reading cannot take the
+     * node's memory (docs/gridsync.md). */
+    cfg->obuf[GS_CLASS_NORMAL] = (struct gs_obuf_limit){256LL << 20, 0, 0};
+    cfg->obuf[GS_CLASS_REPLICA] = (struct gs_obuf_limit){256LL << 20, 64LL << 20, 60};
+    cfg->obuf[GS_CLASS_PUBSUB] = (struct gs_obuf_limit){32LL << 20, 8LL << 20, 60};
+    format_obuf(cfg->obuf, cfg->output_buf_limit, sizeof(cfg->output_buf_limit));
     cfg->proto_max_bulk_len = GS_RESP_MAX_BULK_DEFLT;
     cfg->timeout = 0;
     cfg->hz = 10;
     cfg->loglevel = CORE_LOG_NOTICE;
     cfg->appendonly = false;
+    cfg->databases = 16;
+    cfg->tcp_keepalive = 300;
+    cfg->appendfsync = 1; /* everysec */
     /* gs-origin */
     cfg->origin_timeout = 1000;
     cfg->origin_ttl = 0;
@@ -71,7 +251,8 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
 {
     static const struct core_option table[GS_NODE_NOPTS] = {
         {"port", CORE_OPT_INT, NULL, 0, 65535, NULL, CORE_OPT_IMMUTABLE, "TCP port (0 = any free)"},
-        {"bind", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE, "address to listen on"},
+        {"bind", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "addresses to listen on, space-separated; a leading - marks one that may be missing"},
         {"maxmemory", CORE_OPT_MEMORY, NULL, 0, INT64_MAX, NULL, 0,
          "memory limit for data (0 = none), e.g. 100mb"},
         {"maxmemory-policy", CORE_OPT_ENUM, NULL, 0, 0, policy_names, 0, "what to do at maxmemory"},
@@ -80,18 +261,34 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "password clients must AUTH with (empty = none)"},
         {"client-query-buffer-limit", CORE_OPT_MEMORY, NULL, 1024 * 1024, INT64_MAX, NULL, 0,
          "most unprocessed input per client"},
-        {"client-output-buffer-limit", CORE_OPT_MEMORY, NULL, 0, INT64_MAX, NULL, 0,
-         "most unsent output per client before it is dropped (0 = none)"},
+        {"client-output-buffer-limit", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_APPEND,
+         "per class (normal, replica, pubsub): <class> <hard> <soft> <soft-seconds>; unsent "
+         "output above which a client is dropped (0 = none); a single size sets normal's hard "
+         "limit"},
         {"proto-max-bulk-len", CORE_OPT_MEMORY, NULL, 1024 * 1024, INT64_MAX, NULL, 0,
          "largest bulk string in a request"},
         {"timeout", CORE_OPT_INT, NULL, 0, INT32_MAX, NULL, 0,
          "close clients idle for this many seconds (0 = never)"},
         {"hz", CORE_OPT_INT, NULL, 1, 500, NULL, 0, "active expiry cycles per second"},
         {"loglevel", CORE_OPT_ENUM, NULL, 0, 0, loglevel_names, 0, "log verbosity"},
-        {"save", CORE_OPT_STRING, NULL, 0, 0, NULL, 0,
+        {"save", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_APPEND,
          "accepted for compatibility; no persistence"},
         {"appendonly", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
          "accepted for compatibility; no persistence"},
+        {"daemonize", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "run in the background (writes pidfile)"},
+        {"pidfile", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "file to write the process id to (empty = none unless daemonized)"},
+        {"logfile", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "file to append the log to (empty = standard error)"},
+        {"databases", CORE_OPT_INT, NULL, 1, INT32_MAX, NULL, CORE_OPT_IMMUTABLE,
+         "number of databases (SELECT 0 .. n-1)"},
+        {"protected-mode", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
+         "without requirepass, refuse clients that are not on loopback"},
+        {"tcp-keepalive", CORE_OPT_INT, NULL, 0, INT32_MAX, NULL, 0,
+         "seconds of idleness before TCP keepalive probes (0 = off)"},
+        {"appendfsync", CORE_OPT_ENUM, NULL, 0, 0, appendfsync_names, 0,
+         "accepted for compatibility; no append-only file"},
         /* gs-origin (docs/gridsync-origin.md) */
         {"origin", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
          "read-through origin URL template, e.g. http://host:port/items/{key} (empty = off)"},
@@ -125,8 +322,10 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
     };
     void *ptrs[] = {
         &cfg->port, cfg->bind, &cfg->maxmemory, &cfg->maxmemory_policy, &cfg->maxclients,
-        cfg->requirepass, &cfg->query_buf_limit, &cfg->output_buf_limit, &cfg->proto_max_bulk_len,
-        &cfg->timeout, &cfg->hz, &cfg->loglevel, cfg->save, &cfg->appendonly,
+        cfg->requirepass, &cfg->query_buf_limit, cfg->output_buf_limit, &cfg->proto_max_bulk_len,
+        &cfg->timeout, &cfg->hz, &cfg->loglevel, cfg->save, &cfg->appendonly, &cfg->daemonize,
+        cfg->pidfile, cfg->logfile, &cfg->databases, &cfg->protected_mode, &cfg->tcp_keepalive,
+        &cfg->appendfsync,
         /* gs-origin */
         cfg->origin, &cfg->origin_timeout, &cfg->origin_ttl, &cfg->origin_negative_ttl,
         &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce,
@@ -198,8 +397,19 @@ static uint32_t name_hash(const char *name, size_t len)
     return core_fnv1a32(low, len);
 }
 
-void gs_command_index_build(struct gs_node *n)
+int gs_command_index_build(struct gs_node *n)
 {
+    size_t ncmd = 0;
+    while (gs_commands[ncmd].name)
+        ncmd++;
+    n->cmd_names = calloc(ncmd + 1, sizeof(*n->cmd_names));
+    if (!n->cmd_names || gs_cmd_stats_init(&n->cmdstats, ncmd)) {
+        free(n->cmd_names);
+        n->cmd_names = NULL;
+        return CORE_ENOMEM;
+    }
+    for (size_t i = 0; i < ncmd; i++)
+        n->cmd_names[i] = gs_commands[i].name;
     memset(n->cmd_index, 0, sizeof(n->cmd_index));
     for (const struct gs_command *cmd = gs_commands; cmd->name; cmd++) {
         uint32_t h = name_hash(cmd->name, strlen(cmd->name)) & 255;
@@ -207,6 +417,7 @@ void gs_command_index_build(struct gs_node *n)
             h = (h + 1) & 255;
         n->cmd_index[h] = cmd;
     }
+    return 0;
 }
 
 const struct gs_command *gs_command_lookup(const struct gs_node *n, const char *name, size_t len)
@@ -325,6 +536,29 @@ void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, str
 
 /* ------------------------------------------------------- connections */
 
+static bool is_loopback(const struct core_conn *conn)
+{
+    const char *p = core_conn_peer(conn);
+    return strncmp(p, "127.", 4) == 0 || strncmp(p, "::1:", 4) == 0 ||
+           strncmp(p, "::ffff:127.", 11) == 0;
+}
+
+/* Redis 7.0's text (networking.c, clientAcceptHandler). */
+static const char denied_msg[] =
+    "DENIED Redis is running in protected mode because protected mode is enabled and no "
+    "password is set for the default user. In this mode connections are only accepted from the "
+    "loopback interface. If you want to connect from external computers to Redis you may adopt "
+    "one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG "
+    "SET protected-mode no' from the loopback interface by connecting to Redis from the same "
+    "host the server is running, however MAKE SURE Redis is not publicly accessible from "
+    "internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively "
+    "you can just disable the protected mode by editing the Redis configuration file, and "
+    "setting the protected mode option to 'no', and then restarting the server. 3) If you "
+    "started the server manually just for testing, restart it with the '--protected-mode no' "
+    "option. 4) Set up an authentication password for the default user. NOTE: You only need to "
+    "do one of the above things in order for the server to start accepting connections from "
+    "the outside.";
+
 static int on_open(struct core_conn *conn, void *app)
 {
     struct gs_node *n = app;
@@ -337,6 +571,8 @@ static int on_open(struct core_conn *conn, void *app)
     c->w.proto = 2;
     c->authenticated = n->cfg.requirepass[0] == 0;
     c->last_cmd = "NULL";
+    /* Redis's protected mode: no password, so only loopback may talk. */
+    c->denied = n->cfg.protected_mode && !n->cfg.requirepass[0] && !is_loopback(conn);
     gs_resp_parser_init(&c->parser, n->cfg.proto_max_bulk_len);
     core_conn_set_data(conn, c);
     return 0;
@@ -363,6 +599,11 @@ static size_t on_data(struct core_conn *conn, char *data, size_t len)
     struct gs_client *c = core_conn_data(conn);
     struct gs_node *n = c->node;
     size_t off = 0;
+    if (c->denied) {
+        gs_reply_error(&c->w, denied_msg, sizeof(denied_msg) - 1);
+        core_conn_close_after_reply(conn);
+        return len;
+    }
     /* c->wait: a replicated write is pending; the rest waits (cluster.h). */
     while (off < len && !core_conn_closing(conn) && !c->wait) {
         size_t used, argc;
@@ -445,12 +686,28 @@ static void limits_from_config(const struct gs_config *cfg, struct core_server_l
 {
     l->maxclients = cfg->maxclients;
     l->query_buf_limit = cfg->query_buf_limit;
-    l->output_buf_limit = cfg->output_buf_limit;
+    l->output_buf_limit = cfg->obuf[GS_CLASS_NORMAL].hard;
+    l->output_soft_limit = cfg->obuf[GS_CLASS_NORMAL].soft;
+    l->output_soft_seconds = cfg->obuf[GS_CLASS_NORMAL].soft_seconds;
     l->idle_timeout_s = cfg->timeout;
+    l->tcp_keepalive_s = cfg->tcp_keepalive;
+}
+
+/* The option's text onto the parsed limits, then back in Redis's form.
+ * CONFIG SET checks the text first; at start a bad one fails the start. */
+static int apply_obuf(struct gs_config *cfg)
+{
+    char why[128];
+    int rc = gs_obuf_limits_parse(cfg->output_buf_limit, cfg->obuf, why, sizeof(why));
+    if (rc)
+        CORE_WARN("client-output-buffer-limit: %s", why);
+    format_obuf(cfg->obuf, cfg->output_buf_limit, sizeof(cfg->output_buf_limit));
+    return rc;
 }
 
 void gs_node_apply_config(struct gs_node *n)
 {
+    (void)apply_obuf(&n->cfg);
     struct core_server_limits l;
     limits_from_config(&n->cfg, &l);
     core_server_set_limits(n->srv, &l);
@@ -462,6 +719,34 @@ void gs_node_apply_config(struct gs_node *n)
     uint64_t period = (uint64_t)(1000 / n->cfg.hz);
     uv_timer_set_repeat(&n->cron, period ? period : 1);
     gs_origin_node_apply_config(n); /* gs-origin */
+}
+
+/* Redis's bind: several addresses; "*" is every IPv4 address, "::*" every
+ * IPv6 one; a leading '-' lets an address be missing on this host. With
+ * port 0 the first listener picks the port and the others take the same. */
+static int listen_all(struct core_server *srv, const char *bind, int port)
+{
+    char list[CORE_OPT_STRLEN];
+    snprintf(list, sizeof(list), "%s", bind);
+    int bound = 0, rc = 0;
+    for (char *save = NULL, *a = strtok_r(list, " ", &save); a; a = strtok_r(NULL, " ", &save)) {
+        bool optional = a[0] == '-';
+        const char *addr = a + optional;
+        if (strcmp(addr, "*") == 0)
+            addr = "0.0.0.0";
+        else if (strcmp(addr, "::*") == 0)
+            addr = "::";
+        rc = core_server_listen(srv, addr, bound && port == 0 ? core_server_port(srv) : port);
+        if (rc == 0) {
+            bound++;
+            continue;
+        }
+        CORE_WARN("Could not create server TCP listening socket %s:%d: %s", addr, port,
+                  core_strerror(rc));
+        if (!optional || rc == CORE_EBUSY) /* '-' forgives a missing address only */
+            return rc;
+    }
+    return bound ? 0 : (rc ? rc : CORE_EINVAL);
 }
 
 static void on_signal(uv_signal_t *sig, int signum)
@@ -479,18 +764,10 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     n->loop = loop;
     n->cfg = *cfg;
     gs_config_bind(&n->cfg, n->opts);
-    gs_command_index_build(n);
-    size_t ncmd = 0;
-    while (gs_commands[ncmd].name)
-        ncmd++;
-    n->cmd_names = calloc(ncmd + 1, sizeof(*n->cmd_names));
-    if (!n->cmd_names || gs_cmd_stats_init(&n->cmdstats, ncmd)) {
-        free(n->cmd_names);
+    if (gs_command_index_build(n)) {
         free(n);
         return CORE_ENOMEM;
     }
-    for (size_t i = 0; i < ncmd; i++)
-        n->cmd_names[i] = gs_commands[i].name;
     struct gs_store_config scfg = {
         .maxmemory = (uint64_t)cfg->maxmemory,
         .policy = (enum gs_evict_policy)cfg->maxmemory_policy,
@@ -503,8 +780,15 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
         free(n);
         return rc;
     }
+    if (apply_obuf(&n->cfg)) {
+        gs_store_free(n->store);
+        gs_cmd_stats_free(&n->cmdstats);
+        free(n->cmd_names);
+        free(n);
+        return CORE_EINVAL;
+    }
     struct core_server_limits l;
-    limits_from_config(cfg, &l);
+    limits_from_config(&n->cfg, &l);
     rc = core_server_new(&n->srv, loop, &server_ops, n, &l,
                          "-ERR max number of clients reached\r\n");
     if (rc) {
@@ -514,10 +798,8 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
         free(n);
         return rc;
     }
-    rc = core_server_listen(n->srv, cfg->bind, (int)cfg->port);
+    rc = listen_all(n->srv, cfg->bind, (int)cfg->port);
     if (rc) {
-        CORE_WARN("Could not create server TCP listening socket %s:%lld: %s", cfg->bind,
-                  (long long)cfg->port, core_strerror(rc));
         core_server_stop(n->srv);
         uv_run(loop, UV_RUN_NOWAIT); /* let the handles close */
         core_server_free(n->srv);

@@ -29,7 +29,14 @@ struct gs_command;
 struct gs_origin;
 struct gs_held;
 
-#define GS_NODE_NOPTS 29 /* options + terminator (7 gs-origin's, 7 cluster's) */
+#define GS_NODE_NOPTS 36 /* options + terminator (7 gs-origin's, 7 cluster's) */
+
+/* Redis's client-output-buffer-limit classes (networking.c). */
+enum gs_client_class { GS_CLASS_NORMAL, GS_CLASS_REPLICA, GS_CLASS_PUBSUB, GS_CLASS_COUNT };
+
+struct gs_obuf_limit {
+    int64_t hard, soft, soft_seconds; /* bytes, bytes, seconds; 0 = none */
+};
 
 struct gs_config {
     int64_t port;
@@ -39,13 +46,26 @@ struct gs_config {
     int64_t maxclients;
     char requirepass[CORE_OPT_STRLEN];
     int64_t query_buf_limit;
-    int64_t output_buf_limit;
+    /* client-output-buffer-limit as Redis writes it ("normal 0 0 0 replica
+     * ... pubsub 32mb 8mb 60"); a single size is normal's hard limit. Parsed
+     * into obuf[] by gs_node_apply_config, classes not named keep theirs. */
+    char output_buf_limit[CORE_OPT_STRLEN];
+    struct gs_obuf_limit obuf[GS_CLASS_COUNT];
     int64_t proto_max_bulk_len;
     int64_t timeout;
     int64_t hz;
     int loglevel; /* enum core_log_level */
     char save[CORE_OPT_STRLEN];
     bool appendonly;
+    /* What a redis.conf sets about the process (gridsync-server honours
+     * them; docs/gridsync.md "Running from a redis.conf"). */
+    bool daemonize;
+    char pidfile[CORE_OPT_STRLEN];
+    char logfile[CORE_OPT_STRLEN];
+    int64_t databases;
+    bool protected_mode;
+    int64_t tcp_keepalive; /* seconds; 0 = off */
+    int appendfsync;       /* accepted: there is no append-only file */
     /* gs-origin: read-through origin (issue #6, docs/gridsync-origin.md) */
     char origin[CORE_OPT_STRLEN]; /* URL template with {key}; empty = off */
     int64_t origin_timeout;       /* ms */
@@ -115,6 +135,7 @@ struct gs_client {
     bool replay;
     signed char read_barrier;
     struct gs_multi multi; /* MULTI/EXEC and WATCH state (gridsync/multi.h) */
+    bool denied;           /* protected-mode: answered DENIED at its first request */
 };
 
 /* Create a node from a filled configuration (see gs_node_options for the
@@ -132,6 +153,13 @@ void gs_node_free(struct gs_node *n);
 /* Fill cfg with the defaults. */
 void gs_config_defaults(struct gs_config *cfg);
 
+/* Directives of Redis 7.0's redis.conf that mean nothing to GridSync
+ * (persistence, replication, encodings tuning ...): a config file may hold
+ * them; gridsync-server logs a warning for each and goes on. Directives
+ * that would change security or data (rename-command, user, replicaof)
+ * are not in the list: a file that has them is refused. */
+extern const char *const gs_redis_conf_ignored[];
+
 /* Write the option table (GS_NODE_NOPTS entries including the terminator)
  * into opts, each option pointing into *cfg. */
 void gs_config_bind(struct gs_config *cfg, struct core_option *opts);
@@ -144,6 +172,11 @@ static inline int64_t gs_node_now_ms(const struct gs_node *n)
 
 /* Apply changed options to the running node (after CONFIG SET). */
 void gs_node_apply_config(struct gs_node *n);
+
+/* Parse a client-output-buffer-limit value onto *limits (the classes it
+ * names change; the others keep their values). Returns 0, or CORE_EINVAL
+ * with why written. */
+int gs_obuf_limits_parse(const char *value, struct gs_obuf_limit *limits, char *why, size_t len);
 
 /* ------------------------------------------------------- command table */
 
@@ -175,8 +208,9 @@ struct gs_command {
 /* Every command, in one table (commands.c); NULL-name terminated. */
 extern const struct gs_command gs_commands[];
 
-/* Build the node's command index (at start). */
-void gs_command_index_build(struct gs_node *n);
+/* Build the node's command index and its command statistics (at start;
+ * gs_node_free frees them). Returns 0 or CORE_ENOMEM. */
+int gs_command_index_build(struct gs_node *n);
 
 /* Find a command by name, case-insensitively; NULL if unknown. O(1). */
 const struct gs_command *gs_command_lookup(const struct gs_node *n, const char *name, size_t len);
