@@ -205,16 +205,16 @@ static bool over_output_limit(struct core_conn *c)
         return false;
     }
     uint64_t now = uv_now(c->srv->loop);
-    if (!c->soft_since_ms) {
+    if (!c->soft_since_ms) { /* first seen above: the clock starts */
         c->soft_since_ms = now ? now : 1;
-        return soft_s == 0;
+        return false;
     }
-    return now - c->soft_since_ms >= (uint64_t)soft_s * 1000;
+    return now - c->soft_since_ms > (uint64_t)soft_s * 1000;
 }
 
 void core_conn_set_output_limit(struct core_conn *c, int64_t hard, int64_t soft, int64_t soft_s)
 {
-    c->own_limit = true;
+    c->own_limit = hard >= 0;
     c->out_hard = hard;
     c->out_soft = soft;
     c->out_soft_s = soft_s;

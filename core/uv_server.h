@@ -160,7 +160,8 @@ void core_conn_redeliver(struct core_conn *c);
 
 /* Give c its own output limits instead of the server's (as the limits
  * struct's output fields; Redis's per-class client-output-buffer-limit,
- * e.g. for a client that subscribed). */
+ * e.g. for a client that subscribed). A negative hard limit gives the
+ * connection the server's limits again. */
 void core_conn_set_output_limit(struct core_conn *c, int64_t hard, int64_t soft, int64_t soft_s);
 
 /* Stop reading and close once all pending output has been written. */

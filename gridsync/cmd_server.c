@@ -6,6 +6,7 @@
  * None of these is on the hot path: they may format into the node's
  * scratch buffer and take O(clients) or O(options) time.
  */
+#include "gridsync/commands/pubsub.h"
 #include "gridsync/node.h"
 #include "gridsync/origin_node.h"
 
@@ -120,7 +121,11 @@ void gs_cmd_ping(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error_arity(c, "ping");
         return;
     }
-    if (argc == 1)
+    if (gs_pubsub_resp2_subscribed(c)) { /* Redis's pingCommand in subscribed mode */
+        gs_reply_array(&c->w, 2);
+        gs_reply_bulk(&c->w, "pong", 4);
+        gs_reply_bulk(&c->w, argc == 1 ? "" : argv[1].p, argc == 1 ? 0 : argv[1].len);
+    } else if (argc == 1)
         gs_reply_raw(&c->w, "+PONG\r\n", 7);
     else
         gs_reply_bulk(&c->w, argv[1].p, argv[1].len);
@@ -935,23 +940,28 @@ static void client_line(struct gs_node *n, struct core_conn *conn, struct core_b
         multi = (long long)c->multi.count;
         multi_mem = c->multi.queue.cap;
     }
+    size_t nsub = 0, npsub = 0, nssub = 0;
+    if (c)
+        gs_pubsub_counts(c, &nsub, &npsub, &nssub);
+    if (nsub + npsub + nssub)
+        *f++ = 'P';
     if (c && c->multi.watch_dirty)
         *f++ = 'd';
     if (f == flags)
         *f++ = 'N';
     *f = 0;
     sbprintf(b,
-             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=0 sub=0 "
-             "psub=0 ssub=0 multi=%lld qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=%zu rbs=%zu "
+             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=0 sub=%zu "
+             "psub=%zu ssub=%zu multi=%lld qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=%zu rbs=%zu "
              "rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=default redir=-1 "
              "resp=%d lib-name=%s lib-ver=%s\n",
              (unsigned long long)core_conn_id(conn), core_conn_peer(conn), core_conn_local(conn),
              core_conn_fd(conn), c && c->name ? c->name : "",
              (unsigned long long)((now - core_conn_created_ms(conn)) / 1000),
-             (unsigned long long)((now - core_conn_last_active_ms(conn)) / 1000), flags, multi,
-             qbuf, qcap - qbuf, multi_mem, qcap, qcap, omem, qcap + omem + multi_mem + sizeof(*c),
-             c ? c->last_cmd : "NULL", c ? c->w.proto : 2, c && c->lib_name ? c->lib_name : "",
-             c && c->lib_ver ? c->lib_ver : "");
+             (unsigned long long)((now - core_conn_last_active_ms(conn)) / 1000), flags, nsub,
+             npsub, nssub, multi, qbuf, qcap - qbuf, multi_mem, qcap, qcap, omem,
+             qcap + omem + multi_mem + sizeof(*c), c ? c->last_cmd : "NULL", c ? c->w.proto : 2,
+             c && c->lib_name ? c->lib_name : "", c && c->lib_ver ? c->lib_ver : "");
 }
 
 struct list_ctx {

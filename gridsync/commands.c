@@ -88,6 +88,16 @@ const struct gs_command gs_commands[] = {
     {"discard", 1, NS | L | S | F, gs_cmd_discard, 0, 0, 0, "transactions", "Discard all commands issued after MULTI", "2.0.0"},
     {"watch", -2, NS | L | S | F, gs_cmd_watch, 1, -1, 1, "transactions", "Watch the given keys to determine execution of the MULTI/EXEC block", "2.2.0"},
     {"unwatch", 1, NS | L | S | F, gs_cmd_unwatch, 0, 0, 0, "transactions", "Forget about all watched keys", "2.2.0"},
+    /* pub/sub (commands/cmd_pubsub.c); shard channels are keys for routing */
+    {"subscribe", -2, NS | L | S, gs_cmd_subscribe, 0, 0, 0, "pubsub", "Listen for messages published to the given channels", "2.0.0"},
+    {"unsubscribe", -1, NS | L | S, gs_cmd_unsubscribe, 0, 0, 0, "pubsub", "Stop listening for messages posted to the given channels", "2.0.0"},
+    {"psubscribe", -2, NS | L | S, gs_cmd_psubscribe, 0, 0, 0, "pubsub", "Listen for messages published to channels matching the given patterns", "2.0.0"},
+    {"punsubscribe", -1, NS | L | S, gs_cmd_punsubscribe, 0, 0, 0, "pubsub", "Stop listening for messages posted to channels matching the given patterns", "2.0.0"},
+    {"publish", 3, L | S | F, gs_cmd_publish, 0, 0, 0, "pubsub", "Post a message to a channel", "2.0.0"},
+    {"pubsub", -2, L | S, gs_cmd_pubsub, 0, 0, 0, "pubsub", "A container for Pub/Sub commands", "2.8.0"},
+    {"ssubscribe", -2, NS | L | S, gs_cmd_ssubscribe, 1, -1, 1, "pubsub", "Listen for messages published to the given shard channels", "7.0.0"},
+    {"sunsubscribe", -1, NS | L | S, gs_cmd_sunsubscribe, 1, -1, 1, "pubsub", "Stop listening for messages posted to the given shard channels", "7.0.0"},
+    {"spublish", 3, L | S | F, gs_cmd_spublish, 1, 1, 1, "pubsub", "Post a message to a shard channel", "7.0.0"},
     /* cluster (cmd_cluster.c) */
     {"cluster", -2, NS | L | S, gs_cmd_cluster, 0, 0, 0, "cluster", "A container for Redis Cluster commands", "3.0.0"},
     {"readonly", 1, L | S | F, gs_cmd_readonly, 0, 0, 0, "cluster", "Enables read queries for a connection to a cluster replica node", "3.0.0"},

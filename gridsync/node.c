@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "gridsync/origin_node.h"
 #include "gridsync/cluster.h"
+#include "gridsync/commands/pubsub.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -500,6 +501,12 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
     /* Cluster mode routes commands with keys by slot (gridsync/cluster.h). */
     if (n->cluster && gs_cluster_route(n->cluster, c, cmd, argc, argv))
         return;
+    /* RESP2 subscribed mode allows only the subscription commands. */
+    if (c->sub && gs_pubsub_refuses(c, cmd)) {
+        gs_command_rejected(n, cmd);
+        gs_multi_flag_error(&c->multi);
+        return;
+    }
     /* Inside MULTI: queued, +QUEUED (gridsync/multi.h). */
     if (c->multi.active && gs_multi_queue(c, cmd, argc, argv))
         return;
@@ -586,6 +593,7 @@ static void on_close(struct core_conn *conn)
     gs_origin_node_client_closed(c); /* gs-origin: drop its waiters */
     gs_cluster_client_closed(c);
     gs_multi_client_closed(c);
+    gs_pubsub_client_closed(c);
     gs_resp_parser_free(&c->parser);
     free(c->name);
     free(c->lib_name);
@@ -719,6 +727,7 @@ void gs_node_apply_config(struct gs_node *n)
     uint64_t period = (uint64_t)(1000 / n->cfg.hz);
     uv_timer_set_repeat(&n->cron, period ? period : 1);
     gs_origin_node_apply_config(n); /* gs-origin */
+    gs_pubsub_apply_limits(n);
 }
 
 /* Redis's bind: several addresses; "*" is every IPv4 address, "::*" every
@@ -764,7 +773,9 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     n->loop = loop;
     n->cfg = *cfg;
     gs_config_bind(&n->cfg, n->opts);
-    if (gs_command_index_build(n)) {
+    if (gs_command_index_build(n) || gs_pubsub_new(&n->pubsub)) {
+        gs_cmd_stats_free(&n->cmdstats);
+        free(n->cmd_names);
         free(n);
         return CORE_ENOMEM;
     }
@@ -776,6 +787,7 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     int rc = gs_store_new(&n->store, &scfg);
     if (rc) {
         gs_cmd_stats_free(&n->cmdstats);
+        gs_pubsub_free(n->pubsub);
         free(n->cmd_names);
         free(n);
         return rc;
@@ -783,6 +795,7 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     if (apply_obuf(&n->cfg)) {
         gs_store_free(n->store);
         gs_cmd_stats_free(&n->cmdstats);
+        gs_pubsub_free(n->pubsub);
         free(n->cmd_names);
         free(n);
         return CORE_EINVAL;
@@ -794,6 +807,7 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     if (rc) {
         gs_store_free(n->store);
         gs_cmd_stats_free(&n->cmdstats);
+        gs_pubsub_free(n->pubsub);
         free(n->cmd_names);
         free(n);
         return rc;
@@ -805,6 +819,7 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
         core_server_free(n->srv);
         gs_store_free(n->store);
         gs_cmd_stats_free(&n->cmdstats);
+        gs_pubsub_free(n->pubsub);
         free(n->cmd_names);
         free(n);
         return rc;
@@ -816,6 +831,7 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
         core_server_free(n->srv);
         gs_store_free(n->store);
         gs_cmd_stats_free(&n->cmdstats);
+        gs_pubsub_free(n->pubsub);
         free(n->cmd_names);
         free(n);
         return rc;
@@ -832,6 +848,7 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
         core_server_free(n->srv);
         gs_store_free(n->store);
         gs_cmd_stats_free(&n->cmdstats);
+        gs_pubsub_free(n->pubsub);
         free(n->cmd_names);
         free(n);
         return rc;
@@ -872,5 +889,6 @@ void gs_node_free(struct gs_node *n)
     core_buf_free(&n->scratch);
     gs_cmd_stats_free(&n->cmdstats);
     free(n->cmd_names);
+    gs_pubsub_free(n->pubsub);
     free(n);
 }

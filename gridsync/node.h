@@ -28,6 +28,8 @@
 struct gs_command;
 struct gs_origin;
 struct gs_held;
+struct gs_pubsub;
+struct gs_subscriber;
 
 #define GS_NODE_NOPTS 36 /* options + terminator (7 gs-origin's, 7 cluster's) */
 
@@ -111,6 +113,7 @@ struct gs_node {
     struct gs_cluster *cluster;    /* NULL unless cluster-enabled */
     struct gs_watch_table watches; /* WATCHed keys (gridsync/multi.h) */
     struct gs_cmd_stats cmdstats;  /* INFO commandstats/errorstats/latencystats */
+    struct gs_pubsub *pubsub;      /* channels and subscribers (commands/pubsub.h) */
     const char **cmd_names;        /* gs_commands[i].name, for cmdstats' INFO */
 };
 
@@ -134,8 +137,9 @@ struct gs_client {
      * again (read_barrier 1 passed, -1 failed). */
     bool replay;
     signed char read_barrier;
-    struct gs_multi multi; /* MULTI/EXEC and WATCH state (gridsync/multi.h) */
-    bool denied;           /* protected-mode: answered DENIED at its first request */
+    struct gs_multi multi;     /* MULTI/EXEC and WATCH state (gridsync/multi.h) */
+    bool denied;               /* protected-mode: answered DENIED at its first request */
+    struct gs_subscriber *sub; /* Pub/Sub subscriptions; NULL if none ever */
 };
 
 /* Create a node from a filled configuration (see gs_node_options for the
@@ -242,6 +246,9 @@ gs_cmd_fn gs_cmd_cluster, gs_cmd_readonly, gs_cmd_readwrite, gs_cmd_asking;
 gs_cmd_fn gs_cmd_ping, gs_cmd_echo, gs_cmd_info, gs_cmd_config, gs_cmd_command, gs_cmd_auth,
     gs_cmd_hello, gs_cmd_quit, gs_cmd_shutdown, gs_cmd_client;
 gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
+gs_cmd_fn gs_cmd_subscribe, gs_cmd_unsubscribe, gs_cmd_psubscribe, gs_cmd_punsubscribe,
+    gs_cmd_ssubscribe, gs_cmd_sunsubscribe, gs_cmd_publish, gs_cmd_spublish,
+    gs_cmd_pubsub; /* commands/cmd_pubsub.c */
 
 /* ------------------------------------------------------ handler helpers */
 
