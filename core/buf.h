@@ -13,10 +13,12 @@
 #ifndef CORE_BUF_H
 #define CORE_BUF_H
 
+#include "core/byte.h"
 #include "core/error.h"
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,14 +63,38 @@ static inline char *core_buf_reserve(struct core_buf *b, size_t need)
     return b->data + b->len;
 }
 
-/* Append n bytes (copied). Failure is recorded in b->oom. */
-static inline void core_buf_append(struct core_buf *b, const void *p, size_t n)
+/* Append n bytes (copied). Returns 0, or CORE_ENOMEM with b->oom set and
+ * the buffer's bytes unchanged. Callers that append many pieces may ignore
+ * the result and check b->oom once at the end. */
+static inline int core_buf_append(struct core_buf *b, const void *p, size_t n)
 {
     char *dst = core_buf_reserve(b, n);
     if (!dst)
-        return;
-    memcpy(dst, p, n);
+        return CORE_ENOMEM;
+    if (n)
+        memcpy(dst, p, n);
     b->len += n;
+    return 0;
+}
+
+/* Append the low `width` bytes (1..8) of v, little-endian (core/byte.h).
+ * Errors as core_buf_append. */
+static inline int core_buf_put_le(struct core_buf *b, uint64_t v, unsigned width)
+{
+    char *dst = core_buf_reserve(b, width);
+    if (!dst)
+        return CORE_ENOMEM;
+    core_put_le(dst, v, width);
+    b->len += width;
+    return 0;
+}
+
+/* Empty the buffer but keep its memory, and clear a recorded failure: the
+ * start of the next message built in a reused buffer. */
+static inline void core_buf_reset(struct core_buf *b)
+{
+    b->len = 0;
+    b->oom = false;
 }
 
 /* Release the memory; the buffer is empty and reusable afterwards. */

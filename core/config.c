@@ -546,7 +546,7 @@ int core_config_parse_args_compat(const struct core_option *opts,
         if (rc) {
             snprintf(err, errlen, "%s", rc == CORE_ENOTFOUND ? "" : why);
             if (rc == CORE_ENOTFOUND)
-                snprintf(err, errlen, "unknown option '--%s' (see --help)", name);
+                snprintf(err, errlen, "unknown option '--%s'", name);
             return rc;
         }
     }

@@ -2,6 +2,7 @@
 #include "core/error.h"
 
 #include <errno.h>
+#include <uv.h>
 
 const char *core_strerror(int err)
 {
@@ -60,5 +61,28 @@ int core_from_errno(int errnum)
         return CORE_ECLOSED;
     default:
         return CORE_EIO;
+    }
+}
+
+int core_from_uv(int uverr)
+{
+    switch (uverr) {
+    case 0:
+        return 0;
+    case UV_EADDRINUSE:
+        return CORE_EBUSY;
+    case UV_EOF:
+        return CORE_ECLOSED;
+    case UV_ECANCELED:
+        return CORE_ECLOSED;
+    case UV_EAI_NONAME:
+    case UV_EAI_NODATA:
+    case UV_EAI_FAMILY:
+        return CORE_ENOTFOUND;
+    case UV_ENOBUFS:
+        return CORE_ENOMEM;
+    default:
+        /* On Unix every other UV_E* code is a negated errno value. */
+        return uverr < 0 && uverr > -4096 ? core_from_errno(-uverr) : CORE_EIO;
     }
 }

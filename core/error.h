@@ -3,7 +3,8 @@
  *
  * Functions return 0 on success and a negative CORE_E* code on failure, as
  * libuv does with UV_E*. Codes from errno, libuv, ZeroMQ and raft are
- * converted at the boundary where they arise (core_from_errno), so callers
+ * converted at the boundary where they arise (core_from_errno, core_from_uv),
+ * so callers
  * see one vocabulary. The table below is the single source of the codes,
  * their names and their messages.
  */
@@ -42,5 +43,11 @@ const char *core_err_name(int err);
 
 /* Map a positive errno value to the nearest CORE_E* code. */
 int core_from_errno(int errnum);
+
+/* Map a libuv result (0 or a negative UV_E* code) to 0 or the nearest
+ * CORE_E* code: the one place where libuv's codes are converted. An
+ * address in use is CORE_EBUSY, end of stream CORE_ECLOSED, a failed name
+ * lookup CORE_ENOTFOUND. */
+int core_from_uv(int uverr);
 
 #endif

@@ -17,11 +17,12 @@ void core_log_init(char role, enum core_log_level min_level)
     log_min = min_level;
 }
 
+const char *const core_log_level_names[] = {"debug", "verbose", "notice", "warning", NULL};
+
 int core_log_level_parse(const char *name)
 {
-    static const char *const names[] = {"debug", "verbose", "notice", "warning"};
-    for (int i = 0; i < 4; i++)
-        if (strcmp(name, names[i]) == 0)
+    for (int i = 0; core_log_level_names[i]; i++)
+        if (strcmp(name, core_log_level_names[i]) == 0)
             return i;
     return -1;
 }

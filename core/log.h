@@ -19,7 +19,12 @@ enum core_log_level {
  * the lowest level written. Defaults: 'M', CORE_LOG_NOTICE. */
 void core_log_init(char role, enum core_log_level min_level);
 
-/* Parse "debug", "verbose", "notice" or "warning"; returns -1 if unknown. */
+/* The level names, indexed by enum core_log_level, NULL-terminated: the
+ * choices of every loglevel option (CORE_OPT_ENUM) in the project. */
+extern const char *const core_log_level_names[];
+
+/* Parse "debug", "verbose", "notice" or "warning" (exactly, as Redis's
+ * loglevel); returns -1 for any other name. */
 int core_log_level_parse(const char *name);
 
 void core_log(enum core_log_level level, const char *fmt, ...)

@@ -16,6 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
+const uint64_t core_metrics_lat_bounds_ns[CORE_METRICS_LAT_BOUNDS] = {
+    1000,   2000,    5000,    10000,   20000,    50000,    100000,    200000,
+    500000, 1000000, 2000000, 5000000, 10000000, 50000000, 100000000, 1000000000,
+};
+
 static bool valid_name(const char *s, size_t len)
 {
     if (len == 0 || len >= CORE_METRICS_NAME)
@@ -102,6 +107,14 @@ int core_metrics_beacon(struct core_metrics *m, char *out, size_t cap)
     for (size_t i = 0; i < n; i++)
         m->scratch[i] = m->ring[(from + i) & (CORE_METRICS_RING - 1)];
     qsort(m->scratch, n, sizeof *m->scratch, cmp_u32);
+    /* Sorted, so one pass over the bounds counts every bucket. */
+    uint64_t hist[CORE_METRICS_LAT_BOUNDS + 1] = {0}, sum = 0;
+    for (size_t i = 0, b = 0; i < n; i++) {
+        while (b < CORE_METRICS_LAT_BOUNDS && m->scratch[i] > core_metrics_lat_bounds_ns[b])
+            b++;
+        hist[b]++;
+        sum += m->scratch[i];
+    }
 
     size_t len = 0;
     int w = snprintf(out, cap,
@@ -125,6 +138,23 @@ int core_metrics_beacon(struct core_metrics *m, char *out, size_t cap)
             return CORE_ETOOBIG;
         len += (size_t)w;
     }
+    uint64_t lat_sum = m->lat_sum + sum < m->lat_sum ? UINT64_MAX : m->lat_sum + sum;
+    w = snprintf(out + len, cap - len,
+                 " lat_cnt=%" PRIu64 " lat_sum=%" PRIu64 " lat_h=", m->lat_cnt + n, lat_sum);
+    if (w < 0 || (size_t)w >= cap - len)
+        return CORE_ETOOBIG;
+    len += (size_t)w;
+    for (unsigned b = 0; b <= CORE_METRICS_LAT_BOUNDS; b++) {
+        w = snprintf(out + len, cap - len, "%s%" PRIu64, b ? "," : "", m->lat_h[b] + hist[b]);
+        if (w < 0 || (size_t)w >= cap - len)
+            return CORE_ETOOBIG;
+        len += (size_t)w;
+    }
+    /* Only a beacon that fits consumes the window. */
+    for (unsigned b = 0; b <= CORE_METRICS_LAT_BOUNDS; b++)
+        m->lat_h[b] += hist[b];
+    m->lat_cnt += n;
+    m->lat_sum = lat_sum;
     m->ring_read = m->ring_head;
     m->seq++;
     return (int)len;
@@ -198,6 +228,25 @@ int core_beacon_parse(const char *line, size_t len, struct core_beacon *out)
             out->n++;
             continue;
         }
+        if (kl == 5 && memcmp(tok, "lat_h", 5) == 0) {
+            unsigned k = 0;
+            size_t at = 0;
+            for (;;) {
+                size_t end = at;
+                while (end < vl && val[end] != ',')
+                    end++;
+                if (k > CORE_METRICS_LAT_BOUNDS || !parse_u64(val + at, end - at, &out->lat_h[k]))
+                    return CORE_EPROTO;
+                k++;
+                if (end == vl)
+                    break;
+                at = end + 1;
+            }
+            if (k != CORE_METRICS_LAT_BOUNDS + 1)
+                return CORE_EPROTO;
+            out->has_hist = true;
+            continue;
+        }
         if (kl == 4 && memcmp(tok, "proc", 4) == 0) {
             if (!valid_name(val, vl))
                 return CORE_EPROTO;
@@ -217,6 +266,8 @@ int core_beacon_parse(const char *line, size_t len, struct core_beacon *out)
             {"lat_p50", offsetof(struct core_beacon, lat_p50)},
             {"lat_p99", offsetof(struct core_beacon, lat_p99)},
             {"lat_max", offsetof(struct core_beacon, lat_max)},
+            {"lat_cnt", offsetof(struct core_beacon, lat_cnt)},
+            {"lat_sum", offsetof(struct core_beacon, lat_sum)},
         };
         bool known = false;
         for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {

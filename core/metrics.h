@@ -12,12 +12,16 @@
  * Latency: one handled message in CORE_METRICS_SAMPLE_EVERY is timed
  * (a mask test on a counter, not a modulo) and its duration stored in a
  * preallocated ring. A beacon summarises the samples recorded since the
- * previous beacon (p50, p99, max).
+ * previous beacon (p50, p99, max). The same samples are also counted, since
+ * the process started, into fixed buckets (core_metrics_lat_bounds_ns), so
+ * a reader can export a histogram that aggregates over time and processes
+ * (Prometheus `_bucket`), which percentiles of windows cannot do.
  *
  * Beacon: one line of text, `key=value` tokens separated by single spaces:
  *
  *   health v=1 proc=<name> pid=<n> seq=<n> up_ms=<n> rss=<bytes>
  *     lat_n=<n> lat_p50=<ns> lat_p99=<ns> lat_max=<ns>
+ *     lat_cnt=<samples ever> lat_sum=<ns ever> lat_h=<n0>,<n1>,...,<n16>
  *     c.<counter>=<total> ... g.<gauge>=<value> ...
  *
  * Names are 1-31 of [a-z0-9_]. Processes publish it on `health.<proc>`.
@@ -35,6 +39,11 @@
 #define CORE_METRICS_SAMPLE_EVERY (CORE_METRICS_SAMPLE_MASK + 1)
 #define CORE_METRICS_RING         4096 /* samples kept; a power of two */
 #define CORE_BEACON_MAX           2048 /* longest beacon line */
+#define CORE_METRICS_LAT_BOUNDS   16   /* histogram bucket upper bounds */
+
+/* Upper bounds (ns, inclusive, increasing) of the latency histogram's
+ * buckets; a last, implicit bucket holds what is above the last bound. */
+extern const uint64_t core_metrics_lat_bounds_ns[CORE_METRICS_LAT_BOUNDS];
 
 enum core_metric_kind {
     CORE_METRIC_COUNTER,
@@ -56,6 +65,9 @@ struct core_metrics {
     uint64_t handled;   /* sampling clock: messages offered to sample_due */
     uint64_t ring_head; /* samples ever recorded */
     uint64_t ring_read; /* ring_head at the previous beacon */
+    uint64_t lat_cnt;   /* samples counted into lat_h, ever */
+    uint64_t lat_sum;   /* their sum in ns (saturating) */
+    uint64_t lat_h[CORE_METRICS_LAT_BOUNDS + 1];
     uint32_t ring[CORE_METRICS_RING];
     uint32_t scratch[CORE_METRICS_RING]; /* sorted copy for percentiles */
 };
@@ -96,6 +108,9 @@ struct core_beacon {
     char proc[CORE_METRICS_NAME];
     uint64_t pid, seq, up_ms, rss;
     uint64_t lat_n, lat_p50, lat_p99, lat_max;
+    bool has_hist; /* lat_h was present (older writers do not send it) */
+    uint64_t lat_cnt, lat_sum;
+    uint64_t lat_h[CORE_METRICS_LAT_BOUNDS + 1];
     unsigned n;
     struct {
         char name[CORE_METRICS_NAME];
@@ -106,7 +121,8 @@ struct core_beacon {
 
 /* Parse a beacon line (len bytes, need not be NUL-terminated). Unknown
  * plain keys are ignored (newer writers); a malformed token, a missing
- * proc, or more than CORE_METRICS_MAX metrics is CORE_EPROTO. */
+ * proc, a lat_h without exactly CORE_METRICS_LAT_BOUNDS + 1 counts, or
+ * more than CORE_METRICS_MAX metrics is CORE_EPROTO. */
 int core_beacon_parse(const char *line, size_t len, struct core_beacon *out);
 
 /* Resident set size of this process in bytes (0 if unknown). */

@@ -4,7 +4,7 @@
  *
  * Invariants:
  *  1. A connection is in the server's list iff it is OPEN or DRAINING
- *     (`listed`), except the one whose on_data is running when the server
+ *     (its `link` is linked), except the one whose on_data is running when the server
  *     stops, which leaves the list at once. on_close is called exactly
  *     once for every connection on_open accepted, when it goes CLOSING,
  *     and never while its on_data runs.
@@ -18,6 +18,7 @@
 #include "core/uv_server.h"
 
 #include "core/error.h"
+#include "core/list.h"
 #include "core/log.h"
 
 #include <stdio.h>
@@ -39,7 +40,7 @@ enum conn_state { CONN_OPEN, CONN_DRAINING, CONN_CLOSING };
 struct core_conn {
     uv_tcp_t tcp; /* first: handle pointers cast back to the conn */
     struct core_server *srv;
-    struct core_conn *prev, *next;
+    struct core_list link; /* in the server's list of connections */
     uint64_t id;
     void *data;
     enum conn_state state;
@@ -47,7 +48,6 @@ struct core_conn {
     bool close_pending; /* core_conn_close called inside on_data */
     bool writing;       /* a uv_write is in flight (invariant 2) */
     bool accepted;      /* on_open accepted it: on_close is owed */
-    bool listed;        /* in the server's list (invariant 1) */
     struct core_buf in;
     size_t in_start;
     struct core_buf out;
@@ -74,7 +74,7 @@ struct core_server {
     struct core_server_limits limits;
     char *reject_msg;
     size_t reject_len;
-    struct core_conn *head, *tail;
+    struct core_list conns; /* OPEN and DRAINING connections, oldest first */
     uint64_t next_id;
     struct core_server_stats stats;
 };
@@ -95,17 +95,9 @@ static void format_addr(const struct sockaddr_storage *ss, char *out, size_t out
     snprintf(out, outlen, "%s:%d", ip, port);
 }
 
-static void list_remove(struct core_server *s, struct core_conn *c)
+static struct core_conn *conn_of(struct core_list *l)
 {
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        s->head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        s->tail = c->prev;
-    c->prev = c->next = NULL;
+    return CORE_CONTAINER_OF(l, struct core_conn, link);
 }
 
 static void conn_free_cb(uv_handle_t *h)
@@ -124,9 +116,8 @@ static void conn_do_close(struct core_conn *c)
         return;
     struct core_server *s = c->srv;
     c->state = CONN_CLOSING;
-    if (c->listed) {
-        list_remove(s, c);
-        c->listed = false;
+    if (core_list_linked(&c->link)) {
+        core_list_remove(&c->link);
         s->stats.connected--;
     }
     if (c->accepted && s->ops->on_close)
@@ -365,6 +356,7 @@ static void on_connection(uv_stream_t *listener, int status)
     struct core_conn *c = calloc(1, sizeof(*c));
     if (!c)
         return;
+    core_list_init(&c->link);
     if (uv_tcp_init(s->loop, &c->tcp)) {
         free(c);
         return;
@@ -403,13 +395,7 @@ static void on_connection(uv_stream_t *listener, int status)
         return;
     }
     c->accepted = true;
-    c->listed = true;
-    c->prev = s->tail;
-    if (s->tail)
-        s->tail->next = c;
-    else
-        s->head = c;
-    s->tail = c;
+    core_list_push_back(&s->conns, &c->link);
     s->stats.connected++;
     if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb))
         conn_do_close(c);
@@ -422,14 +408,14 @@ static void cron_cb(uv_timer_t *t)
     if (timeout <= 0)
         return;
     uint64_t now = uv_now(s->loop);
-    struct core_conn *c = s->head;
-    while (c) {
-        struct core_conn *next = c->next;
+    struct core_list *l, *tmp;
+    core_list_foreach_safe(l, tmp, &s->conns)
+    {
+        struct core_conn *c = conn_of(l);
         if (c->state == CONN_OPEN && now - c->last_active_ms > (uint64_t)timeout * 1000) {
             s->stats.closed_by_timeout++;
             conn_do_close(c);
         }
-        c = next;
     }
 }
 
@@ -445,6 +431,7 @@ int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core
     s->limits = *limits;
     s->next_id = 1;
     s->first_listening = -1;
+    core_list_init(&s->conns);
     if (reject_msg) {
         s->reject_msg = strdup(reject_msg);
         if (!s->reject_msg) {
@@ -459,20 +446,6 @@ int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core
     uv_unref((uv_handle_t *)&s->cron); /* the cron alone does not keep the loop alive */
     *out = s;
     return 0;
-}
-
-static int from_uv(int rc)
-{
-    switch (rc) {
-    case UV_EADDRINUSE:
-        return CORE_EBUSY;
-    case UV_EINVAL:
-        return CORE_EINVAL;
-    case UV_ENOMEM:
-        return CORE_ENOMEM;
-    default:
-        return rc < 0 && -rc < 4096 ? core_from_errno(-rc) : CORE_EIO;
-    }
 }
 
 int core_server_listen(struct core_server *s, const char *host, int port)
@@ -500,7 +473,7 @@ int core_server_listen(struct core_server *s, const char *host, int port)
     if (rc) {
         /* The handle stays in listeners[] (closed by core_server_stop)
          * but is never counted as listening. */
-        return from_uv(rc);
+        return core_from_uv(rc);
     }
     s->listening = true;
     if (s->first_listening < 0)
@@ -539,14 +512,13 @@ void core_server_stop(struct core_server *s)
     for (int i = 0; i < s->nlisteners; i++)
         uv_close((uv_handle_t *)&s->listeners[i], handle_closed_cb);
     uv_close((uv_handle_t *)&s->cron, handle_closed_cb);
-    while (s->head) {
-        struct core_conn *c = s->head;
+    while (!core_list_empty(&s->conns)) {
+        struct core_conn *c = conn_of(core_list_first(&s->conns));
         if (c->in_callback) {
             /* The connection whose request stopped us: it is still in use
              * by on_data, so it closes (and gets on_close) when on_data
              * returns; take it off the list now. */
-            list_remove(s, c);
-            c->listed = false;
+            core_list_remove(&c->link);
             s->stats.connected--;
             c->close_pending = true;
             continue;
@@ -571,19 +543,21 @@ void core_server_get_stats(const struct core_server *s, struct core_server_stats
 void core_server_foreach(struct core_server *s, void (*fn)(struct core_conn *c, void *arg),
                          void *arg)
 {
-    struct core_conn *c = s->head;
-    while (c) {
-        struct core_conn *next = c->next;
-        fn(c, arg);
-        c = next;
+    struct core_list *l, *tmp;
+    core_list_foreach_safe(l, tmp, &s->conns)
+    {
+        fn(conn_of(l), arg);
     }
 }
 
 struct core_conn *core_server_find(struct core_server *s, uint64_t id)
 {
-    for (struct core_conn *c = s->head; c; c = c->next)
-        if (c->id == id)
-            return c;
+    struct core_list *l;
+    core_list_foreach(l, &s->conns)
+    {
+        if (conn_of(l)->id == id)
+            return conn_of(l);
+    }
     return NULL;
 }
 

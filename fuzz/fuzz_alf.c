@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edumatcher/alf.h"
-#include "edumatcher/engine.h"
-#include "edumatcher/msg.h"
+#include "edumatcher/gateway/alf/alf.h"
+#include "edumatcher/engine/engine.h"
+#include "edumatcher/engine/msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

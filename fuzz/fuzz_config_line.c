@@ -6,7 +6,7 @@
  * there, and the output never needs more than the input's length + 1.
  */
 #include "core/config.h"
-#include "gridsync/node.h"
+#include "gridsync/node/node.h"
 
 #include <assert.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* libFuzzer target for engine snapshots (edumatcher/engine.h,
+/* libFuzzer target for engine snapshots (edumatcher/engine/engine.h,
  * em_engine_restore): arbitrary bytes must be refused (CORE_EPROTO) or
  * give an engine that passes em_engine_check, snapshots back to exactly
  * the same bytes, and goes on processing messages with every invariant
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "edumatcher/alf.h"
-#include "edumatcher/engine.h"
+#include "edumatcher/gateway/alf/alf.h"
+#include "edumatcher/engine/engine.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* libFuzzer target for the journal reader (edumatcher/journal.h): a segment
+/* libFuzzer target for the journal reader (edumatcher/bus/journal.h): a segment
  * file with arbitrary bytes after a valid header must open cleanly (torn
  * tail truncated) or be refused with CORE_EIO, never crash; what it hands
  * to the callback lies inside the file. */
@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "edumatcher/journal.h"
+#include "edumatcher/bus/journal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

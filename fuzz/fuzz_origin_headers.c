@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gridsync/origin.h"
+#include "gridsync/origin/origin.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "gridsync/raft_batch.h"
+#include "gridsync/cluster/raft_batch.h"
 
 static int count_entry(void *arg, const char *key, size_t klen, const char *val, size_t vlen,
                        int64_t expire_ms)

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for the handshake that opens a connection to a node's
- * shared Raft port (gs_mux_handshake_parse, gridsync/raft_batch.h).
+ * shared Raft port (gs_mux_handshake_parse, gridsync/cluster/raft_batch.h).
  * Checked: a complete handshake lies within the input and asks for no
  * more than GS_MUX_MAX bytes; an incomplete one asks for more than it has.
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "gridsync/raft_batch.h"
+#include "gridsync/cluster/raft_batch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

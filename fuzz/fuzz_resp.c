@@ -7,7 +7,7 @@
  * argument points inside the request it came from.
  */
 #include "core/error.h"
-#include "gridsync/resp.h"
+#include "gridsync/protocol/resp.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "edumatcher/clearing_book.h"
+#include "edumatcher/clearing/clearing_book.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,7 +17,8 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "gridsync/node.h"
+#include "core/proc.h"
+#include "gridsync/node/node.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -78,33 +79,37 @@ static void write_pidfile(const char *path)
     fclose(f);
 }
 
+static void on_stop(struct core_proc *p, void *data)
+{
+    gs_node_stop(data);
+}
+
 int main(int argc, char **argv)
 {
     struct gs_config cfg;
     struct core_option opts[GS_NODE_NOPTS];
     gs_config_defaults(&cfg);
     gs_config_bind(&cfg, opts);
-    char err[512];
     struct core_buf ignored = {0};
     struct core_config_compat compat = {gs_redis_conf_ignored, note_ignored, &ignored};
-    int rc = core_config_parse_args_compat(
-        opts, &compat, argc, argv, "Usage: gridsync-server [config-file] [--option value ...]", err,
-        sizeof(err));
-    if (rc == 1 || rc) {
+    int code;
+    /* loglevel is an enum option (core_log_level_names): the table refuses
+     * an unknown name like any bad value. */
+    if (core_proc_options_compat("gridsync-server", 'M', opts, &compat, NULL, argc, argv, &code)) {
         core_buf_free(&ignored);
-        if (rc == 1)
-            return 0;
-        fprintf(stderr, "gridsync-server: %s\n", err);
-        return 1;
+        return code;
     }
     if (cfg.logfile[0] && !freopen(cfg.logfile, "a", stderr)) {
         fprintf(stdout, "gridsync-server: can't open the log file '%s': %s\n", cfg.logfile,
                 strerror(errno));
+        core_buf_free(&ignored);
         return 1;
     }
     setvbuf(stderr, NULL, _IOLBF, 0);
-    if (cfg.daemonize && daemonize(cfg.logfile[0] != 0) != 0)
+    if (cfg.daemonize && daemonize(cfg.logfile[0] != 0) != 0) {
+        core_buf_free(&ignored);
         return 1;
+    }
     core_log_init('M', (enum core_log_level)cfg.loglevel);
     for (size_t off = 0; off < ignored.len; off += strlen(ignored.data + off) + 1)
         CORE_WARN("%s", ignored.data + off);
@@ -117,7 +122,7 @@ int main(int argc, char **argv)
     uv_loop_t loop;
     uv_loop_init(&loop);
     struct gs_node *node;
-    rc = gs_node_new(&node, &loop, &cfg);
+    int rc = gs_node_new(&node, &loop, &cfg);
     if (rc) {
         uv_loop_close(&loop);
         return 1;
@@ -133,7 +138,11 @@ int main(int argc, char **argv)
         write_pidfile(pidfile);
     CORE_INFO("GridSync %s (Redis %s protocol) ready to accept connections on %s:%lld", GS_VERSION,
               GS_REDIS_VERSION, cfg.bind, (long long)cfg.port);
+    /* One signal handler per process, whatever the node runs inside. */
+    struct core_proc proc;
+    core_proc_signals_start(&proc, &loop, "gridsync-server", on_stop, node);
     uv_run(&loop, UV_RUN_DEFAULT);
+    core_proc_signals_close(&proc, &loop);
     gs_node_free(node);
     uv_loop_close(&loop);
     if (pidfile)

@@ -27,9 +27,9 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "edumatcher/engine.h"
-#include "edumatcher/journal.h"
-#include "edumatcher/msg.h"
+#include "edumatcher/engine/engine.h"
+#include "edumatcher/bus/journal.h"
+#include "edumatcher/engine/msg.h"
 
 struct blob {
     unsigned char *p;

@@ -32,9 +32,9 @@
 
 #include "core/clock.h"
 #include "core/histogram.h"
-#include "edumatcher/alf.h"
-#include "edumatcher/book.h"
-#include "edumatcher/engine.h"
+#include "edumatcher/gateway/alf/alf.h"
+#include "edumatcher/engine/book.h"
+#include "edumatcher/engine/engine.h"
 
 #define MID     10000 /* ticks: 100.00 with tick 0.01 */
 #define RESTING 1000

@@ -1,6 +1,6 @@
 /*
  * zmq-hop: what one ZeroMQ hop of the exchange costs, through the same
- * adapter (edumatcher/zmq_bus.h) and the same socket pattern:
+ * adapter (edumatcher/bus/zmq_bus.h) and the same socket pattern:
  *
  *   client PUSH --tcp loopback--> echo PULL
  *   client SUB  <--tcp loopback-- echo PUB
@@ -21,7 +21,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/histogram.h"
-#include "edumatcher/zmq_bus.h"
+#include "edumatcher/bus/zmq_bus.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

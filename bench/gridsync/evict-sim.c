@@ -1,6 +1,6 @@
 /*
  * evict-sim: replay one key stream through the store's eviction policies
- * (LRU and SLRU, the code in gridsync/evict.c) and through models of
+ * (LRU and SLRU, the code in gridsync/store/evict.c) and through models of
  * S3-FIFO and W-TinyLFU (evict_models.c, the same ops interface) at
  * several cache sizes, and print hit ratios side by side.
  *
@@ -22,8 +22,8 @@
 #include <stdlib.h>
 
 #include "evict_models.h"
-#include "gridsync/entry.h"
-#include "gridsync/evict.h"
+#include "gridsync/store/entry.h"
+#include "gridsync/store/evict.h"
 
 static uint64_t rng_state;
 

@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gridsync/entry.h"
+#include "gridsync/store/entry.h"
 
 #define NO_KEY UINT32_MAX
 
@@ -65,39 +65,25 @@ static uint32_t key_of(struct model *m, struct gs_entry *e)
     return (uint32_t)(e - m->base);
 }
 
-static void push_head(struct gs_evict_link *sentinel, struct gs_evict_link *l)
+static struct gs_entry *tail(struct core_list *sentinel)
 {
-    l->prev = sentinel;
-    l->next = sentinel->next;
-    sentinel->next->prev = l;
-    sentinel->next = l;
-}
-
-static void unlink_link(struct gs_evict_link *l)
-{
-    l->prev->next = l->next;
-    l->next->prev = l->prev;
-}
-
-static struct gs_entry *tail(struct gs_evict_link *sentinel)
-{
-    return sentinel->prev == sentinel ? NULL : gs_evict_entry_of(sentinel->prev);
+    struct core_list *l = core_list_last(sentinel);
+    return l ? gs_evict_entry_of(l) : NULL;
 }
 
 /* Move e from list `from` to the head of list `to`; evict_bits is the
  * caller's to set. */
 static void move_to(struct gs_evict *p, struct gs_entry *e, int from, int to)
 {
-    unlink_link(&e->link);
+    core_list_remove(&e->link);
     p->count[from]--;
-    push_head(&p->list[to], &e->link);
+    core_list_push_front(&p->list[to], &e->link);
     p->count[to]++;
 }
 
 static void links_moved(struct gs_evict *p, struct gs_entry *e)
 {
-    e->link.prev->next = &e->link;
-    e->link.next->prev = &e->link;
+    core_list_moved(&e->link);
 }
 
 /* ---- S3-FIFO ---- */
@@ -143,7 +129,7 @@ static void s3_insert(struct gs_evict *p, struct gs_entry *e)
     unsigned q = m->ghost_slot[key] ? S3_MAIN : 0;
     ghost_forget(m, key);
     s3_set(e, q, 0);
-    push_head(&p->list[q], &e->link);
+    core_list_push_front(&p->list[q], &e->link);
     p->count[q]++;
 }
 
@@ -156,7 +142,7 @@ static void s3_hit(struct gs_evict *p, struct gs_entry *e)
 
 static void s3_remove(struct gs_evict *p, struct gs_entry *e)
 {
-    unlink_link(&e->link);
+    core_list_remove(&e->link);
     p->count[e->evict_bits & 1u]--;
 }
 
@@ -246,7 +232,7 @@ static void wt_insert(struct gs_evict *p, struct gs_entry *e)
     struct model *m = p->priv;
     sketch_increment(m, key_of(m, e));
     e->evict_bits = GS_SEG_WINDOW;
-    push_head(&p->list[GS_SEG_WINDOW], &e->link);
+    core_list_push_front(&p->list[GS_SEG_WINDOW], &e->link);
     p->count[GS_SEG_WINDOW]++;
     if (p->count[GS_SEG_WINDOW] > m->window_max) {
         struct gs_entry *g = tail(&p->list[GS_SEG_WINDOW]);
@@ -279,7 +265,7 @@ static void wt_remove(struct gs_evict *p, struct gs_entry *e)
     struct model *m = p->priv;
     if (m->candidate == e)
         m->candidate = NULL;
-    unlink_link(&e->link);
+    core_list_remove(&e->link);
     p->count[e->evict_bits]--;
 }
 

@@ -1,6 +1,6 @@
 /*
  * Simulation models of S3-FIFO and W-TinyLFU, written as gs_evict_ops
- * tables (gridsync/evict.h) so that evict-sim replays one key stream
+ * tables (gridsync/store/evict.h) so that evict-sim replays one key stream
  * through them and through the store's own LRU and SLRU alike.
  *
  * They are models, not store policies yet: they know the cache capacity
@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "gridsync/evict.h"
+#include "gridsync/store/evict.h"
 
 enum evict_model {
     EVICT_MODEL_S3FIFO,

@@ -21,7 +21,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "gridsync/store.h"
+#include "gridsync/store/store.h"
 
 static long rss_bytes(void)
 {

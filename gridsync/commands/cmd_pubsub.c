@@ -16,8 +16,8 @@
 
 #include "core/error.h"
 #include "core/hash.h"
-#include "gridsync/glob.h"
-#include "gridsync/node.h"
+#include "gridsync/commands/glob.h"
+#include "gridsync/node/node.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -509,10 +509,12 @@ def test_redis_cli_and_benchmark_cluster_mode(make_cluster):
     assert "SET:" in bench.stdout and "GET:" in bench.stdout
 
 
-def test_linearizable_reads_option(make_cluster):
-    """With cluster-linearizable-reads, reads wait for a Raft barrier; they
-    still answer correctly and in order, pipelined with writes."""
-    c = make_cluster(3, extra=["--cluster-linearizable-reads", "yes"])
+@pytest.mark.parametrize("mode", ["lease", "barrier", "any"])
+def test_read_modes(make_cluster, mode):
+    """In every cluster-read-mode (barrier: reads wait for a Raft barrier;
+    lease: for one only when the lease has run out) reads answer correctly
+    and in order, pipelined with writes."""
+    c = make_cluster(3, extra=["--cluster-read-mode", mode])
     rc = c.rc()
     for i in range(100):
         assert rc.set(f"lin:{i}", str(i))

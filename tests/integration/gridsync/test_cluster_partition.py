@@ -135,8 +135,9 @@ def test_partitioned_leader(net, make_cluster):
     assert r.get("p:0") == "majority"
 
 
-def test_linearizable_reads_refuse_a_stale_leader(net, make_cluster):
-    """With cluster-linearizable-reads, a leader cut off from its group
+@pytest.mark.parametrize("mode", ["lease", "barrier"])
+def test_linearizable_reads_refuse_a_stale_leader(net, make_cluster, mode):
+    """In cluster-read-mode lease or barrier, a leader cut off from its group
     does not answer a read with a value the majority has since replaced
     (the read's barrier cannot commit); the majority answers the new
     value. The window in which a plain leader read would be stale is
@@ -146,7 +147,7 @@ def test_linearizable_reads_refuse_a_stale_leader(net, make_cluster):
     port = 7000
     c = make_cluster(3, addrs=[(ip, port) for ip in net.ips],
                      prefixes=[["ip", "netns", "exec", ns] for ns in net.ns],
-                     extra=["--cluster-linearizable-reads", "yes"])
+                     extra=["--cluster-read-mode", mode])
     assert c.call("SET", "lin:k", "old") in (True, "OK")
     c.wait_settled()
     leader = None

@@ -39,12 +39,38 @@ static void test_hash64_seed_and_length_matter(void **state)
     assert_true(core_hash64("key", 3, 7) == core_hash64("key", 3, 7));
 }
 
+static void test_crc32c_vectors(void **state)
+{
+    /* The check value of CRC-32C, and RFC 3720 (iSCSI) B.4 vectors. */
+    assert_true(core_crc32c(0, "123456789", 9) == 0xe3069283u);
+    unsigned char b[32];
+    memset(b, 0, sizeof b);
+    assert_true(core_crc32c(0, b, sizeof b) == 0x8a9136aau);
+    memset(b, 0xff, sizeof b);
+    assert_true(core_crc32c(0, b, sizeof b) == 0x62a8ab43u);
+    for (int i = 0; i < 32; i++)
+        b[i] = (unsigned char)i;
+    assert_true(core_crc32c(0, b, sizeof b) == 0x46dd794eu);
+    assert_true(core_crc32c(0, "", 0) == 0);
+}
+
+static void test_crc32c_continues_across_pieces(void **state)
+{
+    const char *s = "the quick brown fox jumps over the lazy dog";
+    size_t n = strlen(s);
+    uint32_t whole = core_crc32c(0, s, n);
+    for (size_t cut = 0; cut <= n; cut++)
+        assert_true(core_crc32c(core_crc32c(0, s, cut), s + cut, n - cut) == whole);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc16_redis_cluster_vectors),
         cmocka_unit_test(test_fnv1a_vectors),
         cmocka_unit_test(test_hash64_seed_and_length_matter),
+        cmocka_unit_test(test_crc32c_vectors),
+        cmocka_unit_test(test_crc32c_continues_across_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

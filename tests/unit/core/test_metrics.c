@@ -102,6 +102,43 @@ static void test_beacon_round_trip(void **state)
     assert_int_equal(b.lat_n, 1);
 }
 
+static void test_latency_histogram_accumulates(void **state)
+{
+    core_metrics_init(&m, "engine");
+    for (uint32_t i = 1; i <= 100; i++)
+        core_metrics_record(&m, i * 1000);
+    char line[CORE_BEACON_MAX];
+    struct core_beacon b;
+    int n = core_metrics_beacon(&m, line, sizeof line);
+    assert_int_equal(core_beacon_parse(line, (size_t)n, &b), 0);
+    assert_true(b.has_hist);
+    assert_int_equal(b.lat_cnt, 100);
+    assert_int_equal(b.lat_sum, 5050 * 1000);
+    /* bounds 1, 2, 5, 10, 20, 50, 100 us: inclusive upper ends */
+    const uint64_t want[] = {1, 1, 3, 5, 10, 30, 50};
+    for (unsigned k = 0; k < 7; k++)
+        assert_int_equal(b.lat_h[k], want[k]);
+    for (unsigned k = 7; k <= CORE_METRICS_LAT_BOUNDS; k++)
+        assert_int_equal(b.lat_h[k], 0);
+
+    /* Totals since the start: the next beacon adds to them; a refused
+     * beacon (buffer too small) counts nothing twice. */
+    core_metrics_record(&m, 2000000000u);
+    assert_int_equal(core_metrics_beacon(&m, line, 150), CORE_ETOOBIG);
+    n = core_metrics_beacon(&m, line, sizeof line);
+    assert_int_equal(core_beacon_parse(line, (size_t)n, &b), 0);
+    assert_int_equal(b.lat_n, 1);
+    assert_int_equal(b.lat_cnt, 101);
+    assert_int_equal(b.lat_h[CORE_METRICS_LAT_BOUNDS], 1);
+    assert_int_equal(b.lat_h[6], 50);
+    assert_int_equal(b.lat_sum, 5050 * 1000 + 2000000000ull);
+
+    /* An older writer's beacon has no histogram. */
+    const char *old = "health v=1 proc=x lat_n=1";
+    assert_int_equal(core_beacon_parse(old, strlen(old), &b), 0);
+    assert_false(b.has_hist);
+}
+
 static void test_parse_refusals(void **state)
 {
     struct core_beacon b;
@@ -120,6 +157,10 @@ static void test_parse_refusals(void **state)
         "health v=1 proc=x g.=1",                     /* empty name */
         "health v=1 proc=x seq=99999999999999999999", /* too long */
         "status v=1 proc=x",
+        "health v=1 proc=x lat_h=1,2,3",                               /* too few */
+        "health v=1 proc=x lat_h=0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,",    /* empty last */
+        "health v=1 proc=x lat_h=0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0", /* too many */
+        "health v=1 proc=x lat_h=0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,x,0",   /* not a number */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (core_beacon_parse(bad[i], strlen(bad[i]), &b) != CORE_EPROTO)
@@ -135,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_sampling_one_in_16),
         cmocka_unit_test(test_beacon_round_trip),
+        cmocka_unit_test(test_latency_histogram_accumulates),
         cmocka_unit_test(test_parse_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

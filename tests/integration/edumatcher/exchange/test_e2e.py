@@ -219,10 +219,10 @@ def test_malformed_lines_get_rejects_and_the_session_survives(exchange):
 
 
 def msg_def_names(macro):
-    """The names of edumatcher/msg.def's EM_FIELD(...) or EM_MSG(...) lines,
+    """The names of edumatcher/engine/msg.def's EM_FIELD(...) or EM_MSG(...) lines,
     in order: a field's bit number, a message's kind minus one."""
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 4)
-    with open(os.path.join(root, "edumatcher", "msg.def")) as f:
+    with open(os.path.join(root, "edumatcher", "engine", "msg.def")) as f:
         return [l.split("(", 1)[1].split(",", 1)[0] for l in f if l.startswith(macro + "(")]
 
 

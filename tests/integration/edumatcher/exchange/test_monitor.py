@@ -6,6 +6,7 @@ import socket
 import time
 
 import zmq
+from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import binary, free_port, http_get, wait_until
 
@@ -23,6 +24,64 @@ def beacon(seq, up_ms, msgs, pid=4242):
     return (f"health v=1 proc=fakeengine pid={pid} seq={seq} up_ms={up_ms} rss=1048576 "
             f"lat_n=10 lat_p50=2000 lat_p99=8000 lat_max=9000 c.msgs_in={msgs} "
             f"g.queue_depth=3").encode()
+
+
+def parse_prometheus(text):
+    """Families by name, through the reference client's own parser (it
+    raises on text that breaks the format)."""
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def sample(fams, name, **labels):
+    for f in fams.values():
+        for s in f.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    return None
+
+
+HIST = ",".join(["4", "0", "0", "0", "0", "0", "6"] + ["0"] * 9 + ["1"])
+
+
+def test_metrics_follow_prometheus_conventions(procs, zctx):
+    m, hport, health = start_monitor(procs)
+    pub = zctx.socket(zmq.PUB)
+    pub.connect(health)
+    line = (f"health v=1 proc=fakegw pid=77 seq=1 up_ms=1500 rss=2097152 lat_n=0 "
+            f"lat_p50=0 lat_p99=0 lat_max=0 lat_cnt=11 lat_sum=3000000000 lat_h={HIST} "
+            f"c.rejects=5 c.rate_limited=2 g.sessions=7").encode()
+
+    def seen():
+        pub.send_multipart([b"health.fakegw", line])
+        fams = parse_prometheus(http_get(hport, "/metrics")[2].decode())
+        return fams if sample(fams, "edumatcher_rejects_total", proc="fakegw") else None
+    fams = wait_until(seen, timeout=10, step=0.1)
+    assert fams, m.stderr()
+    for f in fams.values():
+        assert f.documentation, f.name            # every family has # HELP
+        assert f.type in ("counter", "gauge", "histogram"), f.name
+        for s in f.samples:
+            assert "name" not in s.labels, s       # one metric name per counter
+        assert "rate" not in f.name or f.name.endswith("rate_limited"), f.name
+    assert fams["edumatcher_rejects"].type == "counter"
+    assert sample(fams, "edumatcher_rate_limited_total", proc="fakegw") == 2
+    assert sample(fams, "edumatcher_sessions", proc="fakegw") == 7
+    assert sample(fams, "edumatcher_process_resident_memory_bytes", proc="fakegw") == 2097152
+    assert sample(fams, "edumatcher_process_uptime_seconds", proc="fakegw") == 1.5
+    h = fams["edumatcher_handle_latency_seconds"]
+    assert h.type == "histogram"
+    buckets = {float(s.labels["le"]): s.value for s in h.samples
+               if s.name.endswith("_bucket") and s.labels["proc"] == "fakegw"}
+    assert buckets[1e-06] == 4 and buckets[5e-05] == 4
+    assert buckets[1e-4] == 10 and buckets[1.0] == 10 and buckets[float("inf")] == 11
+    assert sample(fams, "edumatcher_handle_latency_seconds_count", proc="fakegw") == 11
+    assert sample(fams, "edumatcher_handle_latency_seconds_sum", proc="fakegw") == 3.0
+    # the monitor's own process, the standard names
+    assert fams["process_cpu_seconds"].type == "counter"
+    assert sample(fams, "process_resident_memory_bytes") > 0
+    assert sample(fams, "process_open_fds") >= 3
+    assert sample(fams, "process_start_time_seconds") > 1.5e9
+    pub.close(linger=0)
 
 
 def test_beacons_become_rates(procs, zctx):
@@ -48,11 +107,11 @@ def test_beacons_become_rates(procs, zctx):
 
     status, headers, body = http_get(hport, "/metrics")
     assert status == 200
-    text = body.decode()
-    assert 'edumatcher_counter_total{proc="fakeengine",name="msgs_in"} 1000' in text
-    assert 'edumatcher_gauge{proc="fakeengine",name="queue_depth"} 3' in text
+    fams = parse_prometheus(body.decode())
+    assert sample(fams, "edumatcher_msgs_in_total", proc="fakeengine") == 1000
+    assert sample(fams, "edumatcher_queue_depth", proc="fakeengine") == 3
     # the monitor lists itself
-    assert 'edumatcher_up{proc="monitor"} 1' in text
+    assert sample(fams, "edumatcher_up", proc="monitor") == 1
 
     status, headers, body = http_get(hport, "/")
     assert status == 200 and b"EduMatcher monitor" in body

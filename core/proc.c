@@ -1,0 +1,128 @@
+/*
+ * The process scaffold (proc.h).
+ *
+ * Invariant: stop runs at most once per process, because the first signal
+ * closes both signal handles in the same callback and a closing handle
+ * delivers no more signals.
+ */
+#include "core/proc.h"
+
+#include "core/error.h"
+#include "core/log.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+
+static void print_version(const char *prog)
+{
+    printf("%s %s\n", prog, CORE_VERSION);
+}
+
+int core_proc_early(const char *prog, const char *usage, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0)
+            break;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (strcmp(a, "--version") == 0) {
+            print_version(prog);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int core_proc_bad_usage(const char *prog, const char *fmt, ...)
+{
+    char reason[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: %s (see --help)\n", prog, reason);
+    return 2;
+}
+
+bool core_proc_options(const char *prog, char role, const struct core_option *opts,
+                       const char *loglevel, int argc, char **argv, int *exit_code)
+{
+    return core_proc_options_compat(prog, role, opts, NULL, loglevel, argc, argv, exit_code);
+}
+
+bool core_proc_options_compat(const char *prog, char role, const struct core_option *opts,
+                              const struct core_config_compat *compat, const char *loglevel,
+                              int argc, char **argv, int *exit_code)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--version") == 0) {
+            print_version(prog);
+            *exit_code = 0;
+            return true;
+        }
+    }
+    char usage[160], err[256];
+    snprintf(usage, sizeof usage, "Usage: %s [config-file] [--option value ...]", prog);
+    int rc = core_config_parse_args_compat(opts, compat, argc, argv, usage, err, sizeof err);
+    if (rc == 1) {
+        *exit_code = 0;
+        return true;
+    }
+    if (rc < 0) {
+        *exit_code = core_proc_bad_usage(prog, "%s", err);
+        return true;
+    }
+    int lvl = CORE_LOG_NOTICE;
+    if (loglevel && (lvl = core_log_level_parse(loglevel)) < 0) {
+        *exit_code = core_proc_bad_usage(prog,
+                                         "unknown log level '%s' (debug, verbose, notice or "
+                                         "warning)",
+                                         loglevel);
+        return true;
+    }
+    core_log_init(role, (enum core_log_level)lvl);
+    return false;
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    struct core_proc *p = s->data;
+    if (p->stopped)
+        return;
+    p->stopped = true;
+    CORE_INFO("%s: signal %d, stopping", p->name, signum);
+    p->stop(p, p->data);
+    p->closed = true;
+    uv_close((uv_handle_t *)&p->sigint, NULL);
+    uv_close((uv_handle_t *)&p->sigterm, NULL);
+}
+
+void core_proc_signals_start(struct core_proc *p, uv_loop_t *loop, const char *name,
+                             core_proc_stop_fn stop, void *data)
+{
+    p->name = name;
+    p->stop = stop;
+    p->data = data;
+    p->stopped = p->closed = false;
+    uv_signal_init(loop, &p->sigint);
+    uv_signal_init(loop, &p->sigterm);
+    p->sigint.data = p->sigterm.data = p;
+    uv_signal_start(&p->sigint, on_signal, SIGINT);
+    uv_signal_start(&p->sigterm, on_signal, SIGTERM);
+    uv_unref((uv_handle_t *)&p->sigint);
+    uv_unref((uv_handle_t *)&p->sigterm);
+}
+
+void core_proc_signals_close(struct core_proc *p, uv_loop_t *loop)
+{
+    if (!p->closed) {
+        p->closed = true;
+        uv_close((uv_handle_t *)&p->sigint, NULL);
+        uv_close((uv_handle_t *)&p->sigterm, NULL);
+    }
+    uv_run(loop, UV_RUN_DEFAULT);
+}

@@ -1,0 +1,96 @@
+/*
+ * The process scaffold every binary of the project shares (servers,
+ * tools, load generators), so that they all behave alike:
+ *
+ *   - `--help` (or `-h`) prints the usage on stdout and exits 0, doing
+ *     nothing else; `--version` prints "<prog> <version>" and exits 0;
+ *   - a bad option or value prints one line "<prog>: <reason>" on stderr
+ *     and exits 2 (as getopt-based tools and Python's argparse do);
+ *   - the log level is one of core_log_level_names; any other name is a
+ *     bad value (exit 2), never silently "notice";
+ *   - SIGINT and SIGTERM are handled once per process: the first logs
+ *     "<name>: signal <n>, stopping" and calls the process's stop
+ *     function; the handles never keep the loop alive by themselves.
+ *
+ * Two entry points for options: core_proc_options for programs driven by
+ * a core_option table (core/config.h), core_proc_early for tools that
+ * parse their own arguments (they call it first, then core_proc_bad_usage
+ * for whatever they refuse).
+ */
+#ifndef CORE_PROC_H
+#define CORE_PROC_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <uv.h>
+
+#include "core/config.h"
+
+/* The project's version, printed by --version. */
+#define CORE_VERSION "0.1.0"
+
+/*
+ * Apply argv to `opts` (core_config_parse_args; a first argument that is
+ * not an option is a config file) and start the log with role letter
+ * `role` at the level named by the string option `loglevel` (its buffer,
+ * read after parsing), or at notice when `loglevel` is NULL. `prog` names
+ * the binary in the usage line and in messages.
+ * Returns true when main must return *exit_code now: 0 after --help or
+ * --version, 2 after a bad option or an unknown log level (the reason on
+ * stderr). Returns false, with the log started, when the process runs.
+ */
+bool core_proc_options(const char *prog, char role, const struct core_option *opts,
+                       const char *loglevel, int argc, char **argv, int *exit_code);
+
+/* core_proc_options for a program whose config file may be written for
+ * another one (core_config_compat: gridsync-server reads redis.conf). */
+bool core_proc_options_compat(const char *prog, char role, const struct core_option *opts,
+                              const struct core_config_compat *compat, const char *loglevel,
+                              int argc, char **argv, int *exit_code);
+
+/*
+ * For tools with their own argument parsing: if argv holds --help or -h,
+ * print `usage` (a complete text, ending in a newline) on stdout and
+ * return 0; if it holds --version, print the version and return 0;
+ * otherwise return -1 and the tool goes on to parse its arguments.
+ * "--" ends the scan (what follows is operands).
+ */
+int core_proc_early(const char *prog, const char *usage, int argc, char **argv);
+
+/*
+ * Print "<prog>: <reason> (see --help)" on stderr and return 2, the exit
+ * code of a bad option or value: `return core_proc_bad_usage(...)`.
+ */
+int core_proc_bad_usage(const char *prog, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+struct core_proc;
+
+/* Called once, from the first SIGINT or SIGTERM: close the process's own
+ * handles (sockets, timers, servers) so that the loop can end. */
+typedef void (*core_proc_stop_fn)(struct core_proc *p, void *data);
+
+struct core_proc {
+    const char *name; /* log prefix, e.g. "engine" (not copied) */
+    uv_signal_t sigint, sigterm;
+    core_proc_stop_fn stop;
+    void *data;
+    bool stopped, closed;
+};
+
+/*
+ * Install the SIGINT and SIGTERM handlers on `loop`. The handles are
+ * unreferenced: the loop ends when the process's own handles are closed,
+ * whether a signal or something else (a SHUTDOWN command) closed them.
+ * On the first signal: log, call stop(p, data) once, close both handles;
+ * a later signal finds them closed. `p` is owned by the caller and must
+ * stay valid until core_proc_signals_close has returned.
+ */
+void core_proc_signals_start(struct core_proc *p, uv_loop_t *loop, const char *name,
+                             core_proc_stop_fn stop, void *data);
+
+/* After uv_run returned: close the signal handles if no signal did, and
+ * run the loop until they are closed, so that uv_loop_close succeeds. */
+void core_proc_signals_close(struct core_proc *p, uv_loop_t *loop);
+
+#endif

@@ -1,0 +1,110 @@
+/*
+ * What every command handler uses: the client it runs for, the client's
+ * database context (the keyspace and the command's clock), and the
+ * argument and error helpers.
+ *
+ * The database context is Redis's c->db: a handler reaches data only
+ * through c->db, never through the node. Whoever runs a command decides
+ * which database and which "now" it runs against:
+ *   - the node (gs_execute): the client's selected database, at the
+ *     node's clock (read once per loop iteration);
+ *   - cluster mode: the database of the Raft group that owns the key's
+ *     slot; for an entry applied from the log, a context built for that
+ *     entry, at the time the leader stamped into it, so that every replica
+ *     computes the same state.
+ * Nothing swaps the node's fields to redirect a handler.
+ *
+ * Invariants:
+ *  1. While a handler runs, c->db is not NULL and c->db->store is the only
+ *     store it may read or write.
+ *  2. c->db->now_ms does not change during one command: every expiry and
+ *     TTL decision of the command uses the same instant.
+ */
+#ifndef GS_CLIENT_H
+#define GS_CLIENT_H
+
+#include "gridsync/commands/multi.h"
+#include "gridsync/protocol/resp.h"
+#include "gridsync/store/store.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The number of databases a node has today (SELECT 0 only). The node keeps
+ * them in an array indexed by database number (gs_node's dbs). */
+#define GS_DBS_DEFAULT 1
+
+/* A database context: one keyspace and the clock of the command running
+ * against it. Not owned by the client: the node owns its databases, the
+ * cluster those of its Raft groups (and one per applied entry, on the
+ * stack, for the duration of the entry). */
+struct gs_db {
+    struct gs_store *store; /* the keyspace (never NULL) */
+    int64_t now_ms;         /* "now" of the running command, Unix ms */
+    unsigned id;            /* database number (0 today) */
+};
+
+/* Counters every command updates (INFO's total_commands_processed and
+ * total_error_replies). The node owns them; clients point at them. */
+struct gs_stats {
+    uint64_t commands;
+    uint64_t error_replies;
+    /* Per command and per error code (INFO commandstats, errorstats);
+     * NULL where nothing is counted in such detail. */
+    struct gs_cmd_stats *detail;
+};
+
+struct gs_node;
+struct gs_cmd_stats;
+struct gs_subscriber;
+struct gs_held;
+struct gs_cluster_wait;
+struct core_conn;
+
+/* One connection's state. Created and freed by the node; the fields marked
+ * with a feature are owned by that feature (origin/origin_node.h,
+ * cluster/cluster.h, commands/multi.h). */
+struct gs_client {
+    struct gs_node *node;   /* server-wide commands (CONFIG, INFO, CLIENT) */
+    struct gs_db *db;       /* the database context (invariant 1) */
+    struct gs_stats *stats; /* the node's counters */
+    struct core_conn *conn; /* NULL for a client that runs a log entry */
+    struct gs_writer w;
+    struct gs_resp_parser parser;
+    bool authenticated;
+    char *name; /* CLIENT SETNAME; NULL when unset */
+    char *lib_name, *lib_ver;
+    const char *last_cmd;
+    /* gs-origin: replies waiting on the origin, oldest first (origin_node.h) */
+    struct gs_held *held_head, *held_tail;
+    /* Cluster mode: READONLY, and the replicated write this client waits
+     * for; its next requests are not parsed until it completes. */
+    bool readonly;
+    struct gs_cluster_wait *wait;
+    /* Linearizable reads: the read waits unconsumed for a barrier
+     * (replay: on_data leaves it in the input), then runs when parsed
+     * again (read_barrier 1 passed, -1 failed). */
+    bool replay;
+    signed char read_barrier;
+    struct gs_multi multi;     /* MULTI/EXEC and WATCH state (gridsync/commands/multi.h) */
+    bool denied;               /* protected-mode: answered DENIED at its first request (node.c) */
+    struct gs_subscriber *sub; /* Pub/Sub subscriptions; NULL if none ever (commands/pubsub.h) */
+};
+
+/* Case-insensitive comparison of an argument with a literal. */
+bool gs_arg_is(const struct gs_arg *a, const char *lit);
+
+/* Parse an integer argument as Redis's getLongLongFromObjectOrReply: on
+ * failure reply "ERR value is not an integer or out of range" (or msg if
+ * not NULL) and return false. */
+bool gs_arg_int(struct gs_client *c, const struct gs_arg *a, int64_t *out, const char *msg);
+
+/* Error replies; counted in c->stats->error_replies. msg starts with the
+ * error class ("ERR ...", "WRONGTYPE ..."). */
+void gs_error(struct gs_client *c, const char *msg);
+void gs_errorf(struct gs_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gs_error_syntax(struct gs_client *c);
+void gs_error_arity(struct gs_client *c, const char *name);
+void gs_error_oom(struct gs_client *c);
+
+#endif

@@ -1,0 +1,936 @@
+/*
+ * Cluster mode: placement, the node's Raft groups, routing and replicated
+ * writes (the model is in cluster.h and docs/gridsync-cluster.md). Adding
+ * and removing nodes is in cluster_migrate.c; the state both share is in
+ * cluster_internal.h.
+ *
+ * Invariants:
+ *  1. A client has at most one replicated write in flight (c->wait), and
+ *     none of its later requests is parsed before that write's reply is
+ *     in its output buffer (node.c's on_data stops while c->wait is set;
+ *     the completion calls core_conn_redeliver).
+ *  2. A wait record outlives its client: the client detaches it on close
+ *     (wait->c = NULL) and the completion returns it to the free list.
+ *  3. Entries are applied through the same command handlers as direct
+ *     execution, with a database context built for the entry: the group's
+ *     store at the entry's time (now_ms carried in the entry), so every
+ *     replica computes the same state; the proposer's reply is the one it
+ *     computed while applying. Nothing here changes the node's fields.
+ *
+ * Entry arguments: [protocol version "2"/"3", command name, args...], so
+ * that the reply computed at apply time is in the client's protocol.
+ */
+#include "gridsync/cluster/cluster.h"
+#include "gridsync/cluster/cluster_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "gridsync/node/node.h"
+#include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/ring.h"
+#include "gridsync/cluster/slot.h"
+
+/* ---------------------------------------------------------------- setup */
+
+/* MurmurHash3's 64-bit finaliser: every input bit reaches every output
+ * bit. */
+static uint64_t mix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+
+int gs_cl_parse_peer(struct cnode *nd, const char *s, size_t len)
+{
+    if (len == 0 || len >= sizeof(nd->name))
+        return CORE_EINVAL;
+    memcpy(nd->name, s, len);
+    nd->name[len] = '\0';
+    char *colon = strrchr(nd->name, ':');
+    if (!colon || colon == nd->name)
+        return CORE_EINVAL;
+    size_t hlen = (size_t)(colon - nd->name);
+    memcpy(nd->host, nd->name, hlen);
+    nd->host[hlen] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port <= 0 || port + RAFT_PORT_OFFSET > 65535)
+        return CORE_EINVAL;
+    nd->port = (int)port;
+    /* A stable 40-hex id (Redis's node id shape) from the address, so
+     * every node derives the same id for every other; mixed so that
+     * addresses that differ in one digit do not share a long prefix. */
+    uint64_t h[3];
+    h[0] = mix64(core_fnv1a64(nd->name, strlen(nd->name)));
+    h[1] = mix64(h[0] ^ 0x9e3779b97f4a7c15ull);
+    h[2] = mix64(h[1] ^ 0x9e3779b97f4a7c15ull);
+    snprintf(nd->id, sizeof(nd->id), "%016llx%016llx%08llx", (unsigned long long)h[0],
+             (unsigned long long)h[1], (unsigned long long)(h[2] >> 32));
+    /* Raft ids and group numbers derive from the name too, not from the
+     * position in the peer list: a node restarted with the list as it is
+     * after a join or a leave finds its groups' members unchanged. */
+    nd->raft_id = h[0] ? h[0] : 1;
+    nd->mux_group = (uint32_t)h[1];
+    return 0;
+}
+
+/* Does node i share a name, raft id or group number with an earlier
+ * node? (Derived from names by a 64-bit hash: a clash is astronomically
+ * rare, but would silently merge two nodes' traffic.) */
+bool gs_cl_clashes(const struct gs_cluster *cl, unsigned i)
+{
+    for (unsigned k = 0; k < i; k++)
+        if (!cl->nodes[k].removed && (strcmp(cl->nodes[k].name, cl->nodes[i].name) == 0 ||
+                                      cl->nodes[k].raft_id == cl->nodes[i].raft_id ||
+                                      cl->nodes[k].mux_group == cl->nodes[i].mux_group))
+            return true;
+    return false;
+}
+
+static int parse_peers(struct gs_cluster *cl, const char *list)
+{
+    unsigned cap = 1;
+    for (const char *p = list; *p; p++)
+        cap += *p == ',';
+    if (cap > GS_RING_MAX_NODES)
+        return CORE_EINVAL;
+    /* Room for nodes added later (CLUSTER ADDNODE): groups point into
+     * these arrays, so they never move. */
+    cl->nodes = calloc(GS_RING_MAX_NODES, sizeof(*cl->nodes));
+    if (!cl->nodes)
+        return CORE_ENOMEM;
+    cl->n = 0;
+    const char *p = list;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && (*p == ' ')) {
+            p++;
+            len--;
+        }
+        if (len) {
+            if (gs_cl_parse_peer(&cl->nodes[cl->n], p, len)) {
+                CORE_WARN("cluster-peers: bad address '%.*s' (want host:port)", (int)len, p);
+                return CORE_EINVAL;
+            }
+            if (gs_cl_clashes(cl, cl->n)) {
+                CORE_WARN("cluster-peers: '%.*s' is listed twice (or its id gs_cl_clashes)",
+                          (int)len, p);
+                return CORE_EINVAL;
+            }
+            cl->n++;
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return cl->n ? 0 : CORE_EINVAL;
+}
+
+static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
+                         const char *const *argv, const size_t *argvlen, struct core_buf *out);
+static void on_barrier_prepare(uv_prepare_t *h);
+
+int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
+{
+    struct gs_node *n = cl->node;
+    char addrs[GS_RING_MAX_REPLICAS][GS_RING_NAME_MAX + 16];
+    struct gs_raft_peer peers[GS_RING_MAX_REPLICAS];
+    for (unsigned r = 0; r < grp->n_members; r++) {
+        const struct cnode *m = &cl->nodes[grp->members[r]];
+        snprintf(addrs[r], sizeof(addrs[r]), "%s:%d", m->host, m->port + RAFT_PORT_OFFSET);
+        peers[r] = (struct gs_raft_peer){m->raft_id, addrs[r]};
+    }
+    if (grp->g == cl->self) {
+        grp->db.store = n->dbs[0].store;
+    } else {
+        struct gs_store_config scfg = {
+            .maxmemory = (uint64_t)n->cfg.maxmemory,
+            .policy = (enum gs_evict_policy)n->cfg.maxmemory_policy,
+            .hash_seed = core_hash64(&grp, sizeof(grp), (uint64_t)n->start_wall_ms),
+        };
+        int rc = gs_store_new(&grp->db.store, &scfg);
+        if (rc)
+            return rc;
+        grp->own_store = true;
+    }
+    char dir[CORE_OPT_STRLEN + GS_RING_NAME_MAX + 16];
+    snprintf(dir, sizeof(dir), "%s/group-%s", n->cfg.dir[0] ? n->cfg.dir : ".",
+             cl->nodes[grp->g].name);
+    for (char *p = dir + strlen(n->cfg.dir); *p; p++)
+        if (*p == ':')
+            *p = '_';
+    struct gs_group_config gcfg = {
+        .id = cl->nodes[cl->self].raft_id,
+        .dir = dir,
+        .peers = peers,
+        .n_peers = grp->n_members,
+        .preferred_leader = cl->nodes[grp->g].raft_id,
+        /* A snapshot copies the whole shard on the loop thread, so it must
+         * be rare: every cluster-snapshot-entries entries (each entry is a
+         * loop iteration's batch), keeping an eighth of that in the log so
+         * that a briefly absent follower catches up without one. */
+        .snapshot_threshold = (unsigned)n->cfg.cluster_snapshot_entries,
+        .snapshot_trailing = (unsigned)(n->cfg.cluster_snapshot_entries / 8),
+        .mux = cl->mux,
+        .mux_group = cl->nodes[grp->g].mux_group,
+        .join = join,
+        .fsm = {.store = grp->db.store, .exec = cluster_exec, .exec_ctx = grp},
+    };
+    int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
+    if (rc) {
+        CORE_WARN("cluster: cannot start the Raft group of %s in %s", cl->nodes[grp->g].name, dir);
+        if (grp->own_store)
+            gs_store_free(grp->db.store); /* a later attempt makes a new one */
+        grp->db.store = NULL;
+        grp->own_store = false;
+        grp->raft = NULL;
+    } else
+        CORE_INFO("cluster: member %d of the group of %s (raft %s, data %s%s)", grp->role,
+                  cl->nodes[grp->g].name, addrs[grp->role], dir, join ? ", joining" : "");
+    return rc;
+}
+
+/* The node index of ring index i. */
+static unsigned map_ring(struct gs_cluster *cl, const struct gs_ring *r, unsigned i)
+{
+    const char *name = gs_ring_node_name(r, i);
+    for (unsigned k = 0; k < cl->n; k++)
+        if (!cl->nodes[k].removed && strcmp(cl->nodes[k].name, name) == 0)
+            return k;
+    return 0; /* unreachable: every ring name is a node */
+}
+
+void gs_cl_build_map(struct gs_cluster *cl, const struct gs_ring *r, unsigned *map)
+{
+    for (unsigned i = 0; i < gs_ring_nodes(r); i++)
+        map[i] = map_ring(cl, r, i);
+}
+
+/* Group g's replica set (node indexes) in ring r, or 0 if g is not in r. */
+unsigned gs_cl_ring_members(struct gs_cluster *cl, const struct gs_ring *r, const unsigned *map,
+                            unsigned g, unsigned *out)
+{
+    for (unsigned i = 0; i < gs_ring_nodes(r); i++) {
+        if (map[i] != g)
+            continue;
+        unsigned m = gs_ring_group_replicas(r, i, out);
+        for (unsigned k = 0; k < m; k++)
+            out[k] = map[out[k]];
+        return m;
+    }
+    return 0;
+}
+
+void gs_cl_set_members(struct cgroup *grp, const unsigned *m, unsigned n, unsigned self)
+{
+    memcpy(grp->members, m, n * sizeof(*m));
+    grp->n_members = n;
+    grp->role = -1;
+    for (unsigned r = 0; r < n; r++)
+        if (m[r] == self)
+            grp->role = (int)r;
+}
+
+void gs_cl_serve_ring(struct gs_cluster *cl)
+{
+    for (unsigned s = 0; s < GS_SLOTS; s++)
+        cl->serve[s] = (uint16_t)cl->rmap[gs_ring_owner_of_slot(cl->ring, s)];
+}
+
+int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
+{
+    struct gs_cluster *cl = calloc(1, sizeof(*cl));
+    if (!cl)
+        return CORE_ENOMEM;
+    cl->node = n;
+    int rc = parse_peers(cl, n->cfg.cluster_peers);
+    if (rc) {
+        CORE_WARN("cluster: cluster-peers must list host:port of every node, this one included");
+        goto fail;
+    }
+    char self[CORE_OPT_STRLEN + 24];
+    snprintf(self, sizeof(self), "%s:%lld", n->cfg.bind, (long long)n->cfg.port);
+    cl->self = cl->n;
+    for (unsigned i = 0; i < cl->n; i++)
+        if (strcmp(cl->nodes[i].name, self) == 0)
+            cl->self = i;
+    if (cl->self == cl->n) {
+        CORE_WARN("cluster: this node (%s) is not in cluster-peers", self);
+        rc = CORE_EINVAL;
+        goto fail;
+    }
+    const char *names[GS_RING_MAX_NODES];
+    /* A joining node (cluster-join) is the one being added: the cluster
+     * serves the placement without it and moves to the one with it. */
+    bool join = n->cfg.cluster_join && cl->n > 1;
+    unsigned nn = 0;
+    for (unsigned i = 0; i < cl->n; i++)
+        if (!join || i != cl->self)
+            names[nn++] = cl->nodes[i].name;
+    struct gs_ring_config rcfg = {0, (unsigned)n->cfg.cluster_replicas};
+    cl->leaving = -1;
+    rc = gs_ring_new(&cl->ring, names, nn, &rcfg);
+    if (rc == 0 && join)
+        rc = gs_ring_with_node(cl->ring, cl->nodes[cl->self].name, &cl->target);
+    if (rc) {
+        CORE_WARN("cluster: cannot place %u nodes: %s", cl->n, core_strerror(rc));
+        goto fail;
+    }
+    gs_cl_build_map(cl, cl->ring, cl->rmap);
+    if (cl->target)
+        gs_cl_build_map(cl, cl->target, cl->tmap);
+    gs_cl_serve_ring(cl);
+    cl->groups = calloc(GS_RING_MAX_NODES, sizeof(*cl->groups));
+    if (!cl->groups) {
+        rc = CORE_ENOMEM;
+        goto fail;
+    }
+    for (unsigned g = 0; g < cl->n; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        grp->cl = cl;
+        grp->g = g;
+        unsigned m[GS_RING_MAX_REPLICAS];
+        unsigned nm = gs_cl_ring_members(cl, cl->ring, cl->rmap, g, m);
+        gs_cl_set_members(grp, m, nm, cl->self);
+    }
+    char raft_addr[GS_RING_NAME_MAX + 16];
+    snprintf(raft_addr, sizeof(raft_addr), "%s:%d", cl->nodes[cl->self].host,
+             cl->nodes[cl->self].port + RAFT_PORT_OFFSET);
+    rc = gs_raft_mux_start(&cl->mux, n->loop, raft_addr);
+    if (rc) {
+        CORE_WARN("cluster: cannot listen for Raft on %s", raft_addr);
+        goto fail;
+    }
+    for (unsigned g = 0; g < cl->n; g++) {
+        if (cl->groups[g].role >= 0 && (rc = gs_cl_start_group(cl, &cl->groups[g], false)) != 0)
+            goto fail_started;
+    }
+    if (cl->target && (rc = gs_cl_apply_target(cl)) != 0)
+        goto fail_started;
+    /* Every read mode may park reads for a barrier (a new leader's first,
+     * an expired lease's, or all of them). */
+    uv_prepare_init(n->loop, &cl->barrier_prep);
+    cl->barrier_prep.data = cl;
+    uv_prepare_start(&cl->barrier_prep, on_barrier_prepare);
+    cl->prep_started = true;
+    CORE_INFO("cluster: node %u of %u (%s), replication factor %u", cl->self, cl->n,
+              cl->nodes[cl->self].name, gs_ring_rf(cl->ring));
+    *out = cl;
+    return 0;
+
+fail_started:
+    /* Groups that did start close as the loop runs, then the Raft port:
+     * the caller runs the loop, then frees *out (see cluster.h). */
+    gs_cluster_stop(cl);
+    *out = cl;
+    return rc;
+fail:
+    gs_ring_free(cl->ring);
+    gs_ring_free(cl->target);
+    free(cl->nodes);
+    free(cl->groups);
+    free(cl);
+    return rc;
+}
+
+static void on_group_closed(void *data)
+{
+    struct gs_cluster *cl = data;
+    if (--cl->closing == 0 && cl->mux) {
+        gs_raft_mux_close(cl->mux, NULL, NULL);
+        cl->mux = NULL;
+    }
+}
+
+void gs_cluster_stop(struct gs_cluster *cl)
+{
+    if (cl->prep_started) {
+        uv_close((uv_handle_t *)&cl->barrier_prep, NULL);
+        cl->prep_started = false;
+    }
+    for (unsigned g = 0; g < cl->n; g++) {
+        if (cl->groups[g].raft) {
+            cl->closing++;
+            gs_group_close(cl->groups[g].raft, on_group_closed, cl);
+            cl->groups[g].raft = NULL;
+        }
+    }
+    /* The Raft port closes after the last group (on_group_closed). */
+    if (cl->closing == 0 && cl->mux) {
+        gs_raft_mux_close(cl->mux, NULL, NULL);
+        cl->mux = NULL;
+    }
+}
+
+void gs_cluster_free(struct gs_cluster *cl)
+{
+    if (!cl)
+        return;
+    for (unsigned g = 0; g < cl->n; g++) {
+        if (cl->groups[g].own_store)
+            gs_store_free(cl->groups[g].db.store);
+        free(cl->groups[g].slot_state);
+        free(cl->groups[g].dest);
+    }
+    while (cl->free_waits) {
+        struct gs_cluster_wait *w = cl->free_waits;
+        cl->free_waits = w->next_free;
+        free(w);
+    }
+    gs_ring_free(cl->ring);
+    gs_ring_free(cl->target);
+    free(cl->nodes);
+    free(cl->groups);
+    free(cl->pargv);
+    free(cl->plen);
+    free(cl->xargv);
+    core_buf_free(&cl->xout);
+    free(cl);
+}
+
+/* -------------------------------------------------------------- applying */
+
+/* raft_glue's executor: run the entry's command through its ordinary
+ * handler, against the group's store and at the entry's time (invariant
+ * 3). The handler writes into a client that has no connection. */
+
+static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
+                         const char *const *argv, const size_t *argvlen, struct core_buf *out)
+{
+    struct cgroup *grp = ctx;
+    struct gs_cluster *cl = grp->cl;
+    struct gs_node *n = cl->node;
+    if (argc >= 3 && argvlen[1] == sizeof(MIGRATE_ENTRY) - 1 &&
+        memcmp(argv[1], MIGRATE_ENTRY, argvlen[1]) == 0) {
+        gs_cl_migrate_exec(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
+        return;
+    }
+    const struct gs_command *cmd = argc >= 2 ? gs_command_lookup(n, argv[1], argvlen[1]) : NULL;
+    if (cmd && grp->slot_state && cmd->first_key > 0 && (size_t)cmd->first_key + 1 < argc) {
+        /* Checked again at apply time, against this group's log only: a
+         * write proposed before the slot was blocked but ordered after the
+         * block must not change a slot whose keys were already copied. */
+        unsigned slot = gs_key_slot(argv[cmd->first_key + 1], argvlen[cmd->first_key + 1]);
+        if (grp->slot_state[slot] != SLOT_SERVING) {
+            static const char err[] = "-TRYAGAIN the slot is moving to another node\r\n";
+            core_buf_append(out, err, sizeof(err) - 1);
+            return;
+        }
+    }
+    if (!cmd || !(cmd->flags & GS_CMD_WRITE)) {
+        static const char err[] = "-ERR not a replicated command\r\n";
+        core_buf_append(out, err, sizeof(err) - 1);
+        return;
+    }
+    if (cl->xcap < argc) {
+        struct gs_arg *a = realloc(cl->xargv, argc * sizeof(*a));
+        if (!a) {
+            static const char err[] = "-OOM out of memory applying a replicated command\r\n";
+            core_buf_append(out, err, sizeof(err) - 1);
+            return;
+        }
+        cl->xargv = a;
+        cl->xcap = argc;
+    }
+    for (unsigned i = 1; i < argc; i++)
+        cl->xargv[i - 1] = (struct gs_arg){argv[i], argvlen[i]};
+
+    /* The entry's own database context: the group's store at the entry's
+     * time (client.h). */
+    struct gs_db edb = {.store = store, .now_ms = now_ms, .id = grp->db.id};
+    struct gs_client fc = {0};
+    fc.node = n;
+    fc.db = &edb;
+    fc.stats = &n->stats;
+    cl->xout.len = 0;
+    fc.w.buf = &cl->xout;
+    fc.w.proto = argvlen[0] == 1 && argv[0][0] == '3' ? 3 : 2;
+    fc.authenticated = true;
+    fc.last_cmd = cmd->name;
+
+    /* Redis's processCommand: evict before a command that may add memory,
+     * and refuse it when nothing can go (maxmemory applies to each shard's
+     * store on each replica; see docs/gridsync-cluster.md). */
+    if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
+        gs_store_make_room(store) == CORE_ENOMEM) {
+        static const char err[] = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+        core_buf_append(out, err, sizeof(err) - 1);
+        return;
+    }
+    grp->last_entry_ms = now_ms;
+    cmd->fn(&fc, argc - 1, cl->xargv);
+    core_buf_append(out, cl->xout.data, cl->xout.len);
+}
+
+/* --------------------------------------------------------------- routing */
+
+void gs_cl_reply_moved(struct gs_client *c, unsigned slot, const struct cnode *to)
+{
+    gs_errorf(c, "MOVED %u %s:%d", slot, to->host, to->port);
+}
+
+int gs_cl_leader_of(const struct gs_cluster *cl, const struct cgroup *grp)
+{
+    uint64_t id;
+    if (grp->raft && gs_group_leader(grp->raft, &id, NULL, 0) == 0)
+        for (unsigned i = 0; i < cl->n; i++)
+            if (cl->nodes[i].raft_id == id && !cl->nodes[i].removed)
+                return (int)i;
+    return -1;
+}
+
+static struct gs_cluster_wait *wait_get(struct gs_cluster *cl)
+{
+    struct gs_cluster_wait *w = cl->free_waits;
+    if (w) {
+        cl->free_waits = w->next_free;
+        return w;
+    }
+    return calloc(1, sizeof(*w));
+}
+
+static void wait_put(struct gs_cluster *cl, struct gs_cluster_wait *w)
+{
+    w->c = NULL;
+    w->next_free = cl->free_waits;
+    cl->free_waits = w;
+}
+
+static void on_write_done(void *data, int status, const char *reply, size_t len)
+{
+    struct gs_cluster_wait *w = data;
+    struct gs_cluster *cl = w->cl;
+    struct gs_client *c = w->c;
+    unsigned slot = w->slot, g = w->group;
+    wait_put(cl, w);
+    if (!c)
+        return; /* the client left meanwhile */
+    c->wait = NULL;
+    if (status == 0) {
+        gs_reply_raw(&c->w, reply, len);
+    } else if (status == CORE_ESTATE) {
+        /* Not applied: the client may safely retry where we send it. */
+        int l = gs_cl_leader_of(cl, &cl->groups[g]);
+        if (l >= 0 && (unsigned)l != cl->self)
+            gs_cl_reply_moved(c, slot, &cl->nodes[l]);
+        else
+            gs_error(c, "TRYAGAIN leadership is changing, the write was not applied");
+    } else if (status == CORE_ETIMEOUT) {
+        gs_error(c, "ERR write outcome unknown: the leader changed before it committed");
+    } else if (status == CORE_ECLOSED) {
+        gs_error(c, "ERR server is shutting down");
+    } else {
+        gs_error_oom(c);
+    }
+    core_conn_redeliver(c->conn);
+}
+
+/* ---- linearizable reads ------------------------------------------------
+ *
+ * A read at a leader that may not answer from its store at once
+ * (gs_fsm_read_now: always in cluster-read-mode barrier; in lease mode
+ * when the lease has run out; in every mode before the leader has applied
+ * an entry of its term) waits, its request left unconsumed, for a Raft
+ * barrier issued after it arrived. A committed barrier proves that this
+ * node was still the leader after the read arrived and has applied every
+ * entry committed before, so the store then holds every write acknowledged
+ * before it (Raft thesis 6.4); it also renews the lease. One barrier per
+ * group per loop iteration serves all the reads that arrived in it. */
+
+static void on_barrier_done(void *data, int status)
+{
+    struct gs_cluster_wait *w = data;
+    while (w) {
+        struct gs_cluster_wait *next = w->next_free;
+        struct gs_cluster *cl = w->cl;
+        struct gs_client *c = w->c;
+        wait_put(cl, w);
+        if (c) {
+            c->wait = NULL;
+            c->read_barrier = status == 0 ? 1 : -1;
+            core_conn_redeliver(c->conn);
+        }
+        w = next;
+    }
+}
+
+static void on_barrier_prepare(uv_prepare_t *h)
+{
+    struct gs_cluster *cl = h->data;
+    for (unsigned g = 0; g < cl->n; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        struct gs_cluster_wait *list = grp->reads;
+        if (!list)
+            continue;
+        grp->reads = NULL;
+        if (!grp->raft || gs_group_barrier(grp->raft, on_barrier_done, list) != 0)
+            on_barrier_done(list, CORE_ESTATE);
+    }
+}
+
+/* Park a read until the next barrier of its group. */
+static bool defer_read(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                       unsigned slot)
+{
+    struct gs_cluster_wait *w = wait_get(cl);
+    if (!w) {
+        gs_error_oom(c);
+        return true;
+    }
+    *w = (struct gs_cluster_wait){grp->reads, cl, c, slot, grp->g, 0, 0};
+    grp->reads = w;
+    c->wait = w;
+    c->replay = true;
+    return true;
+}
+
+/* Fill cl->pargv/plen with an entry's arguments: [protocol, argv...].
+ * Returns false when out of memory. */
+static bool propose_args(struct gs_cluster *cl, struct gs_client *c, size_t argc,
+                         struct gs_arg *argv)
+{
+    size_t need = argc + 1;
+    if (cl->pcap < need) {
+        const char **a = realloc(cl->pargv, need * sizeof(*a));
+        if (!a)
+            return false;
+        cl->pargv = a;
+        size_t *l = realloc(cl->plen, need * sizeof(*l));
+        if (!l)
+            return false;
+        cl->plen = l;
+        cl->pcap = need;
+    }
+    cl->pargv[0] = c->w.proto == 3 ? "3" : "2";
+    cl->plen[0] = 1;
+    for (size_t i = 0; i < argc; i++) {
+        cl->pargv[i + 1] = argv[i].p;
+        cl->plen[i + 1] = argv[i].len;
+    }
+    return true;
+}
+
+bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
+                   size_t argc, struct gs_arg *argv)
+{
+    size_t need = argc + 1;
+    if (!propose_args(cl, c, argc, argv)) {
+        gs_error_oom(c);
+        return true;
+    }
+    struct gs_cluster_wait *w = wait_get(cl);
+    if (!w) {
+        gs_error_oom(c);
+        return true;
+    }
+    *w = (struct gs_cluster_wait){NULL, cl, c, slot, grp->g, 0, 0};
+    int rc = gs_fsm_submit(gs_group_fsm(grp->raft), (unsigned)need, cl->pargv, cl->plen,
+                           on_write_done, w);
+    if (rc) {
+        wait_put(cl, w);
+        if (rc == CORE_ESTATE)
+            gs_error(c, "TRYAGAIN leadership is changing");
+        else
+            gs_error_oom(c);
+        return true;
+    }
+    c->wait = w;
+    cl->node->stats.commands++; /* counted on the node the client sent it to */
+    return true;
+}
+
+/* Run a read command against a group's store. */
+static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                   const struct gs_command *cmd, size_t argc, struct gs_arg *argv)
+{
+    grp->db.now_ms = c->db->now_ms; /* the node's clock, set by gs_execute */
+    if (!gs_group_is_leader(grp->raft) && grp->last_entry_ms > 0) {
+        /* A replica read (READONLY) deletes expired keys it meets, so it
+         * must judge expiry on the leader's clock, as of the last entry,
+         * not on this node's: a later entry, stamped by the leader, must
+         * find the same keys here as everywhere (invariant 3). */
+        grp->db.now_ms = grp->last_entry_ms;
+    }
+    /* The command runs against the group's database, whatever the client
+     * has selected; the selection is back once it returns. */
+    struct gs_db *selected = c->db;
+    c->db = &grp->db;
+    gs_call(c, cmd, argc, argv);
+    c->db = selected;
+}
+
+/* FLUSHALL / FLUSHDB in cluster mode: as in Redis Cluster, a node empties
+ * the slots it serves, i.e. every group it leads; each through its log. */
+static void on_flush_part(void *data, int status, const char *reply, size_t len)
+{
+    struct gs_cluster_wait *w = data;
+    if (status != 0 && w->status == 0)
+        w->status = status;
+    if (--w->pending > 0)
+        return;
+    struct gs_client *c = w->c;
+    int st = w->status;
+    wait_put(w->cl, w);
+    if (!c)
+        return;
+    c->wait = NULL;
+    if (st == 0)
+        gs_reply_ok(&c->w);
+    else
+        gs_error(c, "TRYAGAIN leadership changed during FLUSHALL; some shards may be flushed");
+    core_conn_redeliver(c->conn);
+}
+
+static bool flush_led_groups(struct gs_cluster *cl, struct gs_client *c, size_t argc,
+                             struct gs_arg *argv)
+{
+    if (argc > 2 || (argc == 2 && !gs_arg_is(&argv[1], "async") && !gs_arg_is(&argv[1], "sync"))) {
+        gs_error_syntax(c);
+        return true;
+    }
+    struct gs_cluster_wait *w = wait_get(cl);
+    if (!w || !propose_args(cl, c, argc, argv)) {
+        if (w)
+            wait_put(cl, w);
+        gs_error_oom(c);
+        return true;
+    }
+    *w = (struct gs_cluster_wait){NULL, cl, c, 0, 0, 1, 0};
+    for (unsigned g = 0; g < cl->n; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        if (!grp->raft || !gs_group_is_leader(grp->raft))
+            continue;
+        w->pending++;
+        if (gs_fsm_submit(gs_group_fsm(grp->raft), (unsigned)argc + 1, cl->pargv, cl->plen,
+                          on_flush_part, w) != 0) {
+            w->pending--;
+            w->status = CORE_ESTATE;
+        }
+    }
+    /* The extra count taken above keeps w alive while submitting. */
+    c->wait = w;
+    on_flush_part(w, 0, NULL, 0);
+    return true;
+}
+
+/* DBSIZE: the keys of every group this node leads (its share of the
+ * cluster, as a Redis Cluster master reports its slots' keys). */
+static void dbsize_led_groups(struct gs_cluster *cl, struct gs_client *c)
+{
+    uint64_t keys = 0;
+    for (unsigned g = 0; g < cl->n; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        if (grp->raft && gs_group_is_leader(grp->raft)) {
+            struct gs_store_stats st;
+            gs_store_stats(grp->db.store, &st);
+            keys += st.keys;
+        }
+    }
+    gs_reply_int(&c->w, (int64_t)keys);
+}
+
+bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct gs_command *cmd,
+                      size_t argc, struct gs_arg *argv)
+{
+    bool write = (cmd->flags & GS_CMD_WRITE) != 0;
+    if (cmd->first_key <= 0) {
+        if (cmd->fn == gs_cmd_flushdb)
+            return flush_led_groups(cl, c, argc, argv);
+        if (cmd->fn == gs_cmd_dbsize) {
+            dbsize_led_groups(cl, c);
+            return true;
+        }
+        if (write) {
+            /* Any other keyless write would bypass the Raft logs and let
+             * replicas diverge. */
+            gs_errorf(c, "ERR '%s' is not supported in cluster mode", cmd->name);
+            return true;
+        }
+        return false;
+    }
+    /* Redis's key specs: a negative last_key counts from the end (-1 is the
+     * last argument). */
+    long lk = cmd->last_key < 0 ? (long)argc + cmd->last_key : cmd->last_key;
+    size_t last = lk < 0 ? 0 : (size_t)lk;
+    if (last >= argc)
+        last = argc - 1;
+    size_t step = cmd->key_step > 0 ? (size_t)cmd->key_step : 1;
+    size_t first = (size_t)cmd->first_key;
+    if (first >= argc)
+        return false;
+    unsigned slot = gs_key_slot(argv[first].p, argv[first].len);
+    for (size_t i = first + step; i <= last; i += step) {
+        if (gs_key_slot(argv[i].p, argv[i].len) != slot) {
+            gs_error(c, "CROSSSLOT Keys in request don't hash to the same slot");
+            return true;
+        }
+    }
+    unsigned g = cl->serve[slot];
+    struct cgroup *grp = &cl->groups[g];
+    /* Set when this request is parsed again after its read barrier
+     * (linearizable reads); it concerns this request only. */
+    int barrier = c->read_barrier;
+    c->read_barrier = 0;
+    if (cl->target) {
+        /* A slot coming to a group this node leads, before the group has
+         * taken it over: the old owner sends clients here already, so
+         * answer "retry" rather than MOVED back there. */
+        unsigned to = cl->tmap[gs_ring_owner_of_slot(cl->target, slot)];
+        struct cgroup *tg = &cl->groups[to];
+        if (to != g && tg->raft && gs_group_is_leader(tg->raft) &&
+            (!grp->raft || (grp->slot_state && grp->slot_state[slot] == SLOT_GONE))) {
+            gs_error(c, "TRYAGAIN the slot is moving to this node");
+            return true;
+        }
+    }
+    if (!grp->raft) {
+        gs_cl_reply_moved(c, slot, &cl->nodes[g]);
+        return true;
+    }
+    if (grp->slot_state && grp->slot_state[slot] != SLOT_SERVING) {
+        /* Migrating out (see "Join and leave"): reads are still served
+         * here until the switch, writes wait for the new owner. */
+        if (grp->slot_state[slot] == SLOT_GONE) {
+            unsigned to = grp->dest[slot];
+            if (to == NO_GROUP) {
+                gs_error(c, "TRYAGAIN the slot has moved to another node");
+                return true;
+            }
+            int l = gs_cl_leader_of(cl, &cl->groups[to]);
+            gs_cl_reply_moved(c, slot, &cl->nodes[l >= 0 ? (unsigned)l : to]);
+            return true;
+        }
+        if (write) {
+            gs_error(c, "TRYAGAIN the slot is moving to another node");
+            return true;
+        }
+    }
+    if (barrier) {
+        bool passed = barrier > 0;
+        if (passed && gs_group_is_leader(grp->raft)) {
+            run_on(cl, grp, c, cmd, argc, argv);
+            return true;
+        }
+    } else if (gs_group_is_leader(grp->raft)) {
+        if (write)
+            return gs_cl_propose(cl, grp, c, slot, argc, argv);
+        if (!gs_fsm_read_now(gs_group_fsm(grp->raft),
+                             (enum gs_read_mode)cl->node->cfg.cluster_read_mode))
+            return defer_read(cl, grp, c, slot);
+        run_on(cl, grp, c, cmd, argc, argv);
+        return true;
+    }
+    if (!write && c->readonly) {
+        run_on(cl, grp, c, cmd, argc, argv); /* a replica read: may be stale */
+        return true;
+    }
+    int l = gs_cl_leader_of(cl, grp);
+    if (l >= 0)
+        gs_cl_reply_moved(c, slot, &cl->nodes[l]);
+    else
+        gs_error(c, "CLUSTERDOWN The cluster is down: no leader for this slot yet");
+    return true;
+}
+
+void gs_cluster_apply_config(struct gs_cluster *cl)
+{
+    const struct gs_config *cfg = &cl->node->cfg;
+    for (unsigned g = 0; g < cl->n; g++)
+        if (cl->groups[g].own_store)
+            gs_store_configure(cl->groups[g].db.store, (uint64_t)cfg->maxmemory,
+                               (enum gs_evict_policy)cfg->maxmemory_policy);
+}
+
+bool gs_cluster_may_expire(struct gs_cluster *cl)
+{
+    struct cgroup *own = &cl->groups[cl->self];
+    return own->raft && gs_group_is_leader(own->raft);
+}
+
+void gs_cluster_client_closed(struct gs_client *c)
+{
+    if (c->wait) {
+        c->wait->c = NULL;
+        c->wait = NULL;
+    }
+}
+
+/* ------------------------------------------------------------ accessors */
+
+unsigned gs_cluster_nodes(const struct gs_cluster *cl)
+{
+    return cl->n;
+}
+
+unsigned gs_cluster_self(const struct gs_cluster *cl)
+{
+    return cl->self;
+}
+
+const char *gs_cluster_node_host(const struct gs_cluster *cl, unsigned i)
+{
+    return cl->nodes[i].host;
+}
+
+int gs_cluster_node_port(const struct gs_cluster *cl, unsigned i)
+{
+    return cl->nodes[i].port;
+}
+
+const char *gs_cluster_node_id(const struct gs_cluster *cl, unsigned i)
+{
+    return cl->nodes[i].id;
+}
+
+unsigned gs_cluster_slot_group(const struct gs_cluster *cl, unsigned slot)
+{
+    return cl->serve[slot];
+}
+
+bool gs_cluster_node_live(const struct gs_cluster *cl, unsigned i)
+{
+    return !cl->nodes[i].removed;
+}
+
+unsigned gs_cluster_group_leader(const struct gs_cluster *cl, unsigned g)
+{
+    int l = gs_cl_leader_of(cl, &cl->groups[g]);
+    return l >= 0 ? (unsigned)l : g;
+}
+
+unsigned gs_cluster_group_members(const struct gs_cluster *cl, unsigned g, unsigned *out)
+{
+    const struct cgroup *grp = &cl->groups[g];
+    memcpy(out, grp->members, grp->n_members * sizeof(*out));
+    return grp->n_members;
+}
+
+void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
+{
+    size_t used = strlen(out);
+    for (unsigned g = 0; g < cl->n && used < outlen; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        if (!grp->raft)
+            continue;
+        uint64_t term, commit, applied;
+        gs_group_raft_info(grp->raft, &term, &commit, &applied);
+        int n = snprintf(out + used, outlen - used,
+                         "group_%s:role=%s,member=%d,term=%llu,commit=%llu,applied=%llu\r\n",
+                         cl->nodes[g].name, gs_group_is_leader(grp->raft) ? "leader" : "follower",
+                         grp->role, (unsigned long long)term, (unsigned long long)commit,
+                         (unsigned long long)applied);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}

@@ -1,0 +1,143 @@
+/*
+ * The cluster's state shared by cluster.c (setup, applying entries,
+ * routing) and cluster_migrate.c (join and leave). Not a public header:
+ * only those two files include it; the rest of GridSync uses cluster.h.
+ *
+ * Node indexes (cl->nodes) are local to a node: the order of its peer
+ * list, then nodes added later. Nothing that crosses the network or the
+ * log uses them: Raft ids and group numbers derive from names, and
+ * migration entries name groups.
+ */
+#ifndef GS_CLUSTER_INTERNAL_H
+#define GS_CLUSTER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "core/buf.h"
+#include "gridsync/client/client.h"
+#include "gridsync/cluster/raft_batch.h"
+#include "gridsync/cluster/ring.h"
+#include "gridsync/cluster/slot.h"
+
+struct gs_client;
+struct gs_arg;
+struct gs_store;
+
+/* A node's Raft port (shared by all its groups: gs_raft_mux), as Redis
+ * Cluster's bus port is the client port + 10000. */
+#define RAFT_PORT_OFFSET 10000
+
+/* The command name of migration entries in a group's log (not a client
+ * command: only this file proposes it). */
+#define MIGRATE_ENTRY "gs.migrate"
+
+struct cnode {
+    char name[GS_RING_NAME_MAX]; /* host:port, as in cluster-peers */
+    char host[GS_RING_NAME_MAX];
+    int port;
+    char id[41];
+    uint64_t raft_id;   /* from the name: the same on every node, whatever
+                         * the order of the peer list */
+    uint32_t mux_group; /* the number of this node's group on Raft ports */
+    bool removed;       /* left the cluster (indexes are never reused) */
+};
+
+/* Per-slot migration state inside a group, changed only by entries of
+ * that group's log (so every member agrees; see "Join and leave"). */
+enum { SLOT_SERVING = 0, SLOT_BLOCKED = 1, SLOT_GONE = 2 };
+#define NO_GROUP 0xffffu /* a destination this node does not know */
+
+struct cgroup {
+    struct gs_cluster *cl;
+    unsigned g;
+    unsigned members[GS_RING_MAX_REPLICAS];
+    unsigned n_members;
+    int role;                      /* this node's position in members, -1 if not a member */
+    struct gs_cluster_wait *reads; /* waiting for the next read barrier */
+    int64_t last_entry_ms;         /* time of the last entry applied here */
+    /* The group's database: its store (the node's database 0 for the
+     * group this node prefers to lead, else one of its own) and the clock
+     * of a read run against it (run_on). */
+    struct gs_db db;
+    bool own_store; /* db.store created here (not the node's) */
+    struct gs_group *raft;
+    uint8_t *slot_state; /* GS_SLOTS entries while migrating out, else NULL */
+    uint16_t *dest;      /* the group a blocked slot moves to */
+    bool holding;        /* snapshots held for a migration (until FINISH) */
+};
+
+struct gs_cluster_wait {
+    struct gs_cluster_wait *next_free; /* free list, or a barrier's list */
+    struct gs_cluster *cl;
+    struct gs_client *c;
+    unsigned slot, group;
+    unsigned pending; /* FLUSHALL: groups still to answer */
+    int status;       /* FLUSHALL: first failure */
+};
+
+struct gs_cluster {
+    struct gs_node *node;
+    struct gs_ring *ring;   /* the placement being served */
+    struct gs_ring *target; /* the placement being moved to, or NULL */
+    unsigned rmap[GS_RING_MAX_NODES], tmap[GS_RING_MAX_NODES]; /* ring index -> node */
+    int leaving;                                               /* node being removed, or -1 */
+    uint16_t serve[GS_SLOTS];                                  /* slot -> group serving it here */
+    unsigned n, self;
+    struct cnode *nodes;
+    struct cgroup *groups;
+    struct gs_cluster_wait *free_waits;
+    /* scratch for building proposals and for applying entries */
+    const char **pargv;
+    size_t *plen;
+    size_t pcap;
+    struct gs_arg *xargv;
+    size_t xcap;
+    struct core_buf xout;
+    struct gs_raft_mux *mux; /* this node's Raft port */
+    unsigned closing;
+    uv_prepare_t barrier_prep; /* one read barrier per group per iteration */
+    bool prep_started;
+};
+
+/* ---- cluster.c ---- */
+
+/* Parse "host:port" into nd (name, host, port, ids). 0 or CORE_EINVAL. */
+int gs_cl_parse_peer(struct cnode *nd, const char *s, size_t len);
+/* Does node i share a name, raft id or group number with an earlier one? */
+bool gs_cl_clashes(const struct gs_cluster *cl, unsigned i);
+/* Start grp's Raft group on this node (join: without bootstrapping).
+ * Returns 0 or a CORE_E* code (logged; grp->raft stays NULL). */
+int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join);
+/* map[i] = the node index of ring index i. */
+void gs_cl_build_map(struct gs_cluster *cl, const struct gs_ring *r, unsigned *map);
+/* Group g's replica set (node indexes) in ring r, or 0 if g is not in r. */
+unsigned gs_cl_ring_members(struct gs_cluster *cl, const struct gs_ring *r, const unsigned *map,
+                            unsigned g, unsigned *out);
+void gs_cl_set_members(struct cgroup *grp, const unsigned *m, unsigned n, unsigned self);
+/* cl->serve from cl->ring. */
+void gs_cl_serve_ring(struct gs_cluster *cl);
+/* The node index of grp's Raft leader as known here, or -1. */
+int gs_cl_leader_of(const struct gs_cluster *cl, const struct cgroup *grp);
+void gs_cl_reply_moved(struct gs_client *c, unsigned slot, const struct cnode *to);
+/* Propose argv (prefixed with the client's protocol) into grp's log; the
+ * client is answered after commit. Always returns true (replied or
+ * waiting). */
+bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
+                   size_t argc, struct gs_arg *argv);
+
+/* ---- cluster_migrate.c ---- */
+
+/* Start the target's groups this node is missing and give every group of
+ * the target its desired replica set. 0 or the first start error. */
+int gs_cl_apply_target(struct gs_cluster *cl);
+/* Apply a MIGRATE_ENTRY entry (argv[0] is its operation) of group grp. */
+void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned argc,
+                        const char *const *argv, const size_t *argvlen, struct core_buf *out);
+/* The index of the live node named p[0..len), or -1. */
+int gs_cl_find_node(const struct gs_cluster *cl, const char *p, size_t len);
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * gridsync-placement: print where the ring puts the slots, and how many
+ * would move for a hypothetical change.
+ *
+ *   gridsync-placement [--vnodes V] [--replicas RF] [--add NAME | --remove NAME]
+ *                      [--slots] node1 node2 ...
+ *
+ * Prints one line per node (slots owned, share, groups it belongs to), and
+ * with --add/--remove the number of slots whose owner changes and whose
+ * replica set changes, against the ideal 1/N. --slots adds the slot ranges
+ * of each group with its replica set, as CLUSTER SLOTS would show them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "gridsync/cluster/ring.h"
+#include "gridsync/cluster/slot.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: gridsync-placement [--vnodes V] [--replicas RF] "
+               "[--add NAME | --remove NAME] [--slots] node...\n");
+}
+
+static void print_ring(const struct gs_ring *r)
+{
+    unsigned n = gs_ring_nodes(r);
+    unsigned *counts = calloc(n, sizeof(*counts));
+    unsigned *member = calloc(n, sizeof(*member));
+    if (!counts || !member) {
+        free(counts);
+        free(member);
+        return;
+    }
+    gs_ring_slot_counts(r, counts);
+    for (unsigned g = 0; g < n; g++) {
+        unsigned rep[GS_RING_MAX_REPLICAS];
+        unsigned k = gs_ring_group_replicas(r, g, rep);
+        for (unsigned i = 0; i < k; i++)
+            member[rep[i]]++;
+    }
+    printf("%u nodes, replication factor %u\n", n, gs_ring_rf(r));
+    printf("%-24s %7s %7s %7s  %s\n", "node", "slots", "share", "ideal", "group replicas");
+    for (unsigned g = 0; g < n; g++) {
+        unsigned rep[GS_RING_MAX_REPLICAS];
+        unsigned k = gs_ring_group_replicas(r, g, rep);
+        printf("%-24s %7u %6.2f%% %6.2f%% ", gs_ring_node_name(r, g), counts[g],
+               100.0 * counts[g] / GS_SLOTS, 100.0 / n);
+        for (unsigned i = 0; i < k; i++)
+            printf(" %s", gs_ring_node_name(r, rep[i]));
+        printf("  (member of %u groups)\n", member[g]);
+    }
+    free(counts);
+    free(member);
+}
+
+static void print_slots(const struct gs_ring *r)
+{
+    unsigned start = 0;
+    for (unsigned s = 1; s <= GS_SLOTS; s++) {
+        if (s < GS_SLOTS && gs_ring_owner_of_slot(r, s) == gs_ring_owner_of_slot(r, start))
+            continue;
+        printf("%5u-%-5u %s\n", start, s - 1,
+               gs_ring_node_name(r, gs_ring_owner_of_slot(r, start)));
+        start = s;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct gs_ring_config cfg = {0, 0};
+    const char *add = NULL, *remove = NULL;
+    int slots = 0;
+    const char *names[GS_RING_MAX_NODES];
+    unsigned n = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((!strcmp(a, "--vnodes") || !strcmp(a, "--replicas") || !strcmp(a, "--add") ||
+             !strcmp(a, "--remove")) &&
+            i + 1 < argc) {
+            const char *v = argv[++i];
+            if (!strcmp(a, "--vnodes"))
+                cfg.vnodes = (unsigned)strtoul(v, NULL, 10);
+            else if (!strcmp(a, "--replicas"))
+                cfg.replicas = (unsigned)strtoul(v, NULL, 10);
+            else if (!strcmp(a, "--add"))
+                add = v;
+            else
+                remove = v;
+        } else if (!strcmp(a, "--slots")) {
+            slots = 1;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (a[0] == '-') {
+            usage(stderr);
+            return 2;
+        } else if (n < GS_RING_MAX_NODES) {
+            names[n++] = a;
+        }
+    }
+    if (n == 0 || (add && remove)) {
+        usage(stderr);
+        return 2;
+    }
+    struct gs_ring *r;
+    int rc = gs_ring_new(&r, names, n, &cfg);
+    if (rc) {
+        fprintf(stderr, "gridsync-placement: %s\n", core_strerror(rc));
+        return 1;
+    }
+    print_ring(r);
+    if (slots)
+        print_slots(r);
+    if (add || remove) {
+        struct gs_ring *b;
+        rc = add ? gs_ring_with_node(r, add, &b) : gs_ring_without_node(r, remove, &b);
+        if (rc) {
+            fprintf(stderr, "gridsync-placement: %s %s: %s\n", add ? "add" : "remove",
+                    add ? add : remove, core_strerror(rc));
+            gs_ring_free(r);
+            return 1;
+        }
+        unsigned changed;
+        unsigned moved = gs_ring_count_moved(r, b, &changed);
+        unsigned big = n > gs_ring_nodes(b) ? n : gs_ring_nodes(b);
+        printf("\nafter %s %s:\n", add ? "adding" : "removing", add ? add : remove);
+        print_ring(b);
+        printf("\nslots whose owner changes:       %5u of %u (%.2f%%; ideal 1/%u = %.2f%%)\n",
+               moved, GS_SLOTS, 100.0 * moved / GS_SLOTS, big, 100.0 / big);
+        printf("slots whose replica set changes: %5u of %u (%.2f%%)\n", changed, GS_SLOTS,
+               100.0 * changed / GS_SLOTS);
+        gs_ring_free(b);
+    }
+    gs_ring_free(r);
+    return 0;
+}

@@ -1,0 +1,33 @@
+/*
+ * Key -> slot (see slot.h for the rule, from the Redis Cluster spec).
+ */
+#include "gridsync/cluster/slot.h"
+
+#include <string.h>
+
+#include "core/hash.h"
+
+const char *gs_key_hash_part(const void *key, size_t len, size_t *taglen)
+{
+    const char *k = key;
+    const char *open = len ? memchr(k, '{', len) : NULL;
+    if (open) {
+        size_t start = (size_t)(open - k) + 1;
+        const char *close = memchr(k + start, '}', len - start);
+        /* Only a non-empty tag counts: "{}" hashes the whole key. */
+        if (close && close > k + start) {
+            *taglen = (size_t)(close - (k + start));
+            return k + start;
+        }
+    }
+    *taglen = len;
+    return k;
+}
+
+unsigned gs_key_slot(const void *key, size_t len)
+{
+    size_t n;
+    const char *part = gs_key_hash_part(key, len, &n);
+    /* 16384 is a power of two: the mask is the modulo of the spec. */
+    return core_crc16(part, n) & (GS_SLOTS - 1);
+}

@@ -1,0 +1,495 @@
+/*
+ * Key space and expiry commands, following Redis's db.c and expire.c
+ * (same checks in the same order, same error texts).
+ *
+ * One database: SELECT 0 (and COPY ... DB 0) work; any other index is
+ * "ERR DB index is out of range", as a Redis with `databases 1`.
+ */
+#include "gridsync/node/node.h"
+
+#include "gridsync/commands/glob.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The node's scratch buffer serves every client; one KEYS over a big key
+ * space or a RENAME of a big value would otherwise keep it at that size
+ * for good, outside used_memory and maxmemory. */
+#define SCRATCH_KEEP (256 * 1024)
+
+static void scratch_done(struct gs_node *n)
+{
+    if (n->scratch.cap > SCRATCH_KEEP)
+        core_buf_free(&n->scratch);
+}
+
+void gs_cmd_del(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t now = c->db->now_ms, n = 0;
+    for (size_t i = 1; i < argc; i++)
+        n += gs_store_delete(c->db->store, argv[i].p, argv[i].len, now);
+    gs_reply_int(&c->w, n);
+}
+
+void gs_cmd_exists(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t now = c->db->now_ms, n = 0;
+    for (size_t i = 1; i < argc; i++) /* a key named twice counts twice, as Redis */
+        n += gs_store_lookup(c->db->store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH) != NULL;
+    gs_reply_int(&c->w, n);
+}
+
+/* TOUCH: a read of each key (LRU and hit/miss counters), counting the
+ * keys that exist; a key named twice counts twice, as Redis. */
+void gs_cmd_touch(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t now = c->db->now_ms, n = 0;
+    for (size_t i = 1; i < argc; i++)
+        n += gs_store_lookup(c->db->store, argv[i].p, argv[i].len, now, 0) != NULL;
+    gs_reply_int(&c->w, n);
+}
+
+void gs_cmd_type(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_entry *e =
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    if (e)
+        gs_reply_simple(&c->w, "string", 6);
+    else
+        gs_reply_simple(&c->w, "none", 4);
+}
+
+/* Store a copy of e's value and expiry under dst (RENAME, COPY). The value
+ * is copied aside first: setting the destination may move entries. On
+ * failure replies OOM and returns false. */
+static bool copy_entry(struct gs_client *c, struct gs_entry *e, const struct gs_arg *dst)
+{
+    struct gs_node *n = c->node;
+    size_t vlen;
+    const char *v = gs_entry_value(e, &vlen);
+    int64_t expire = gs_entry_expire_ms(e);
+    n->scratch.len = 0;
+    core_buf_append(&n->scratch, v, vlen);
+    if (n->scratch.oom) {
+        core_buf_free(&n->scratch);
+        gs_error_oom(c);
+        return false;
+    }
+    int rc = gs_store_set(c->db->store, dst->p, dst->len, n->scratch.data, vlen, expire, NULL);
+    scratch_done(n);
+    if (rc) {
+        gs_error_oom(c);
+        return false;
+    }
+    return true;
+}
+
+/* Redis's renameGenericCommand. */
+static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
+{
+    int64_t now = c->db->now_ms;
+    struct gs_entry *e =
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
+    if (!e) {
+        gs_error(c, "ERR no such key");
+        return;
+    }
+    if (argv[1].len == argv[2].len && memcmp(argv[1].p, argv[2].p, argv[1].len) == 0) {
+        if (nx)
+            gs_reply_int(&c->w, 0);
+        else
+            gs_reply_ok(&c->w);
+        return;
+    }
+    if (nx && gs_store_lookup(c->db->store, argv[2].p, argv[2].len, now, GS_LOOKUP_NOTOUCH)) {
+        gs_reply_int(&c->w, 0);
+        return;
+    }
+    if (!copy_entry(c, e, &argv[2]))
+        return;
+    gs_store_delete(c->db->store, argv[1].p, argv[1].len, now);
+    if (nx)
+        gs_reply_int(&c->w, 1);
+    else
+        gs_reply_ok(&c->w);
+}
+
+void gs_cmd_rename(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    rename_generic(c, argv, false);
+}
+
+void gs_cmd_renamenx(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    rename_generic(c, argv, true);
+}
+
+/* A DB index argument (SELECT, COPY ... DB): Redis's
+ * getIntFromObjectOrReply, then selectDb. Only 0 exists. Returns false
+ * after replying with the error. */
+static bool db_zero(struct gs_client *c, const struct gs_arg *a)
+{
+    int64_t db;
+    if (!gs_arg_int(c, a, &db, NULL))
+        return false;
+    if (db < INT32_MIN || db > INT32_MAX) {
+        gs_error(c, "ERR value is out of range, value must between -2147483648 and 2147483647");
+        return false;
+    }
+    if (db != 0) {
+        gs_error(c, "ERR DB index is out of range");
+        return false;
+    }
+    return true;
+}
+
+/* Redis's copyCommand. */
+void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    bool replace = false;
+    for (size_t j = 3; j < argc; j++) {
+        if (gs_arg_is(&argv[j], "replace")) {
+            replace = true;
+        } else if (gs_arg_is(&argv[j], "db") && j + 1 < argc) {
+            if (!db_zero(c, &argv[j + 1]))
+                return;
+            j++;
+        } else {
+            gs_error_syntax(c);
+            return;
+        }
+    }
+    if (argv[1].len == argv[2].len && memcmp(argv[1].p, argv[2].p, argv[1].len) == 0) {
+        gs_error(c, "ERR source and destination objects are the same");
+        return;
+    }
+    int64_t now = c->db->now_ms;
+    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, 0);
+    if (!e) {
+        gs_reply_int(&c->w, 0);
+        return;
+    }
+    if (!replace && gs_store_lookup(c->db->store, argv[2].p, argv[2].len, now, GS_LOOKUP_NOTOUCH)) {
+        gs_reply_int(&c->w, 0);
+        return;
+    }
+    if (!copy_entry(c, e, &argv[2]))
+        return;
+    gs_reply_int(&c->w, 1);
+}
+
+/* Keys collected by a scan, pointing into the store (valid while it is not
+ * modified), stored in the node's scratch buffer. */
+struct collect {
+    struct core_buf *buf;
+    const struct gs_arg *pattern; /* NULL: every key */
+};
+
+static void collect_key(void *arg, const struct gs_entry *e)
+{
+    struct collect *col = arg;
+    struct gs_arg k;
+    k.p = gs_entry_key(e, &k.len);
+    if (col->pattern && !gs_glob_match(col->pattern->p, col->pattern->len, k.p, k.len, false))
+        return;
+    core_buf_append(col->buf, &k, sizeof(k));
+}
+
+static void reply_collected(struct gs_client *c, struct core_buf *buf)
+{
+    size_t n = buf->len / sizeof(struct gs_arg);
+    const struct gs_arg *keys = (const struct gs_arg *)buf->data;
+    gs_reply_array(&c->w, n);
+    for (size_t i = 0; i < n; i++)
+        gs_reply_bulk(&c->w, keys[i].p, keys[i].len);
+}
+
+static bool is_star(const struct gs_arg *a)
+{
+    return a->len == 1 && a->p[0] == '*';
+}
+
+void gs_cmd_keys(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_node *n = c->node;
+    n->scratch.len = 0;
+    struct collect col = {&n->scratch, is_star(&argv[1]) ? NULL : &argv[1]};
+    uint64_t cursor = 0;
+    int64_t now = c->db->now_ms;
+    do
+        cursor = gs_store_scan(c->db->store, cursor, 1024, now, collect_key, &col);
+    while (cursor != 0);
+    if (n->scratch.oom) {
+        core_buf_free(&n->scratch);
+        gs_error_oom(c);
+        return;
+    }
+    reply_collected(c, &n->scratch);
+    scratch_done(n);
+}
+
+/* Redis's scanGenericCommand for the key space. */
+void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_node *n = c->node;
+    /* parseScanCursorOrReply: strtoul semantics, no leading space; an
+     * empty cursor is 0, as strtoul reads it. */
+    char tmp[32];
+    if (argv[1].len >= sizeof(tmp) || (argv[1].len && isspace((unsigned char)argv[1].p[0]))) {
+        gs_error(c, "ERR invalid cursor");
+        return;
+    }
+    memcpy(tmp, argv[1].p, argv[1].len);
+    tmp[argv[1].len] = 0;
+    char *end;
+    errno = 0;
+    uint64_t cursor = strtoull(tmp, &end, 10);
+    if (*end != 0 || errno == ERANGE) {
+        gs_error(c, "ERR invalid cursor");
+        return;
+    }
+    int64_t count = 10;
+    const struct gs_arg *pattern = NULL;
+    bool type_none = false;
+    for (size_t i = 2; i < argc; i += 2) {
+        bool has_value = i + 1 < argc;
+        if (gs_arg_is(&argv[i], "count") && has_value) {
+            if (!gs_arg_int(c, &argv[i + 1], &count, NULL))
+                return;
+            if (count < 1) {
+                gs_error_syntax(c);
+                return;
+            }
+        } else if (gs_arg_is(&argv[i], "match") && has_value) {
+            pattern = is_star(&argv[i + 1]) ? NULL : &argv[i + 1];
+        } else if (gs_arg_is(&argv[i], "type") && has_value) {
+            /* every value is a string */
+            type_none = !gs_arg_is(&argv[i + 1], "string");
+        } else {
+            gs_error_syntax(c);
+            return;
+        }
+    }
+    n->scratch.len = 0;
+    struct collect col = {&n->scratch, pattern};
+    cursor = gs_store_scan(c->db->store, cursor, (size_t)count, c->db->now_ms, collect_key, &col);
+    if (n->scratch.oom) {
+        core_buf_free(&n->scratch);
+        gs_error_oom(c);
+        return;
+    }
+    if (type_none)
+        n->scratch.len = 0;
+    gs_reply_array(&c->w, 2);
+    gs_reply_bulk_int(&c->w, (int64_t)cursor); /* Redis sends it as a string */
+    reply_collected(c, &n->scratch);
+    scratch_done(n);
+}
+
+void gs_cmd_randomkey(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_entry *e = gs_store_random(c->db->store, c->db->now_ms);
+    if (!e) {
+        gs_reply_null(&c->w);
+        return;
+    }
+    size_t len;
+    const char *k = gs_entry_key(e, &len);
+    gs_reply_bulk(&c->w, k, len);
+}
+
+void gs_cmd_dbsize(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_store_stats st;
+    gs_store_stats(c->db->store, &st);
+    gs_reply_int(&c->w, (int64_t)st.keys);
+}
+
+/* FLUSHDB and FLUSHALL [ASYNC|SYNC]: both clear the one database. */
+void gs_cmd_flushdb(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (argc > 2 || (argc == 2 && !gs_arg_is(&argv[1], "async") && !gs_arg_is(&argv[1], "sync"))) {
+        gs_error_syntax(c);
+        return;
+    }
+    gs_store_clear(c->db->store);
+    gs_reply_ok(&c->w);
+}
+
+void gs_cmd_select(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (db_zero(c, &argv[1]))
+        gs_reply_ok(&c->w);
+}
+
+/* ------------------------------------------------------------- expiry */
+
+enum { EXP_NX = 1, EXP_XX = 2, EXP_GT = 4, EXP_LT = 8 };
+
+/* Redis's parseExtendedExpireArgumentsOrReply. */
+static bool parse_expire_flags(struct gs_client *c, size_t argc, struct gs_arg *argv, int *flags)
+{
+    int nx = 0, xx = 0, gt = 0, lt = 0;
+    for (size_t j = 3; j < argc; j++) {
+        if (gs_arg_is(&argv[j], "nx"))
+            nx = 1;
+        else if (gs_arg_is(&argv[j], "xx"))
+            xx = 1;
+        else if (gs_arg_is(&argv[j], "gt"))
+            gt = 1;
+        else if (gs_arg_is(&argv[j], "lt"))
+            lt = 1;
+        else {
+            gs_errorf(c, "ERR Unsupported option %.*s", (int)argv[j].len, argv[j].p);
+            return false;
+        }
+    }
+    if (nx && (xx || gt || lt)) {
+        gs_error(c, "ERR NX and XX, GT or LT options at the same time are not compatible");
+        return false;
+    }
+    if (gt && lt) {
+        gs_error(c, "ERR GT and LT options at the same time are not compatible");
+        return false;
+    }
+    *flags = (nx ? EXP_NX : 0) | (xx ? EXP_XX : 0) | (gt ? EXP_GT : 0) | (lt ? EXP_LT : 0);
+    return true;
+}
+
+/* Redis's expireGenericCommand. basetime: now for relative commands, 0
+ * for the *AT ones; seconds: the unit of the argument. */
+static void expire_generic(struct gs_client *c, size_t argc, struct gs_arg *argv, bool relative,
+                           bool seconds, const char *name)
+{
+    int flags;
+    if (!parse_expire_flags(c, argc, argv, &flags))
+        return;
+    int64_t when;
+    if (!gs_arg_int(c, &argv[2], &when, NULL))
+        return;
+    int64_t now = c->db->now_ms;
+    if (seconds) {
+        if (when > INT64_MAX / 1000 || when < INT64_MIN / 1000) {
+            gs_errorf(c, "ERR invalid expire time in '%s' command", name);
+            return;
+        }
+        when *= 1000;
+    }
+    if (relative) {
+        if ((when > 0 && now > INT64_MAX - when) || (when < 0 && now < INT64_MIN - when)) {
+            gs_errorf(c, "ERR invalid expire time in '%s' command", name);
+            return;
+        }
+        when += now;
+    }
+    struct gs_entry *e =
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
+    if (!e) {
+        gs_reply_int(&c->w, 0);
+        return;
+    }
+    if (flags) {
+        int64_t cur = gs_entry_expire_ms(e); /* -1: none, i.e. infinite */
+        if ((flags & EXP_NX) && cur != -1) {
+            gs_reply_int(&c->w, 0);
+            return;
+        }
+        if ((flags & EXP_XX) && cur == -1) {
+            gs_reply_int(&c->w, 0);
+            return;
+        }
+        if ((flags & EXP_GT) && (cur == -1 || when <= cur)) {
+            gs_reply_int(&c->w, 0);
+            return;
+        }
+        if ((flags & EXP_LT) && cur != -1 && when >= cur) {
+            gs_reply_int(&c->w, 0);
+            return;
+        }
+    }
+    if (when <= now) { /* checkAlreadyExpired: the key goes now */
+        gs_store_delete_entry(c->db->store, e);
+    } else if (gs_store_set_expire(c->db->store, &e, when)) {
+        gs_error_oom(c);
+        return;
+    }
+    gs_reply_int(&c->w, 1);
+}
+
+void gs_cmd_expire(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    expire_generic(c, argc, argv, true, true, "expire");
+}
+
+void gs_cmd_pexpire(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    expire_generic(c, argc, argv, true, false, "pexpire");
+}
+
+void gs_cmd_expireat(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    expire_generic(c, argc, argv, false, true, "expireat");
+}
+
+void gs_cmd_pexpireat(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    expire_generic(c, argc, argv, false, false, "pexpireat");
+}
+
+/* Redis's ttlGenericCommand: TTL/PTTL (relative) and EXPIRETIME/
+ * PEXPIRETIME (absolute, Redis 7.0); -2 no key, -1 no expiry; seconds are
+ * rounded to the nearest. */
+static void ttl_generic(struct gs_client *c, struct gs_arg *key, bool ms, bool absolute)
+{
+    int64_t now = c->db->now_ms;
+    struct gs_entry *e = gs_store_lookup(c->db->store, key->p, key->len, now, GS_LOOKUP_NOTOUCH);
+    if (!e) {
+        gs_reply_int(&c->w, -2);
+        return;
+    }
+    int64_t exp = gs_entry_expire_ms(e);
+    if (exp == -1) {
+        gs_reply_int(&c->w, -1);
+        return;
+    }
+    int64_t ttl = absolute ? exp : exp - now;
+    if (ttl < 0)
+        ttl = 0;
+    /* ttl >= 0 here; unsigned, as the sum overflows for an expiry near
+     * INT64_MAX (PEXPIREAT k 9223372036854775807 is allowed). */
+    gs_reply_int(&c->w, ms ? ttl : (int64_t)(((uint64_t)ttl + 500) / 1000));
+}
+
+void gs_cmd_ttl(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    ttl_generic(c, &argv[1], false, false);
+}
+
+void gs_cmd_pttl(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    ttl_generic(c, &argv[1], true, false);
+}
+
+void gs_cmd_expiretime(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    ttl_generic(c, &argv[1], false, true);
+}
+
+void gs_cmd_pexpiretime(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    ttl_generic(c, &argv[1], true, true);
+}
+
+void gs_cmd_persist(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_entry *e =
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    if (e && gs_entry_expire_ms(e) != -1) {
+        gs_store_set_expire(c->db->store, &e, -1); /* clearing never fails */
+        gs_reply_int(&c->w, 1);
+    } else {
+        gs_reply_int(&c->w, 0);
+    }
+}

@@ -1,0 +1,575 @@
+/*
+ * String commands, following Redis's t_string.c: the same options, the
+ * same precedence of checks and the same error texts (clients switch on
+ * them).
+ *
+ * Lookups made to write use GS_LOOKUP_NOTOUCH, as Redis's lookupKeyWrite
+ * does not count keyspace hits or misses; reads count them.
+ */
+#include "gridsync/node/node.h"
+
+#include "core/error.h"
+#include "gridsync/origin/origin_node.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LONG_DOUBLE_CHARS (5 * 1024) /* Redis's util.h */
+
+enum {
+    SET_NX = 1 << 0,
+    SET_XX = 1 << 1,
+    SET_GET = 1 << 2,
+    SET_KEEPTTL = 1 << 3,
+    SET_PERSIST = 1 << 4,
+    SET_EX = 1 << 5,
+    SET_PX = 1 << 6,
+    SET_EXAT = 1 << 7,
+    SET_PXAT = 1 << 8,
+};
+#define ANY_EXPIRE (SET_EX | SET_PX | SET_EXAT | SET_PXAT)
+
+enum { FOR_SET, FOR_GETEX };
+
+static bool is2(const struct gs_arg *a, char x, char y)
+{
+    return a->len == 2 && (a->p[0] | 0x20) == x && (a->p[1] | 0x20) == y;
+}
+
+/* Redis's parseExtendedStringArgumentsOrReply. */
+static bool parse_set_options(struct gs_client *c, size_t argc, struct gs_arg *argv, size_t j,
+                              int kind, unsigned *flags, const struct gs_arg **expire)
+{
+    for (; j < argc; j++) {
+        const struct gs_arg *o = &argv[j];
+        bool has_next = j + 1 < argc;
+        unsigned f = *flags;
+        if (is2(o, 'n', 'x') && !(f & SET_XX) && kind == FOR_SET) {
+            *flags |= SET_NX;
+        } else if (is2(o, 'x', 'x') && !(f & SET_NX) && kind == FOR_SET) {
+            *flags |= SET_XX;
+        } else if (gs_arg_is(o, "GET") && kind == FOR_SET) {
+            *flags |= SET_GET;
+        } else if (gs_arg_is(o, "KEEPTTL") && !(f & (SET_PERSIST | ANY_EXPIRE)) &&
+                   kind == FOR_SET) {
+            *flags |= SET_KEEPTTL;
+        } else if (gs_arg_is(o, "PERSIST") && kind == FOR_GETEX &&
+                   !(f & (ANY_EXPIRE | SET_KEEPTTL))) {
+            *flags |= SET_PERSIST;
+        } else if (is2(o, 'e', 'x') &&
+                   !(f & (SET_KEEPTTL | SET_PERSIST | SET_EXAT | SET_PX | SET_PXAT)) && has_next) {
+            *flags |= SET_EX;
+            *expire = &argv[++j];
+        } else if (is2(o, 'p', 'x') &&
+                   !(f & (SET_KEEPTTL | SET_PERSIST | SET_EX | SET_EXAT | SET_PXAT)) && has_next) {
+            *flags |= SET_PX;
+            *expire = &argv[++j];
+        } else if (gs_arg_is(o, "EXAT") &&
+                   !(f & (SET_KEEPTTL | SET_PERSIST | SET_EX | SET_PX | SET_PXAT)) && has_next) {
+            *flags |= SET_EXAT;
+            *expire = &argv[++j];
+        } else if (gs_arg_is(o, "PXAT") &&
+                   !(f & (SET_KEEPTTL | SET_PERSIST | SET_EX | SET_EXAT | SET_PX)) && has_next) {
+            *flags |= SET_PXAT;
+            *expire = &argv[++j];
+        } else {
+            gs_error_syntax(c);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Redis's getExpireMillisecondsOrReply: an absolute Unix time in ms. */
+static bool expire_ms(struct gs_client *c, const struct gs_arg *a, unsigned flags,
+                      const char *cmdname, int64_t *out)
+{
+    int64_t v;
+    if (!gs_arg_int(c, a, &v, NULL))
+        return false;
+    bool seconds = flags & (SET_EX | SET_EXAT);
+    if (v <= 0 || (seconds && v > INT64_MAX / 1000)) {
+        gs_errorf(c, "ERR invalid expire time in '%s' command", cmdname);
+        return false;
+    }
+    if (seconds)
+        v *= 1000;
+    if (flags & (SET_EX | SET_PX)) {
+        int64_t now = c->db->now_ms;
+        if (v > INT64_MAX - now) {
+            gs_errorf(c, "ERR invalid expire time in '%s' command", cmdname);
+            return false;
+        }
+        v += now;
+    }
+    *out = v;
+    return true;
+}
+
+static void reply_value(struct gs_client *c, struct gs_entry *e)
+{
+    if (!e) {
+        gs_reply_null(&c->w);
+        return;
+    }
+    size_t len;
+    const char *v = gs_entry_value(e, &len);
+    gs_reply_bulk(&c->w, v, len);
+}
+
+void gs_cmd_get(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
+    if (!e && gs_origin_node_get(c, &argv[1]))
+        return; /* gs-origin: a miss is read through the origin */
+    reply_value(c, e);
+}
+
+/* The common part of SET, SETNX, SETEX, PSETEX, GETSET (Redis's
+ * setGenericCommand). */
+static void set_generic(struct gs_client *c, const struct gs_arg *key, const struct gs_arg *val,
+                        unsigned flags, int64_t expire, const char *okreply, const char *abortreply)
+{
+    struct gs_store *s = c->db->store;
+    int64_t now = c->db->now_ms;
+    size_t mark = c->w.buf->len;
+    struct gs_entry *old = NULL;
+    bool looked_up = false;
+    if (flags & SET_GET) {
+        old = gs_store_lookup(s, key->p, key->len, now, 0);
+        looked_up = true;
+        reply_value(c, old);
+    }
+    if (flags & (SET_NX | SET_XX | SET_KEEPTTL)) {
+        if (!looked_up)
+            old = gs_store_lookup(s, key->p, key->len, now, GS_LOOKUP_NOTOUCH);
+        if (((flags & SET_NX) && old) || ((flags & SET_XX) && !old)) {
+            if (!(flags & SET_GET)) {
+                if (abortreply)
+                    gs_reply_raw(&c->w, abortreply, strlen(abortreply));
+                else
+                    gs_reply_null(&c->w);
+            }
+            return;
+        }
+        if ((flags & SET_KEEPTTL) && old)
+            expire = gs_entry_expire_ms(old);
+    }
+    if (gs_store_set(s, key->p, key->len, val->p, val->len, expire, NULL)) {
+        c->w.buf->len = mark; /* drop the GET part: one reply per command */
+        gs_error_oom(c);
+        return;
+    }
+    if (!(flags & SET_GET)) {
+        if (okreply)
+            gs_reply_raw(&c->w, okreply, strlen(okreply));
+        else
+            gs_reply_ok(&c->w);
+    }
+}
+
+void gs_cmd_set(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (argc == 3) { /* the hot path: no options */
+        if (gs_store_set(c->db->store, argv[1].p, argv[1].len, argv[2].p, argv[2].len, -1, NULL))
+            gs_error_oom(c);
+        else
+            gs_reply_ok(&c->w);
+        return;
+    }
+    unsigned flags = 0;
+    const struct gs_arg *ex = NULL;
+    if (!parse_set_options(c, argc, argv, 3, FOR_SET, &flags, &ex))
+        return;
+    int64_t expire = -1;
+    if (ex && !expire_ms(c, ex, flags, "set", &expire))
+        return;
+    set_generic(c, &argv[1], &argv[2], flags, expire, NULL, NULL);
+}
+
+void gs_cmd_setnx(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    set_generic(c, &argv[1], &argv[2], SET_NX, -1, ":1\r\n", ":0\r\n");
+}
+
+void gs_cmd_setex(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t expire;
+    if (!expire_ms(c, &argv[2], SET_EX, "setex", &expire))
+        return;
+    set_generic(c, &argv[1], &argv[3], 0, expire, NULL, NULL);
+}
+
+void gs_cmd_psetex(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t expire;
+    if (!expire_ms(c, &argv[2], SET_PX, "psetex", &expire))
+        return;
+    set_generic(c, &argv[1], &argv[3], 0, expire, NULL, NULL);
+}
+
+void gs_cmd_getset(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    set_generic(c, &argv[1], &argv[2], SET_GET, -1, NULL, NULL);
+}
+
+void gs_cmd_getdel(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
+    reply_value(c, e);
+    if (e)
+        gs_store_delete_entry(c->db->store, e);
+}
+
+void gs_cmd_getex(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    unsigned flags = 0;
+    const struct gs_arg *ex = NULL;
+    if (!parse_set_options(c, argc, argv, 2, FOR_GETEX, &flags, &ex))
+        return;
+    int64_t now = c->db->now_ms;
+    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, 0);
+    /* Redis's getexCommand: a missing key is nil before the expire time
+     * is validated; a bad time on an existing key is an error. */
+    int64_t expire = -1;
+    if (e && ex && !expire_ms(c, ex, flags, "getex", &expire))
+        return;
+    reply_value(c, e);
+    if (!e)
+        return;
+    /* The reply is already written; a TTL that cannot be stored (out of
+     * memory) leaves the key as it was, which is what a client that saw
+     * the value can tolerate. */
+    if (ex && expire <= now) /* Redis: an expire in the past deletes the key */
+        gs_store_delete_entry(c->db->store, e);
+    else if (ex)
+        (void)gs_store_set_expire(c->db->store, &e, expire);
+    else if (flags & SET_PERSIST)
+        (void)gs_store_set_expire(c->db->store, &e, -1);
+}
+
+void gs_cmd_mget(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (gs_origin_node_mget(c, argc, argv))
+        return; /* gs-origin: misses are read through the origin */
+    int64_t now = c->db->now_ms;
+    gs_reply_array(&c->w, argc - 1);
+    for (size_t i = 1; i < argc; i++)
+        reply_value(c, gs_store_lookup(c->db->store, argv[i].p, argv[i].len, now, 0));
+}
+
+static bool mset_all(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    for (size_t i = 1; i < argc; i += 2) {
+        if (gs_store_set(c->db->store, argv[i].p, argv[i].len, argv[i + 1].p, argv[i + 1].len, -1,
+                         NULL)) {
+            gs_error_oom(c);
+            return false;
+        }
+    }
+    return true;
+}
+
+void gs_cmd_mset(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (argc % 2 == 0) {
+        gs_error_arity(c, "mset");
+        return;
+    }
+    if (mset_all(c, argc, argv))
+        gs_reply_ok(&c->w);
+}
+
+void gs_cmd_msetnx(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (argc % 2 == 0) {
+        gs_error_arity(c, "msetnx");
+        return;
+    }
+    int64_t now = c->db->now_ms;
+    for (size_t i = 1; i < argc; i += 2) {
+        if (gs_store_lookup(c->db->store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH)) {
+            gs_reply_int(&c->w, 0);
+            return;
+        }
+    }
+    if (mset_all(c, argc, argv))
+        gs_reply_int(&c->w, 1);
+}
+
+/* Replace an existing entry's value, or create the key (no TTL). Returns
+ * false after replying OOM. */
+static bool store_value(struct gs_client *c, const struct gs_arg *key, struct gs_entry *e,
+                        const char *val, size_t len)
+{
+    if (e) {
+        char *dst = gs_store_resize_value(c->db->store, &e, len);
+        if (!dst) {
+            gs_error_oom(c);
+            return false;
+        }
+        memcpy(dst, val, len);
+        return true;
+    }
+    if (gs_store_set(c->db->store, key->p, key->len, val, len, -1, NULL)) {
+        gs_error_oom(c);
+        return false;
+    }
+    return true;
+}
+
+/* Redis's incrDecrCommand. */
+static void incr_by(struct gs_client *c, const struct gs_arg *key, int64_t incr)
+{
+    struct gs_entry *e =
+        gs_store_lookup(c->db->store, key->p, key->len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    int64_t v = 0;
+    if (e) {
+        size_t len;
+        const char *p = gs_entry_value(e, &len);
+        if (!gs_string2ll(p, len, &v)) {
+            gs_error(c, "ERR value is not an integer or out of range");
+            return;
+        }
+    }
+    if ((incr < 0 && v < 0 && incr < INT64_MIN - v) ||
+        (incr > 0 && v > 0 && incr > INT64_MAX - v)) {
+        gs_error(c, "ERR increment or decrement would overflow");
+        return;
+    }
+    v += incr;
+    char buf[24];
+    size_t n = gs_fmt_int(buf, v);
+    if (store_value(c, key, e, buf, n))
+        gs_reply_int(&c->w, v);
+}
+
+void gs_cmd_incr(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    incr_by(c, &argv[1], 1);
+}
+
+void gs_cmd_decr(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    incr_by(c, &argv[1], -1);
+}
+
+void gs_cmd_incrby(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t by;
+    if (gs_arg_int(c, &argv[2], &by, NULL))
+        incr_by(c, &argv[1], by);
+}
+
+void gs_cmd_decrby(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t by;
+    if (!gs_arg_int(c, &argv[2], &by, NULL))
+        return;
+    if (by == INT64_MIN) {
+        gs_error(c, "ERR decrement would overflow");
+        return;
+    }
+    incr_by(c, &argv[1], -by);
+}
+
+/* Redis's string2ld. strtold stops at a NUL byte inside the argument,
+ * so the whole length must have been read ("42\0abc" is not a float). */
+static bool parse_long_double(const char *p, size_t len, long double *out)
+{
+    char buf[MAX_LONG_DOUBLE_CHARS];
+    if (len == 0 || len >= sizeof(buf))
+        return false;
+    memcpy(buf, p, len);
+    buf[len] = 0;
+    if (buf[0] == ' ' || buf[0] == '\t' || buf[0] == '\n' || buf[0] == '\r' || buf[0] == '\v' ||
+        buf[0] == '\f')
+        return false;
+    char *end;
+    errno = 0;
+    long double v = strtold(buf, &end);
+    if ((size_t)(end - buf) != len ||
+        (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || fpclassify(v) == FP_ZERO)) ||
+        isnan(v))
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Redis's ld2string in LD_STR_HUMAN mode: 17 decimals, trailing zeros
+ * dropped, "-0" shown as "0". */
+static size_t format_long_double(char *buf, size_t cap, long double v)
+{
+    int l = snprintf(buf, cap, "%.17Lf", v);
+    if (l < 0 || (size_t)l + 1 > cap)
+        return 0;
+    if (memchr(buf, '.', (size_t)l)) {
+        while (buf[l - 1] == '0')
+            l--;
+        if (buf[l - 1] == '.')
+            l--;
+    }
+    if (l == 2 && buf[0] == '-' && buf[1] == '0') {
+        buf[0] = '0';
+        l = 1;
+    }
+    return (size_t)l;
+}
+
+void gs_cmd_incrbyfloat(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_entry *e =
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    long double v = 0, incr;
+    if (e) {
+        size_t len;
+        const char *p = gs_entry_value(e, &len);
+        if (!parse_long_double(p, len, &v)) {
+            gs_error(c, "ERR value is not a valid float");
+            return;
+        }
+    }
+    if (!parse_long_double(argv[2].p, argv[2].len, &incr)) {
+        gs_error(c, "ERR value is not a valid float");
+        return;
+    }
+    v += incr;
+    if (isnan(v) || isinf(v)) {
+        gs_error(c, "ERR increment would produce NaN or Infinity");
+        return;
+    }
+    char buf[MAX_LONG_DOUBLE_CHARS];
+    size_t n = format_long_double(buf, sizeof(buf), v);
+    if (n == 0) {
+        gs_error(c, "ERR value is not a valid float");
+        return;
+    }
+    if (store_value(c, &argv[1], e, buf, n))
+        gs_reply_bulk(&c->w, buf, n);
+}
+
+static bool check_string_length(struct gs_client *c, uint64_t len)
+{
+    if (len > (uint64_t)c->node->cfg.proto_max_bulk_len) {
+        gs_error(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return false;
+    }
+    return true;
+}
+
+void gs_cmd_append(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_store *s = c->db->store;
+    struct gs_entry *e =
+        gs_store_lookup(s, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    if (!e) {
+        if (gs_store_set(s, argv[1].p, argv[1].len, argv[2].p, argv[2].len, -1, NULL))
+            gs_error_oom(c);
+        else
+            gs_reply_int(&c->w, (int64_t)argv[2].len);
+        return;
+    }
+    size_t old;
+    gs_entry_value(e, &old);
+    if (!check_string_length(c, (uint64_t)old + argv[2].len))
+        return;
+    char *dst = gs_store_resize_value(s, &e, old + argv[2].len);
+    if (!dst) {
+        gs_error_oom(c);
+        return;
+    }
+    memcpy(dst + old, argv[2].p, argv[2].len);
+    gs_reply_int(&c->w, (int64_t)(old + argv[2].len));
+}
+
+void gs_cmd_strlen(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
+    size_t len = 0;
+    if (e)
+        gs_entry_value(e, &len);
+    gs_reply_int(&c->w, (int64_t)len);
+}
+
+void gs_cmd_getrange(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t start, end;
+    if (!gs_arg_int(c, &argv[2], &start, NULL) || !gs_arg_int(c, &argv[3], &end, NULL))
+        return;
+    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
+    if (!e) {
+        gs_reply_bulk(&c->w, "", 0);
+        return;
+    }
+    size_t slen;
+    const char *v = gs_entry_value(e, &slen);
+    int64_t len = (int64_t)slen;
+    /* Redis 7's getrangeCommand, including its negative-range rule. */
+    if (start < 0 && end < 0 && start > end) {
+        gs_reply_bulk(&c->w, "", 0);
+        return;
+    }
+    if (start < 0)
+        start = len + start;
+    if (end < 0)
+        end = len + end;
+    if (start < 0)
+        start = 0;
+    if (end < 0)
+        end = 0;
+    if (end >= len)
+        end = len - 1;
+    if (start > end || len == 0) {
+        gs_reply_bulk(&c->w, "", 0);
+        return;
+    }
+    gs_reply_bulk(&c->w, v + start, (size_t)(end - start + 1));
+}
+
+void gs_cmd_setrange(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_store *s = c->db->store;
+    int64_t offset;
+    if (!gs_arg_int(c, &argv[2], &offset, NULL))
+        return;
+    if (offset < 0) {
+        gs_error(c, "ERR offset is out of range");
+        return;
+    }
+    const struct gs_arg *val = &argv[3];
+    struct gs_entry *e =
+        gs_store_lookup(s, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    size_t old = 0;
+    if (e)
+        gs_entry_value(e, &old);
+    if (val->len == 0) { /* nothing to write: report the length as is */
+        gs_reply_int(&c->w, (int64_t)old);
+        return;
+    }
+    if (!check_string_length(c, (uint64_t)offset + val->len))
+        return;
+    size_t need = (size_t)offset + val->len;
+    if (!e) {
+        if (gs_store_set(s, argv[1].p, argv[1].len, "", 0, -1, &e)) {
+            gs_error_oom(c);
+            return;
+        }
+    }
+    char *dst;
+    if (need > old) {
+        dst = gs_store_resize_value(s, &e, need);
+    } else {
+        size_t l;
+        dst = gs_entry_value(e, &l);
+    }
+    if (!dst) {
+        gs_error_oom(c);
+        return;
+    }
+    memcpy(dst + offset, val->p, val->len);
+    gs_store_signal_modified(s, e); /* written in place: WATCH must see it */
+    gs_reply_int(&c->w, (int64_t)(need > old ? need : old));
+}

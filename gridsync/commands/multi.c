@@ -1,0 +1,417 @@
+/*
+ * MULTI/EXEC/DISCARD/WATCH/UNWATCH (see multi.h for the state machine
+ * and the invariants). Error texts and order of checks follow Redis 7.0's
+ * src/multi.c and processCommand.
+ *
+ * The queue is one growable buffer per client; each command is packed as
+ *   struct qhead { cmd, argc } then, per argument, size_t len, the bytes
+ *   and a NUL
+ * so queueing costs no allocation once the buffer has grown, and EXEC
+ * rebuilds an argument array pointing into it.
+ */
+#include "gridsync/commands/multi.h"
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "gridsync/node/node.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A queue buffer bigger than this is freed after EXEC/DISCARD rather than
+ * kept for the client's next transaction. */
+#define QUEUE_KEEP (64 * 1024)
+
+struct qhead {
+    const struct gs_command *cmd;
+    size_t argc;
+};
+
+struct gs_watch {
+    struct gs_watch *bnext, **bprev; /* bucket chain; *bprev == this */
+    struct gs_watch *cnext;          /* the client's list */
+    struct gs_client *c;
+    uint64_t h;
+    size_t klen;
+    char key[];
+};
+
+/* ------------------------------------------------------- watch table */
+
+static uint64_t key_hash(const struct gs_node *n, const char *key, size_t klen)
+{
+    return core_hash64(key, klen, (uint64_t)(uintptr_t)n);
+}
+
+static void bucket_insert(struct gs_watch **b, struct gs_watch *w)
+{
+    w->bnext = *b;
+    if (*b)
+        (*b)->bprev = &w->bnext;
+    *b = w;
+    w->bprev = b;
+}
+
+static void bucket_remove(struct gs_watch *w)
+{
+    *w->bprev = w->bnext;
+    if (w->bnext)
+        w->bnext->bprev = w->bprev;
+}
+
+static int table_grow(struct gs_watch_table *t)
+{
+    size_t nb = t->bucket ? (t->mask + 1) * 2 : 16;
+    struct gs_watch **b = calloc(nb, sizeof(*b));
+    if (!b)
+        return CORE_ENOMEM;
+    for (size_t i = 0; t->bucket && i <= t->mask; i++) {
+        struct gs_watch *w = t->bucket[i];
+        while (w) {
+            struct gs_watch *next = w->bnext;
+            bucket_insert(&b[w->h & (nb - 1)], w);
+            w = next;
+        }
+    }
+    free(t->bucket);
+    t->bucket = b;
+    t->mask = nb - 1;
+    return 0;
+}
+
+/* The database the watch table covers: database 0, the only one today
+ * (with several, each database gets its table, as Redis's
+ * db->watched_keys). Its clock is that of the command that changed a key. */
+static struct gs_db *watched_db(struct gs_node *n)
+{
+    return &n->dbs[0];
+}
+
+/* Redis's touchAllWatchedKeysInDb: a flush dirties the watchers of the
+ * keys that exist (watching a missing key survives FLUSHALL). */
+static void touch_existing(struct gs_node *n)
+{
+    struct gs_watch_table *t = &n->watches;
+    const struct gs_db *db = watched_db(n);
+    for (size_t i = 0; i <= t->mask; i++)
+        for (struct gs_watch *w = t->bucket[i]; w; w = w->bnext)
+            if (!w->c->multi.watch_dirty &&
+                gs_store_lookup(db->store, w->key, w->klen, db->now_ms, GS_LOOKUP_NOTOUCH))
+                w->c->multi.watch_dirty = true;
+}
+
+/* The store's hook (installed only while the table is non-empty). */
+static void on_key_modified(void *arg, const char *key, size_t klen)
+{
+    struct gs_node *n = arg;
+    struct gs_watch_table *t = &n->watches;
+    if (!key) {
+        touch_existing(n);
+        return;
+    }
+    uint64_t h = key_hash(n, key, klen);
+    for (struct gs_watch *w = t->bucket[h & t->mask]; w; w = w->bnext)
+        if (w->h == h && w->klen == klen && memcmp(w->key, key, klen) == 0)
+            w->c->multi.watch_dirty = true;
+}
+
+static int watch_key(struct gs_client *c, const struct gs_arg *key)
+{
+    struct gs_node *n = c->node;
+    struct gs_watch_table *t = &n->watches;
+    uint64_t h = key_hash(n, key->p, key->len);
+    for (struct gs_watch *w = c->multi.watched; w; w = w->cnext)
+        if (w->h == h && w->klen == key->len && memcmp(w->key, key->p, key->len) == 0)
+            return 0; /* already watched (Redis's watchForKey) */
+    /* A key whose TTL has already passed is removed now, before the watch
+     * exists: as Redis 7.0 (which remembers it as expired at WATCH time),
+     * its later lazy deletion does not fail EXEC. */
+    gs_store_lookup(c->db->store, key->p, key->len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    if ((!t->bucket || t->count > t->mask) && table_grow(t) != 0)
+        return CORE_ENOMEM;
+    struct gs_watch *w = malloc(sizeof(*w) + key->len);
+    if (!w)
+        return CORE_ENOMEM;
+    w->c = c;
+    w->h = h;
+    w->klen = key->len;
+    memcpy(w->key, key->p, key->len);
+    bucket_insert(&t->bucket[h & t->mask], w);
+    w->cnext = c->multi.watched;
+    c->multi.watched = w;
+    if (t->count++ == 0)
+        gs_store_on_modified(watched_db(n)->store, on_key_modified, n); /* invariant 2 */
+    return 0;
+}
+
+static void unwatch_all(struct gs_client *c)
+{
+    struct gs_node *n = c->node;
+    struct gs_watch_table *t = &n->watches;
+    struct gs_watch *w = c->multi.watched;
+    while (w) {
+        struct gs_watch *next = w->cnext;
+        bucket_remove(w);
+        free(w);
+        if (--t->count == 0)
+            gs_store_on_modified(watched_db(n)->store, NULL, NULL); /* invariant 2 */
+        w = next;
+    }
+    c->multi.watched = NULL;
+    c->multi.watch_dirty = false;
+}
+
+/* Redis's isWatchedKeyExpired: a watched key whose TTL passed since WATCH
+ * counts as modified even if nothing has removed it yet. Looking it up
+ * removes it, and the hook marks its watchers. */
+static void expire_watched(struct gs_client *c)
+{
+    for (struct gs_watch *w = c->multi.watched; w && !c->multi.watch_dirty; w = w->cnext)
+        gs_store_lookup(c->db->store, w->key, w->klen, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+}
+
+/* ------------------------------------------------------------- queue */
+
+/* Redis's discardTransaction: leave MULTI, forget the queue and the
+ * watches. */
+static void discard_transaction(struct gs_client *c)
+{
+    struct gs_multi *m = &c->multi;
+    m->active = false;
+    m->aborted = false;
+    m->flags = 0;
+    m->count = 0;
+    if (m->queue.cap > QUEUE_KEEP)
+        core_buf_free(&m->queue);
+    m->queue.len = 0;
+    m->queue.oom = false;
+    unwatch_all(c);
+}
+
+/* Commands that run at once inside MULTI (Redis's processCommand lets
+ * EXEC, DISCARD, MULTI, WATCH, QUIT and RESET through). */
+static bool runs_now(const struct gs_command *cmd)
+{
+    return cmd->fn == gs_cmd_exec || cmd->fn == gs_cmd_discard || cmd->fn == gs_cmd_multi ||
+           cmd->fn == gs_cmd_watch || cmd->fn == gs_cmd_quit;
+}
+
+bool gs_multi_queue(struct gs_client *c, const struct gs_command *cmd, size_t argc,
+                    struct gs_arg *argv)
+{
+    struct gs_multi *m = &c->multi;
+    if (!m->active || runs_now(cmd))
+        return false;
+    struct gs_node *n = c->node;
+    /* Redis's processCommand: inside MULTI any queued command is refused
+     * when memory cannot be made, since queueing itself takes memory. */
+    if (n->cfg.maxmemory > 0 && gs_store_make_room(c->db->store) == CORE_ENOMEM) {
+        gs_error_oom(c);
+        m->aborted = true;
+        return true;
+    }
+    size_t bytes = sizeof(struct qhead);
+    for (size_t i = 0; i < argc; i++)
+        bytes += sizeof(size_t) + argv[i].len + 1;
+    if (m->queue.len + bytes > (uint64_t)n->cfg.query_buf_limit) {
+        /* Invariant 3: the queue is input the client has not had run yet,
+         * so it is bounded like unprocessed input. */
+        CORE_WARN("Closing client id=%llu addr=%s: its transaction queue exceeds "
+                  "client-query-buffer-limit",
+                  (unsigned long long)core_conn_id(c->conn), core_conn_peer(c->conn));
+        core_conn_close(c->conn);
+        return true;
+    }
+    char *p = core_buf_reserve(&m->queue, bytes);
+    if (!p) {
+        m->queue.oom = false;
+        gs_error(c, "ERR out of memory queueing the command");
+        m->aborted = true;
+        return true;
+    }
+    struct qhead h = {cmd, argc};
+    memcpy(p, &h, sizeof(h));
+    p += sizeof(h);
+    for (size_t i = 0; i < argc; i++) {
+        memcpy(p, &argv[i].len, sizeof(size_t));
+        p += sizeof(size_t);
+        memcpy(p, argv[i].p, argv[i].len);
+        p += argv[i].len;
+        *p++ = '\0';
+    }
+    m->queue.len += bytes;
+    m->count++;
+    m->flags |= cmd->flags;
+    gs_reply_simple(&c->w, "QUEUED", 6);
+    return true;
+}
+
+/* Run the queued commands back to back (invariant 4). The queue is not
+ * touched meanwhile: the handlers are called directly, never through
+ * gs_execute, so nothing is queued and MULTI/WATCH cannot run. */
+static void run_queue(struct gs_client *c)
+{
+    struct gs_multi *m = &c->multi;
+    const char *p = m->queue.data, *end = m->queue.data + m->queue.len;
+    gs_reply_array(&c->w, m->count);
+    while (p < end) {
+        struct qhead h;
+        memcpy(&h, p, sizeof(h));
+        p += sizeof(h);
+        if (h.argc > m->argv_cap) {
+            struct gs_arg *a = realloc(m->argv, h.argc * sizeof(*a));
+            if (!a) {
+                /* The reply array still needs one element per command. */
+                for (size_t i = 0; i < h.argc; i++) {
+                    size_t len;
+                    memcpy(&len, p, sizeof(len));
+                    p += sizeof(len) + len + 1;
+                }
+                gs_error(c, "ERR out of memory");
+                continue;
+            }
+            m->argv = a;
+            m->argv_cap = h.argc;
+        }
+        for (size_t i = 0; i < h.argc; i++) {
+            memcpy(&m->argv[i].len, p, sizeof(size_t));
+            p += sizeof(size_t);
+            m->argv[i].p = p;
+            p += m->argv[i].len + 1;
+        }
+        /* Redis's execCommand calls each command without processCommand's
+         * checks (they ran at queueing time). */
+        gs_call(c, h.cmd, h.argc, m->argv);
+    }
+}
+
+/* ---------------------------------------------------------- commands */
+
+/* Cluster mode: keys of one transaction could live in several Raft
+ * groups, and a queued write would bypass them; refused (docs/gridsync.md). */
+static bool refuse_in_cluster(struct gs_client *c, const char *name)
+{
+    if (!c->node->cluster)
+        return false;
+    gs_errorf(c, "ERR %s is not supported in cluster mode", name);
+    return true;
+}
+
+void gs_cmd_multi(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    (void)argc;
+    (void)argv;
+    if (refuse_in_cluster(c, "MULTI"))
+        return;
+    if (c->multi.active) {
+        /* Redis 7.0: an error, but the transaction stays open and valid. */
+        gs_error(c, "ERR MULTI calls can not be nested");
+        return;
+    }
+    c->multi.active = true;
+    gs_reply_ok(&c->w);
+}
+
+void gs_cmd_discard(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    (void)argc;
+    (void)argv;
+    if (!c->multi.active) {
+        gs_error(c, "ERR DISCARD without MULTI");
+        return;
+    }
+    discard_transaction(c);
+    gs_reply_ok(&c->w);
+}
+
+bool gs_multi_exec_refused(struct gs_client *c, const struct gs_command *cmd, const char *why)
+{
+    if (cmd->fn != gs_cmd_exec)
+        return false; /* (Redis's rejectCommand does this with or without MULTI) */
+    gs_errorf(c, "EXECABORT Transaction discarded because of: %s", why);
+    discard_transaction(c);
+    return true;
+}
+
+void gs_cmd_exec(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    (void)argc;
+    (void)argv;
+    struct gs_multi *m = &c->multi;
+    struct gs_node *n = c->node;
+    if (!m->active) {
+        gs_error(c, "ERR EXEC without MULTI");
+        return;
+    }
+    if (m->aborted) {
+        gs_error(c, "EXECABORT Transaction discarded because of previous errors.");
+        discard_transaction(c);
+        return;
+    }
+    expire_watched(c);
+    if (m->watch_dirty) {
+        gs_reply_null_array(&c->w); /* WATCH: some watched key changed */
+        discard_transaction(c);
+        return;
+    }
+    /* Redis's processCommand rejects EXEC of a transaction that holds a
+     * denyoom command when memory cannot be made (execCommandAbort). */
+    if ((m->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
+        gs_store_make_room(c->db->store) == CORE_ENOMEM) {
+        gs_error(c, "EXECABORT Transaction discarded because of: OOM command not allowed when "
+                    "used memory > 'maxmemory'.");
+        discard_transaction(c);
+        return;
+    }
+    /* Unwatch first (as Redis): the transaction's own writes must not
+     * mark it, and nothing is left to check. */
+    unwatch_all(c);
+    run_queue(c); /* still "in MULTI" meanwhile, as CLIENT LIST shows in Redis */
+    discard_transaction(c);
+}
+
+void gs_cmd_watch(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (refuse_in_cluster(c, "WATCH"))
+        return;
+    if (c->multi.active) {
+        gs_error(c, "ERR WATCH inside MULTI is not allowed");
+        return;
+    }
+    for (size_t i = 1; i < argc; i++) {
+        if (watch_key(c, &argv[i]) != 0) {
+            gs_error(c, "ERR out of memory");
+            return;
+        }
+    }
+    gs_reply_ok(&c->w);
+}
+
+void gs_cmd_unwatch(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    (void)argc;
+    (void)argv;
+    unwatch_all(c);
+    gs_reply_ok(&c->w);
+}
+
+/* ------------------------------------------------------- life cycle */
+
+void gs_multi_client_closed(struct gs_client *c)
+{
+    discard_transaction(c);
+    core_buf_free(&c->multi.queue);
+    free(c->multi.argv);
+    c->multi.argv = NULL;
+    c->multi.argv_cap = 0;
+}
+
+void gs_multi_node_free(struct gs_node *n)
+{
+    gs_store_on_modified(watched_db(n)->store, NULL, NULL);
+    free(n->watches.bucket);
+    n->watches.bucket = NULL;
+    n->watches.count = 0;
+}

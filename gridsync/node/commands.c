@@ -1,0 +1,109 @@
+/*
+ * The command table: name, arity, flags, handler, key positions and the
+ * documentation COMMAND INFO/DOCS report. Arity and flags follow Redis
+ * 7.0's commands.def, so clients that read COMMAND see the same shapes.
+ */
+#include "gridsync/node/node.h"
+
+#define R  GS_CMD_READONLY
+#define W  GS_CMD_WRITE
+#define M  GS_CMD_DENYOOM
+#define F  GS_CMD_FAST
+#define NA GS_CMD_NOAUTH
+#define A  GS_CMD_ADMIN
+#define L  GS_CMD_LOADING
+#define S  GS_CMD_STALE
+#define NS GS_CMD_NOSCRIPT
+
+/* clang-format off */
+const struct gs_command gs_commands[] = {
+    /* strings */
+    {"get", 2, R | F, gs_cmd_get, 1, 1, 1, "string", "Get the value of a key", "1.0.0"},
+    {"set", -3, W | M, gs_cmd_set, 1, 1, 1, "string", "Set the string value of a key", "1.0.0"},
+    {"setnx", 3, W | M | F, gs_cmd_setnx, 1, 1, 1, "string", "Set the value of a key, only if the key does not exist", "1.0.0"},
+    {"setex", 4, W | M, gs_cmd_setex, 1, 1, 1, "string", "Set the value and expiration of a key", "2.0.0"},
+    {"psetex", 4, W | M, gs_cmd_psetex, 1, 1, 1, "string", "Set the value and expiration in milliseconds of a key", "2.6.0"},
+    {"getset", 3, W | M | F, gs_cmd_getset, 1, 1, 1, "string", "Set the string value of a key and return its old value", "1.0.0"},
+    {"getdel", 2, W | F, gs_cmd_getdel, 1, 1, 1, "string", "Get the value of a key and delete the key", "6.2.0"},
+    {"getex", -2, W | F, gs_cmd_getex, 1, 1, 1, "string", "Get the value of a key and optionally set its expiration", "6.2.0"},
+    {"mget", -2, R | F, gs_cmd_mget, 1, -1, 1, "string", "Get the values of all the given keys", "1.0.0"},
+    {"mset", -3, W | M, gs_cmd_mset, 1, -1, 2, "string", "Set multiple keys to multiple values", "1.0.1"},
+    {"msetnx", -3, W | M, gs_cmd_msetnx, 1, -1, 2, "string", "Set multiple keys to multiple values, only if none of the keys exist", "1.0.1"},
+    {"incr", 2, W | M | F, gs_cmd_incr, 1, 1, 1, "string", "Increment the integer value of a key by one", "1.0.0"},
+    {"decr", 2, W | M | F, gs_cmd_decr, 1, 1, 1, "string", "Decrement the integer value of a key by one", "1.0.0"},
+    {"incrby", 3, W | M | F, gs_cmd_incrby, 1, 1, 1, "string", "Increment the integer value of a key by the given amount", "1.0.0"},
+    {"decrby", 3, W | M | F, gs_cmd_decrby, 1, 1, 1, "string", "Decrement the integer value of a key by the given number", "1.0.0"},
+    {"incrbyfloat", 3, W | M | F, gs_cmd_incrbyfloat, 1, 1, 1, "string", "Increment the float value of a key by the given amount", "2.6.0"},
+    {"append", 3, W | M | F, gs_cmd_append, 1, 1, 1, "string", "Append a value to a key", "2.0.0"},
+    {"strlen", 2, R | F, gs_cmd_strlen, 1, 1, 1, "string", "Get the length of the value stored in a key", "2.2.0"},
+    {"getrange", 4, R, gs_cmd_getrange, 1, 1, 1, "string", "Get a substring of the string stored at a key", "2.4.0"},
+    {"substr", 4, R, gs_cmd_getrange, 1, 1, 1, "string", "Get a substring of the string stored at a key", "1.0.0"},
+    {"setrange", 4, W | M, gs_cmd_setrange, 1, 1, 1, "string", "Overwrite part of a string at key starting at the specified offset", "2.2.0"},
+    /* bitmaps (cmd_bits.c) */
+    {"getbit", 3, R | F, gs_cmd_getbit, 1, 1, 1, "bitmap", "Returns the bit value at offset in the string value stored at key", "2.2.0"},
+    {"setbit", 4, W | M, gs_cmd_setbit, 1, 1, 1, "bitmap", "Sets or clears the bit at offset in the string value stored at key", "2.2.0"},
+    {"bitcount", -2, R, gs_cmd_bitcount, 1, 1, 1, "bitmap", "Count set bits in a string", "2.6.0"},
+    {"bitpos", -3, R, gs_cmd_bitpos, 1, 1, 1, "bitmap", "Find first bit set or clear in a string", "2.8.7"},
+    {"bitop", -4, W | M, gs_cmd_bitop, 2, -1, 1, "bitmap", "Perform bitwise operations between strings", "2.6.0"},
+    /* expiry */
+    {"expire", -3, W | F, gs_cmd_expire, 1, 1, 1, "generic", "Set a key's time to live in seconds", "1.0.0"},
+    {"pexpire", -3, W | F, gs_cmd_pexpire, 1, 1, 1, "generic", "Set a key's time to live in milliseconds", "2.6.0"},
+    {"expireat", -3, W | F, gs_cmd_expireat, 1, 1, 1, "generic", "Set the expiration for a key as a UNIX timestamp", "1.2.0"},
+    {"pexpireat", -3, W | F, gs_cmd_pexpireat, 1, 1, 1, "generic", "Set the expiration for a key as a UNIX timestamp specified in milliseconds", "2.6.0"},
+    {"ttl", 2, R | F, gs_cmd_ttl, 1, 1, 1, "generic", "Get the time to live for a key in seconds", "1.0.0"},
+    {"pttl", 2, R | F, gs_cmd_pttl, 1, 1, 1, "generic", "Get the time to live for a key in milliseconds", "2.6.0"},
+    {"persist", 2, W | F, gs_cmd_persist, 1, 1, 1, "generic", "Remove the expiration from a key", "2.2.0"},
+    {"expiretime", 2, R | F, gs_cmd_expiretime, 1, 1, 1, "generic", "Get the expiration Unix timestamp for a key", "7.0.0"},
+    {"pexpiretime", 2, R | F, gs_cmd_pexpiretime, 1, 1, 1, "generic", "Get the expiration Unix timestamp for a key in milliseconds", "7.0.0"},
+    /* key space */
+    {"del", -2, W, gs_cmd_del, 1, -1, 1, "generic", "Delete a key", "1.0.0"},
+    {"unlink", -2, W | F, gs_cmd_del, 1, -1, 1, "generic", "Delete a key (the same as DEL here: values are freed at once)", "4.0.0"},
+    {"exists", -2, R | F, gs_cmd_exists, 1, -1, 1, "generic", "Determine if a key exists", "1.0.0"},
+    {"touch", -2, R | F, gs_cmd_touch, 1, -1, 1, "generic", "Alters the last access time of a key(s). Returns the number of existing keys specified.", "3.2.1"},
+    {"type", 2, R | F, gs_cmd_type, 1, 1, 1, "generic", "Determine the type stored at key", "1.0.0"},
+    {"rename", 3, W, gs_cmd_rename, 1, 2, 1, "generic", "Rename a key", "1.0.0"},
+    {"renamenx", 3, W | F, gs_cmd_renamenx, 1, 2, 1, "generic", "Rename a key, only if the new key does not exist", "1.0.0"},
+    {"copy", -3, W | M, gs_cmd_copy, 1, 2, 1, "generic", "Copy a key", "6.2.0"},
+    {"keys", 2, R, gs_cmd_keys, 0, 0, 0, "generic", "Find all keys matching the given pattern", "1.0.0"},
+    {"scan", -2, R, gs_cmd_scan, 0, 0, 0, "generic", "Incrementally iterate the keys space", "2.8.0"},
+    {"randomkey", 1, R, gs_cmd_randomkey, 0, 0, 0, "generic", "Return a random key from the keyspace", "1.0.0"},
+    {"dbsize", 1, R | F, gs_cmd_dbsize, 0, 0, 0, "server", "Return the number of keys in the selected database", "1.0.0"},
+    {"flushdb", -1, W, gs_cmd_flushdb, 0, 0, 0, "server", "Remove all keys from the current database", "1.0.0"},
+    {"flushall", -1, W, gs_cmd_flushdb, 0, 0, 0, "server", "Remove all keys from all databases", "1.0.0"},
+    {"select", 2, L | S | F, gs_cmd_select, 0, 0, 0, "connection", "Change the selected database for the current connection", "1.0.0"},
+    /* connection and server */
+    {"ping", -1, F | S, gs_cmd_ping, 0, 0, 0, "connection", "Ping the server", "1.0.0"},
+    {"echo", 2, F, gs_cmd_echo, 0, 0, 0, "connection", "Echo the given string", "1.0.0"},
+    {"time", 1, L | S | F, gs_cmd_time, 0, 0, 0, "server", "Return the current server time", "2.6.0"},
+    {"auth", -2, NS | L | S | F | NA, gs_cmd_auth, 0, 0, 0, "connection", "Authenticate to the server", "1.0.0"},
+    {"hello", -1, NS | L | S | F | NA, gs_cmd_hello, 0, 0, 0, "connection", "Handshake with Redis", "6.0.0"},
+    {"quit", -1, NS | L | S | F | NA, gs_cmd_quit, 0, 0, 0, "connection", "Close the connection", "1.0.0"},
+    {"client", -2, NS | L | S, gs_cmd_client, 0, 0, 0, "connection", "A container for client connection commands", "2.4.0"},
+    {"info", -1, L | S, gs_cmd_info, 0, 0, 0, "server", "Get information and statistics about the server", "1.0.0"},
+    {"config", -2, A | NS | L | S, gs_cmd_config, 0, 0, 0, "server", "A container for server configuration commands", "2.0.0"},
+    {"command", -1, L | S, gs_cmd_command, 0, 0, 0, "server", "Get array of Redis command details", "2.8.13"},
+    /* transactions (multi.c) */
+    {"multi", 1, NS | L | S | F, gs_cmd_multi, 0, 0, 0, "transactions", "Mark the start of a transaction block", "1.2.0"},
+    {"exec", 1, NS | L | S, gs_cmd_exec, 0, 0, 0, "transactions", "Execute all commands issued after MULTI", "1.2.0"},
+    {"discard", 1, NS | L | S | F, gs_cmd_discard, 0, 0, 0, "transactions", "Discard all commands issued after MULTI", "2.0.0"},
+    {"watch", -2, NS | L | S | F, gs_cmd_watch, 1, -1, 1, "transactions", "Watch the given keys to determine execution of the MULTI/EXEC block", "2.2.0"},
+    {"unwatch", 1, NS | L | S | F, gs_cmd_unwatch, 0, 0, 0, "transactions", "Forget about all watched keys", "2.2.0"},
+    /* pub/sub (commands/cmd_pubsub.c); shard channels are keys for routing */
+    {"subscribe", -2, NS | L | S, gs_cmd_subscribe, 0, 0, 0, "pubsub", "Listen for messages published to the given channels", "2.0.0"},
+    {"unsubscribe", -1, NS | L | S, gs_cmd_unsubscribe, 0, 0, 0, "pubsub", "Stop listening for messages posted to the given channels", "2.0.0"},
+    {"psubscribe", -2, NS | L | S, gs_cmd_psubscribe, 0, 0, 0, "pubsub", "Listen for messages published to channels matching the given patterns", "2.0.0"},
+    {"punsubscribe", -1, NS | L | S, gs_cmd_punsubscribe, 0, 0, 0, "pubsub", "Stop listening for messages posted to channels matching the given patterns", "2.0.0"},
+    {"publish", 3, L | S | F, gs_cmd_publish, 0, 0, 0, "pubsub", "Post a message to a channel", "2.0.0"},
+    {"pubsub", -2, L | S, gs_cmd_pubsub, 0, 0, 0, "pubsub", "A container for Pub/Sub commands", "2.8.0"},
+    {"ssubscribe", -2, NS | L | S, gs_cmd_ssubscribe, 1, -1, 1, "pubsub", "Listen for messages published to the given shard channels", "7.0.0"},
+    {"sunsubscribe", -1, NS | L | S, gs_cmd_sunsubscribe, 1, -1, 1, "pubsub", "Stop listening for messages posted to the given shard channels", "7.0.0"},
+    {"spublish", 3, L | S | F, gs_cmd_spublish, 1, 1, 1, "pubsub", "Post a message to a shard channel", "7.0.0"},
+    /* cluster (cmd_cluster.c) */
+    {"cluster", -2, NS | L | S, gs_cmd_cluster, 0, 0, 0, "cluster", "A container for Redis Cluster commands", "3.0.0"},
+    {"readonly", 1, L | S | F, gs_cmd_readonly, 0, 0, 0, "cluster", "Enables read queries for a connection to a cluster replica node", "3.0.0"},
+    {"readwrite", 1, L | S | F, gs_cmd_readwrite, 0, 0, 0, "cluster", "Disables read queries for a connection to a cluster replica node", "3.0.0"},
+    {"asking", 1, F, gs_cmd_asking, 0, 0, 0, "cluster", "Sent by cluster clients after an -ASK redirect", "3.0.0"},
+    {"shutdown", -1, A | NS | L | S, gs_cmd_shutdown, 0, 0, 0, "server", "Synchronously save the dataset to disk and then shut down the server", "1.0.0"},
+    {NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+/* clang-format on */

@@ -1,0 +1,843 @@
+/*
+ * The node: ties the TCP scaffold, the RESP parser, the command table and
+ * the store together (see node.h).
+ *
+ * Request path, per read of a connection (on_data):
+ *   parse as many complete requests as the input holds -> gs_execute each
+ *   (lookup, arity, auth, maxmemory, handler) -> replies accumulate in the
+ *   connection's output buffer -> the scaffold writes them all at once.
+ * Nothing on this path allocates once the connection's buffers have grown
+ * to their working size, and the clock is not read (gs_node_now_ms uses
+ * the loop's time, updated once per iteration).
+ *
+ * Between requests, a timer (hz times per second) runs bounded active
+ * expiry and resynchronises the wall clock.
+ */
+#include "gridsync/node/node.h"
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "gridsync/cluster/cluster.h"
+#include "gridsync/commands/pubsub.h"
+#include "gridsync/origin/origin_node.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* Flush mid-batch once this much output is pending, so a long pipeline
+ * of large replies streams instead of piling up. */
+#define FLUSH_EARLY (64 * 1024)
+/* Active expiry: work per store call, and the time budget per tick. */
+#define EXPIRE_WORK      200
+#define EXPIRE_BUDGET_NS (2 * 1000 * 1000)
+
+static const char *const policy_names[] = {"noeviction", "slru", "allkeys-lru", NULL};
+/* In the order of enum gs_read_mode (raft_glue.h). */
+static const char *const read_mode_names[] = {"lease", "barrier", "any", NULL};
+static const char *const appendfsync_names[] = {"always", "everysec", "no", NULL};
+
+const char *const gs_redis_conf_ignored[] = {"tcp-backlog",
+                                             "always-show-logo",
+                                             "set-proc-title",
+                                             "proc-title-template",
+                                             "supervised",
+                                             "syslog-enabled",
+                                             "syslog-ident",
+                                             "syslog-facility",
+                                             "crash-log-enabled",
+                                             "crash-memcheck-enabled",
+                                             "unixsocket",
+                                             "unixsocketperm",
+                                             "socket-mark-id",
+                                             "stop-writes-on-bgsave-error",
+                                             "rdbcompression",
+                                             "rdbchecksum",
+                                             "dbfilename",
+                                             "rdb-del-sync-files",
+                                             "sanitize-dump-payload",
+                                             "replica-serve-stale-data",
+                                             "replica-read-only",
+                                             "repl-diskless-sync",
+                                             "repl-diskless-sync-delay",
+                                             "repl-diskless-sync-max-replicas",
+                                             "repl-diskless-load",
+                                             "repl-disable-tcp-nodelay",
+                                             "repl-ping-replica-period",
+                                             "repl-timeout",
+                                             "repl-backlog-size",
+                                             "repl-backlog-ttl",
+                                             "replica-priority",
+                                             "min-replicas-to-write",
+                                             "min-replicas-max-lag",
+                                             "acllog-max-len",
+                                             "lazyfree-lazy-eviction",
+                                             "lazyfree-lazy-expire",
+                                             "lazyfree-lazy-server-del",
+                                             "replica-lazy-flush",
+                                             "lazyfree-lazy-user-del",
+                                             "lazyfree-lazy-user-flush",
+                                             "oom-score-adj",
+                                             "oom-score-adj-values",
+                                             "disable-thp",
+                                             "appendfilename",
+                                             "appenddirname",
+                                             "no-appendfsync-on-rewrite",
+                                             "auto-aof-rewrite-percentage",
+                                             "auto-aof-rewrite-min-size",
+                                             "aof-load-truncated",
+                                             "aof-use-rdb-preamble",
+                                             "aof-timestamp-enabled",
+                                             "aof-rewrite-incremental-fsync",
+                                             "rdb-save-incremental-fsync",
+                                             "notify-keyspace-events",
+                                             "hash-max-listpack-entries",
+                                             "hash-max-listpack-value",
+                                             "hash-max-ziplist-entries",
+                                             "hash-max-ziplist-value",
+                                             "list-max-listpack-size",
+                                             "list-max-ziplist-size",
+                                             "list-compress-depth",
+                                             "set-max-intset-entries",
+                                             "set-max-listpack-entries",
+                                             "zset-max-listpack-entries",
+                                             "zset-max-listpack-value",
+                                             "zset-max-ziplist-entries",
+                                             "zset-max-ziplist-value",
+                                             "hll-sparse-max-bytes",
+                                             "stream-node-max-bytes",
+                                             "stream-node-max-entries",
+                                             "activerehashing",
+                                             "dynamic-hz",
+                                             "jemalloc-bg-thread",
+                                             "io-threads",
+                                             "io-threads-do-reads",
+                                             "maxmemory-samples",
+                                             "maxmemory-eviction-tenacity",
+                                             "replica-ignore-maxmemory",
+                                             "active-expire-effort",
+                                             "lfu-log-factor",
+                                             "lfu-decay-time",
+                                             "activedefrag",
+                                             "active-defrag-ignore-bytes",
+                                             "active-defrag-threshold-lower",
+                                             "active-defrag-threshold-upper",
+                                             "active-defrag-cycle-min",
+                                             "active-defrag-cycle-max",
+                                             "active-defrag-max-scan-fields",
+                                             "lua-time-limit",
+                                             "busy-reply-threshold",
+                                             "cluster-config-file",
+                                             "cluster-node-timeout",
+                                             "latency-tracking",
+                                             "latency-tracking-info-percentiles",
+                                             "tracking-table-max-keys",
+                                             "shutdown-timeout",
+                                             "shutdown-on-sigint",
+                                             "shutdown-on-sigterm",
+                                             "enable-protected-configs",
+                                             "enable-debug-command",
+                                             "enable-module-command",
+                                             "slowlog-log-slower-than",
+                                             "slowlog-max-len",
+                                             "latency-monitor-threshold",
+                                             NULL};
+
+static const char *const class_names[GS_CLASS_COUNT] = {"normal", "replica", "pubsub"};
+
+/* Redis's CONFIG GET form: every class, sizes in bytes. */
+static void format_obuf(const struct gs_obuf_limit *l, char *out, size_t len)
+{
+    size_t used = 0;
+    for (int i = 0; i < GS_CLASS_COUNT && used < len; i++)
+        used +=
+            (size_t)snprintf(out + used, len - used, "%s%s %lld %lld %lld", i ? " " : "",
+                             i == GS_CLASS_REPLICA ? "slave" : class_names[i], (long long)l[i].hard,
+                             (long long)l[i].soft, (long long)l[i].soft_seconds);
+}
+
+int gs_obuf_limits_parse(const char *value, struct gs_obuf_limit *limits, char *why, size_t len)
+{
+    char buf[CORE_OPT_STRLEN];
+    snprintf(buf, sizeof(buf), "%s", value);
+    char *tok[64];
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, " ", &save); t && n < 64;
+         t = strtok_r(NULL, " ", &save))
+        tok[n++] = t;
+    struct gs_obuf_limit out[GS_CLASS_COUNT];
+    memcpy(out, limits, sizeof(out));
+    int64_t v;
+    if (n == 1 && core_parse_memory(tok[0], &v) == 0) { /* GridSync's older form */
+        out[GS_CLASS_NORMAL].hard = v;
+        memcpy(limits, out, sizeof(out));
+        return 0;
+    }
+    /* Redis's config.c: "Wrong number of arguments in buffer limit
+     * configuration." / "Invalid client class specified in buffer limit
+     * configuration." / "Error in hard, soft or soft_seconds setting in
+     * buffer limit configuration." */
+    if (n == 0 || n % 4) {
+        snprintf(why, len, "Wrong number of arguments in buffer limit configuration.");
+        return CORE_EINVAL;
+    }
+    for (int i = 0; i < n; i += 4) {
+        int cls = -1;
+        if (!strcasecmp(tok[i], "normal"))
+            cls = GS_CLASS_NORMAL;
+        else if (!strcasecmp(tok[i], "replica") || !strcasecmp(tok[i], "slave"))
+            cls = GS_CLASS_REPLICA;
+        else if (!strcasecmp(tok[i], "pubsub"))
+            cls = GS_CLASS_PUBSUB;
+        if (cls < 0) {
+            snprintf(why, len, "Invalid client class specified in buffer limit configuration.");
+            return CORE_EINVAL;
+        }
+        int64_t h, so, sec;
+        if (core_parse_memory(tok[i + 1], &h) || core_parse_memory(tok[i + 2], &so) ||
+            core_parse_int64(tok[i + 3], strlen(tok[i + 3]), &sec) || sec < 0) {
+            snprintf(why, len,
+                     "Error in hard, soft or soft_seconds setting in buffer limit "
+                     "configuration.");
+            return CORE_EINVAL;
+        }
+        out[cls] = (struct gs_obuf_limit){h, so, sec};
+    }
+    memcpy(limits, out, sizeof(out));
+    return 0;
+}
+
+void gs_config_defaults(struct gs_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->port = 6379;
+    strcpy(cfg->bind, "127.0.0.1");
+    cfg->maxmemory = 0;
+    cfg->maxmemory_policy = GS_EVICT_SLRU;
+    cfg->maxclients = 10000;
+    cfg->query_buf_limit = 1024LL * 1024 * 1024; /* Redis's default, 1gb */
+    /* Redis's defaults, except normal clients: a 256mb hard limit (Redis
+     * has none) so that one client that stops reading cannot take the
+     * node's memory (docs/gridsync.md). */
+    cfg->obuf[GS_CLASS_NORMAL] = (struct gs_obuf_limit){256LL << 20, 0, 0};
+    cfg->obuf[GS_CLASS_REPLICA] = (struct gs_obuf_limit){256LL << 20, 64LL << 20, 60};
+    cfg->obuf[GS_CLASS_PUBSUB] = (struct gs_obuf_limit){32LL << 20, 8LL << 20, 60};
+    format_obuf(cfg->obuf, cfg->output_buf_limit, sizeof(cfg->output_buf_limit));
+    cfg->proto_max_bulk_len = GS_RESP_MAX_BULK_DEFLT;
+    cfg->timeout = 0;
+    cfg->hz = 10;
+    cfg->loglevel = CORE_LOG_NOTICE;
+    cfg->appendonly = false;
+    cfg->databases = 16;
+    cfg->tcp_keepalive = 300;
+    cfg->appendfsync = 1; /* everysec */
+    /* gs-origin */
+    cfg->origin_timeout = 1000;
+    cfg->origin_ttl = 0;
+    cfg->origin_negative_ttl = 0;
+    cfg->origin_max_fetches = 64;
+    cfg->origin_queue = 1024;
+    cfg->origin_coalesce = true;
+    strcpy(cfg->dir, "./gridsync-data");
+    cfg->cluster_replicas = 3;
+    cfg->cluster_snapshot_entries = 16384;
+}
+
+void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
+{
+    static const struct core_option table[GS_NODE_NOPTS] = {
+        {"port", CORE_OPT_INT, NULL, 0, 65535, NULL, CORE_OPT_IMMUTABLE, "TCP port (0 = any free)"},
+        {"bind", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "addresses to listen on, space-separated; a leading - marks one that may be missing"},
+        {"maxmemory", CORE_OPT_MEMORY, NULL, 0, INT64_MAX, NULL, 0,
+         "memory limit for data (0 = none), e.g. 100mb"},
+        {"maxmemory-policy", CORE_OPT_ENUM, NULL, 0, 0, policy_names, 0, "what to do at maxmemory"},
+        {"maxclients", CORE_OPT_INT, NULL, 1, 1000000, NULL, 0, "most simultaneous clients"},
+        {"requirepass", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_SECRET,
+         "password clients must AUTH with (empty = none)"},
+        {"client-query-buffer-limit", CORE_OPT_MEMORY, NULL, 1024 * 1024, INT64_MAX, NULL, 0,
+         "most unprocessed input per client"},
+        {"client-output-buffer-limit", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_APPEND,
+         "per class (normal, replica, pubsub): <class> <hard> <soft> <soft-seconds>; unsent "
+         "output above which a client is dropped (0 = none); a single size sets normal's hard "
+         "limit"},
+        {"proto-max-bulk-len", CORE_OPT_MEMORY, NULL, 1024 * 1024, INT64_MAX, NULL, 0,
+         "largest bulk string in a request"},
+        {"timeout", CORE_OPT_INT, NULL, 0, INT32_MAX, NULL, 0,
+         "close clients idle for this many seconds (0 = never)"},
+        {"hz", CORE_OPT_INT, NULL, 1, 500, NULL, 0, "active expiry cycles per second"},
+        {"loglevel", CORE_OPT_ENUM, NULL, 0, 0, core_log_level_names, 0, "log verbosity"},
+        {"save", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_APPEND,
+         "accepted for compatibility; no persistence"},
+        {"appendonly", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
+         "accepted for compatibility; no persistence"},
+        {"daemonize", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "run in the background (writes pidfile)"},
+        {"pidfile", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "file to write the process id to (empty = none unless daemonized)"},
+        {"logfile", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "file to append the log to (empty = standard error)"},
+        {"databases", CORE_OPT_INT, NULL, 1, INT32_MAX, NULL, CORE_OPT_IMMUTABLE,
+         "number of databases (SELECT 0 .. n-1)"},
+        {"protected-mode", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
+         "without requirepass, refuse clients that are not on loopback"},
+        {"tcp-keepalive", CORE_OPT_INT, NULL, 0, INT32_MAX, NULL, 0,
+         "seconds of idleness before TCP keepalive probes (0 = off)"},
+        {"appendfsync", CORE_OPT_ENUM, NULL, 0, 0, appendfsync_names, 0,
+         "accepted for compatibility; no append-only file"},
+        /* gs-origin (docs/gridsync-origin.md) */
+        {"origin", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "read-through origin URL template, e.g. http://host:port/items/{key} (empty = off)"},
+        {"origin-timeout", CORE_OPT_INT, NULL, 1, 3600000, NULL, CORE_OPT_IMMUTABLE,
+         "ms one origin fetch may take, queueing included"},
+        {"origin-ttl", CORE_OPT_INT, NULL, 0, INT64_MAX / 2, NULL, CORE_OPT_IMMUTABLE,
+         "ms TTL of a filled value without Cache-Control max-age (0 = none)"},
+        {"origin-negative-ttl", CORE_OPT_INT, NULL, 0, INT64_MAX / 2, NULL, CORE_OPT_IMMUTABLE,
+         "ms a 404 from the origin is remembered (0 = not at all)"},
+        {"origin-max-fetches", CORE_OPT_INT, NULL, 1, 65536, NULL, CORE_OPT_IMMUTABLE,
+         "origin fetches in flight at once"},
+        {"origin-queue", CORE_OPT_INT, NULL, 0, 1000000, NULL, CORE_OPT_IMMUTABLE,
+         "keys that may wait for a fetch slot; beyond, GET gets an error"},
+        {"origin-coalesce", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
+         "one origin fetch for concurrent misses of a key (no: one per request)"},
+        {"cluster-enabled", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "run as a cluster node (needs cluster-peers)"},
+        {"cluster-peers", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "every node's host:port, comma-separated, the same list on every node"},
+        {"dir", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "directory for the cluster's Raft logs and snapshots"},
+        {"cluster-replicas", CORE_OPT_INT, NULL, 1, 7, NULL, CORE_OPT_IMMUTABLE,
+         "copies of each slot (Raft group size)"},
+        {"cluster-read-mode", CORE_OPT_ENUM, NULL, 0, 0, read_mode_names, 0,
+         "how a leader makes reads linearizable: lease (a majority heard from it within "
+         "the election timeout less a drift bound), barrier (a Raft barrier per batch of "
+         "reads) or any (no check: stale while a deposed leader has not noticed)"},
+        {"cluster-snapshot-entries", CORE_OPT_INT, NULL, 16, INT32_MAX, NULL, CORE_OPT_IMMUTABLE,
+         "Raft log entries between two snapshots of a shard"},
+        {"cluster-join", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+         "this node is the last of cluster-peers, being added to a running cluster"},
+        {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
+    };
+    void *ptrs[] = {&cfg->port, cfg->bind, &cfg->maxmemory, &cfg->maxmemory_policy,
+                    &cfg->maxclients, cfg->requirepass, &cfg->query_buf_limit,
+                    cfg->output_buf_limit, &cfg->proto_max_bulk_len, &cfg->timeout, &cfg->hz,
+                    &cfg->loglevel, cfg->save, &cfg->appendonly, &cfg->daemonize, cfg->pidfile,
+                    cfg->logfile, &cfg->databases, &cfg->protected_mode, &cfg->tcp_keepalive,
+                    &cfg->appendfsync,
+                    /* gs-origin */
+                    cfg->origin, &cfg->origin_timeout, &cfg->origin_ttl, &cfg->origin_negative_ttl,
+                    &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce,
+                    /* cluster */
+                    &cfg->cluster_enabled, cfg->cluster_peers, cfg->dir, &cfg->cluster_replicas,
+                    &cfg->cluster_read_mode, &cfg->cluster_snapshot_entries, &cfg->cluster_join};
+    _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
+    memcpy(opts, table, sizeof(table));
+    for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
+        opts[i].ptr = ptrs[i];
+}
+
+/* ------------------------------------------------------- command index */
+
+static uint32_t name_hash(const char *name, size_t len)
+{
+    char low[32];
+    for (size_t i = 0; i < len; i++)
+        low[i] = (char)tolower((unsigned char)name[i]);
+    return core_fnv1a32(low, len);
+}
+
+int gs_command_index_build(struct gs_node *n)
+{
+    size_t ncmd = 0;
+    while (gs_commands[ncmd].name)
+        ncmd++;
+    n->cmd_names = calloc(ncmd + 1, sizeof(*n->cmd_names));
+    if (!n->cmd_names || gs_cmd_stats_init(&n->cmdstats, ncmd)) {
+        free(n->cmd_names);
+        n->cmd_names = NULL;
+        return CORE_ENOMEM;
+    }
+    for (size_t i = 0; i < ncmd; i++)
+        n->cmd_names[i] = gs_commands[i].name;
+    memset(n->cmd_index, 0, sizeof(n->cmd_index));
+    for (const struct gs_command *cmd = gs_commands; cmd->name; cmd++) {
+        uint32_t h = name_hash(cmd->name, strlen(cmd->name)) & 255;
+        while (n->cmd_index[h])
+            h = (h + 1) & 255;
+        n->cmd_index[h] = cmd;
+    }
+    return 0;
+}
+
+const struct gs_command *gs_command_lookup(const struct gs_node *n, const char *name, size_t len)
+{
+    if (len == 0 || len >= 32)
+        return NULL;
+    uint32_t h = name_hash(name, len) & 255;
+    while (n->cmd_index[h]) {
+        const struct gs_command *cmd = n->cmd_index[h];
+        if (strlen(cmd->name) == len && strncasecmp(cmd->name, name, len) == 0)
+            return cmd;
+        h = (h + 1) & 255;
+    }
+    return NULL;
+}
+
+/* Redis's processCommand: "unknown command '%.128s', with args beginning
+ * with: " followed by up to 128 characters of quoted arguments. */
+static void reply_unknown(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    char args[512];
+    size_t used = 0;
+    args[0] = 0;
+    for (size_t i = 1; i < argc && used < 128; i++) {
+        int room = 128 - (int)used;
+        size_t alen = strnlen(argv[i].p, argv[i].len); /* Redis prints with %s */
+        int n = snprintf(args + used, sizeof(args) - used, "'%.*s' ",
+                         (int)(alen < (size_t)room ? alen : (size_t)room), argv[i].p);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+        if (used >= sizeof(args))
+            used = sizeof(args) - 1;
+    }
+    size_t nlen = strnlen(argv[0].p, argv[0].len);
+    gs_errorf(c, "ERR unknown command '%.*s', with args beginning with: %s",
+              (int)(nlen < 128 ? nlen : 128), argv[0].p, args);
+}
+
+/* Out of line: its buffer would otherwise give gs_execute a stack
+ * canary to check on every request. */
+static __attribute__((noinline)) void reply_arity(struct gs_client *c, const struct gs_command *cmd)
+{
+    char why[64];
+    snprintf(why, sizeof(why), "wrong number of arguments for '%s' command", cmd->name);
+    if (!gs_multi_exec_refused(c, cmd, why)) {
+        gs_errorf(c, "ERR %s", why);
+        gs_multi_flag_error(&c->multi);
+    }
+}
+
+void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_node *n = c->node;
+    c->db->now_ms = gs_node_now_ms(n); /* the command's instant (client.h) */
+    const struct gs_command *cmd = gs_command_lookup(n, argv[0].p, argv[0].len);
+    /* Refusals before queueing abort an open transaction (Redis's
+     * rejectCommand -> flagTransaction). */
+    if (!cmd) {
+        reply_unknown(c, argc, argv);
+        gs_multi_flag_error(&c->multi);
+        return;
+    }
+    if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
+        (cmd->arity < 0 && argc < (size_t)-cmd->arity)) {
+        gs_command_rejected(n, cmd);
+        reply_arity(c, cmd);
+        return;
+    }
+    if (!c->authenticated && !(cmd->flags & GS_CMD_NOAUTH)) {
+        if (n->cfg.requirepass[0]) {
+            gs_command_rejected(n, cmd);
+            if (!gs_multi_exec_refused(c, cmd, "NOAUTH Authentication required.")) {
+                gs_error(c, "NOAUTH Authentication required.");
+                gs_multi_flag_error(&c->multi);
+            }
+            return;
+        }
+        c->authenticated = true; /* the password was removed meanwhile */
+    }
+    /* Cluster mode routes commands with keys by slot (gridsync/cluster/cluster.h). */
+    if (n->cluster && gs_cluster_route(n->cluster, c, cmd, argc, argv))
+        return;
+    /* RESP2 subscribed mode allows only the subscription commands. */
+    if (c->sub && gs_pubsub_refuses(c, cmd)) {
+        gs_command_rejected(n, cmd);
+        gs_multi_flag_error(&c->multi);
+        return;
+    }
+    /* Inside MULTI: queued, +QUEUED (gridsync/commands/multi.h). */
+    if (c->multi.active && gs_multi_queue(c, cmd, argc, argv))
+        return;
+    /* Redis's processCommand: evict before a command that may add memory,
+     * and refuse it when nothing more can go. */
+    if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
+        gs_store_make_room(c->db->store) == CORE_ENOMEM) {
+        gs_command_rejected(n, cmd);
+        gs_error_oom(c);
+        return;
+    }
+    gs_call(c, cmd, argc, argv);
+}
+
+void gs_command_rejected(struct gs_node *n, const struct gs_command *cmd)
+{
+    gs_cmd_stats_reject(&n->cmdstats, (size_t)(cmd - gs_commands));
+}
+
+void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, struct gs_arg *argv)
+{
+    struct gs_node *n = c->node;
+    uint64_t errors = n->stats.error_replies;
+    c->last_cmd = cmd->name;
+    n->stats.commands++;
+    /* Redis's call() times every command the same way (ustime around
+     * the handler); two vDSO clock reads per command. */
+    uint64_t t0 = core_now_ns();
+    cmd->fn(c, argc, argv);
+    uint64_t ns = core_now_ns() - t0;
+    gs_cmd_stats_call(&n->cmdstats, (size_t)(cmd - gs_commands), ns,
+                      n->stats.error_replies != errors);
+}
+
+/* ------------------------------------------------------- connections */
+
+static bool is_loopback(const struct core_conn *conn)
+{
+    const char *p = core_conn_peer(conn);
+    return strncmp(p, "127.", 4) == 0 || strncmp(p, "::1:", 4) == 0 ||
+           strncmp(p, "::ffff:127.", 11) == 0;
+}
+
+/* Redis 7.0's text (networking.c, clientAcceptHandler). */
+static const char denied_msg[] =
+    "DENIED Redis is running in protected mode because protected mode is enabled and no "
+    "password is set for the default user. In this mode connections are only accepted from the "
+    "loopback interface. If you want to connect from external computers to Redis you may adopt "
+    "one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG "
+    "SET protected-mode no' from the loopback interface by connecting to Redis from the same "
+    "host the server is running, however MAKE SURE Redis is not publicly accessible from "
+    "internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively "
+    "you can just disable the protected mode by editing the Redis configuration file, and "
+    "setting the protected mode option to 'no', and then restarting the server. 3) If you "
+    "started the server manually just for testing, restart it with the '--protected-mode no' "
+    "option. 4) Set up an authentication password for the default user. NOTE: You only need to "
+    "do one of the above things in order for the server to start accepting connections from "
+    "the outside.";
+
+static int on_open(struct core_conn *conn, void *app)
+{
+    struct gs_node *n = app;
+    struct gs_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return CORE_ENOMEM;
+    c->node = n;
+    c->db = &n->dbs[0];
+    c->stats = &n->stats;
+    c->conn = conn;
+    c->w.buf = core_conn_out(conn);
+    c->w.proto = 2;
+    c->authenticated = n->cfg.requirepass[0] == 0;
+    c->last_cmd = "NULL";
+    /* Redis's protected mode: no password, so only loopback may talk. */
+    c->denied = n->cfg.protected_mode && !n->cfg.requirepass[0] && !is_loopback(conn);
+    gs_resp_parser_init(&c->parser, n->cfg.proto_max_bulk_len);
+    core_conn_set_data(conn, c);
+    return 0;
+}
+
+static void on_close(struct core_conn *conn)
+{
+    struct gs_client *c = core_conn_data(conn);
+    if (!c)
+        return;
+    gs_origin_node_client_closed(c); /* gs-origin: drop its waiters */
+    gs_cluster_client_closed(c);
+    gs_multi_client_closed(c);
+    gs_pubsub_client_closed(c);
+    gs_resp_parser_free(&c->parser);
+    free(c->name);
+    free(c->lib_name);
+    free(c->lib_ver);
+    free(c);
+    core_conn_set_data(conn, NULL);
+}
+
+static size_t on_data(struct core_conn *conn, char *data, size_t len)
+{
+    struct gs_client *c = core_conn_data(conn);
+    struct gs_node *n = c->node;
+    size_t off = 0;
+    if (c->denied) {
+        gs_reply_error(&c->w, denied_msg, sizeof(denied_msg) - 1);
+        core_conn_close_after_reply(conn);
+        return len;
+    }
+    /* c->wait: a replicated write is pending; the rest waits (cluster.h). */
+    while (off < len && !core_conn_closing(conn) && !c->wait) {
+        size_t used, argc;
+        struct gs_arg *argv;
+        const char *err;
+        c->parser.authenticated = c->authenticated || !n->cfg.requirepass[0];
+        c->parser.max_bulk = n->cfg.proto_max_bulk_len;
+        int rc = gs_resp_parse(&c->parser, data + off, len - off, &used, &argc, &argv, &err);
+        if (rc == GS_RESP_NEED_MORE)
+            break;
+        if (rc < 0) {
+            /* Redis's setProtocolError: reply, then close after the reply. */
+            if (rc == CORE_EPROTO) {
+                gs_errorf(c, "ERR %s", err);
+                CORE_DEBUG("Protocol error (%s) from client id=%llu addr=%s", err,
+                           (unsigned long long)core_conn_id(conn), core_conn_peer(conn));
+                core_conn_close_after_reply(conn);
+            } else {
+                core_conn_close(conn);
+            }
+            return len;
+        }
+        off += used;
+        if (argc == 0)
+            continue;
+        gs_execute(c, argc, argv);
+        if (c->replay) {
+            /* A linearizable read waits unconsumed; it runs when the
+             * cluster hands the input back (cluster.h). */
+            c->replay = false;
+            off -= used;
+            break;
+        }
+        /* gs-origin: replies held behind a fetch count toward the limit */
+        if (c->w.buf->len > FLUSH_EARLY &&
+            (core_conn_flush(conn) || gs_origin_node_over_output_limit(c)))
+            break;
+    }
+    return off;
+}
+
+static const struct core_server_ops server_ops = {
+    .on_open = on_open,
+    .on_data = on_data,
+    .on_close = on_close,
+};
+
+/* ---------------------------------------------------------------- cron */
+
+static void resync_clock(struct gs_node *n)
+{
+    uv_update_time(n->loop);
+    n->wall_base_ms = core_wall_ms();
+    n->loop_base_ms = uv_now(n->loop);
+}
+
+static void cron_cb(uv_timer_t *t)
+{
+    struct gs_node *n = t->data;
+    resync_clock(n);
+    int64_t now = gs_node_now_ms(n);
+    uint64_t t0 = core_now_ns();
+    /* In cluster mode only a leader expires actively (cluster.h). */
+    if (n->cluster && !gs_cluster_may_expire(n->cluster))
+        return;
+    /* Bounded active expiry (the idea of Redis's activeExpireCycle):
+     * slices of EXPIRE_WORK while slices come back full (more keys are
+     * due), but never past the time budget, so clients never wait long
+     * behind it; the rest waits for the next tick. */
+    for (unsigned d = 0; d < n->n_dbs; d++) {
+        for (;;) {
+            size_t removed = gs_store_expire_cycle(n->dbs[d].store, now, EXPIRE_WORK);
+            if (removed < EXPIRE_WORK)
+                break;
+            if (core_now_ns() - t0 > EXPIRE_BUDGET_NS)
+                return;
+        }
+    }
+}
+
+static void limits_from_config(const struct gs_config *cfg, struct core_server_limits *l)
+{
+    l->maxclients = cfg->maxclients;
+    l->query_buf_limit = cfg->query_buf_limit;
+    l->output_buf_limit = cfg->obuf[GS_CLASS_NORMAL].hard;
+    l->output_soft_limit = cfg->obuf[GS_CLASS_NORMAL].soft;
+    l->output_soft_seconds = cfg->obuf[GS_CLASS_NORMAL].soft_seconds;
+    l->idle_timeout_s = cfg->timeout;
+    l->tcp_keepalive_s = cfg->tcp_keepalive;
+}
+
+/* The option's text onto the parsed limits, then back in Redis's form.
+ * CONFIG SET checks the text first; at start a bad one fails the start. */
+static int apply_obuf(struct gs_config *cfg)
+{
+    char why[128];
+    int rc = gs_obuf_limits_parse(cfg->output_buf_limit, cfg->obuf, why, sizeof(why));
+    if (rc)
+        CORE_WARN("client-output-buffer-limit: %s", why);
+    format_obuf(cfg->obuf, cfg->output_buf_limit, sizeof(cfg->output_buf_limit));
+    return rc;
+}
+
+void gs_node_apply_config(struct gs_node *n)
+{
+    (void)apply_obuf(&n->cfg);
+    struct core_server_limits l;
+    limits_from_config(&n->cfg, &l);
+    core_server_set_limits(n->srv, &l);
+    for (unsigned d = 0; d < n->n_dbs; d++)
+        gs_store_configure(n->dbs[d].store, (uint64_t)n->cfg.maxmemory,
+                           (enum gs_evict_policy)n->cfg.maxmemory_policy);
+    if (n->cluster)
+        gs_cluster_apply_config(n->cluster); /* the other shards' stores */
+    core_log_init('M', (enum core_log_level)n->cfg.loglevel);
+    uint64_t period = (uint64_t)(1000 / n->cfg.hz);
+    uv_timer_set_repeat(&n->cron, period ? period : 1);
+    gs_origin_node_apply_config(n); /* gs-origin */
+    gs_pubsub_apply_limits(n);
+}
+
+/* Redis's bind: several addresses; "*" is every IPv4 address, "::*" every
+ * IPv6 one; a leading '-' lets an address be missing on this host. With
+ * port 0 the first listener picks the port and the others take the same. */
+static int listen_all(struct core_server *srv, const char *bind, int port)
+{
+    char list[CORE_OPT_STRLEN];
+    snprintf(list, sizeof(list), "%s", bind);
+    int bound = 0, rc = 0;
+    for (char *save = NULL, *a = strtok_r(list, " ", &save); a; a = strtok_r(NULL, " ", &save)) {
+        bool optional = a[0] == '-';
+        const char *addr = a + optional;
+        if (strcmp(addr, "*") == 0)
+            addr = "0.0.0.0";
+        else if (strcmp(addr, "::*") == 0)
+            addr = "::";
+        rc = core_server_listen(srv, addr, bound && port == 0 ? core_server_port(srv) : port);
+        if (rc == 0) {
+            bound++;
+            continue;
+        }
+        CORE_WARN("Could not create server TCP listening socket %s:%d: %s", addr, port,
+                  core_strerror(rc));
+        if (!optional || rc == CORE_EBUSY) /* '-' forgives a missing address only */
+            return rc;
+    }
+    return bound ? 0 : (rc ? rc : CORE_EINVAL);
+}
+
+static void dbs_free(struct gs_node *n)
+{
+    for (unsigned d = 0; n->dbs && d < n->n_dbs; d++)
+        gs_store_free(n->dbs[d].store);
+    free(n->dbs);
+    n->dbs = NULL;
+    n->n_dbs = 0;
+}
+
+/* The node's databases, each with its own store (client.h). */
+static int dbs_new(struct gs_node *n, unsigned count)
+{
+    n->dbs = calloc(count, sizeof(*n->dbs));
+    if (!n->dbs)
+        return CORE_ENOMEM;
+    n->n_dbs = count;
+    for (unsigned d = 0; d < count; d++) {
+        struct gs_db *db = &n->dbs[d];
+        struct gs_store_config scfg = {
+            .maxmemory = (uint64_t)n->cfg.maxmemory,
+            .policy = (enum gs_evict_policy)n->cfg.maxmemory_policy,
+            .hash_seed = core_hash64(&db, sizeof(db), (uint64_t)core_now_ns() ^ (uint64_t)getpid()),
+        };
+        db->id = d;
+        int rc = gs_store_new(&db->store, &scfg);
+        if (rc) {
+            dbs_free(n);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg)
+{
+    struct gs_node *n = calloc(1, sizeof(*n));
+    if (!n)
+        return CORE_ENOMEM;
+    n->loop = loop;
+    n->cfg = *cfg;
+    gs_config_bind(&n->cfg, n->opts);
+    int rc = CORE_ENOMEM;
+    if (gs_command_index_build(n) || gs_pubsub_new(&n->pubsub))
+        goto fail_stats;
+    n->stats.detail = &n->cmdstats;
+    rc = dbs_new(n, GS_DBS_DEFAULT);
+    if (rc)
+        goto fail_dbs;
+    if (apply_obuf(&n->cfg)) {
+        rc = CORE_EINVAL;
+        goto fail_server;
+    }
+    struct core_server_limits l;
+    limits_from_config(&n->cfg, &l);
+    rc = core_server_new(&n->srv, loop, &server_ops, n, &l,
+                         "-ERR max number of clients reached\r\n");
+    if (rc)
+        goto fail_server;
+    rc = listen_all(n->srv, cfg->bind, (int)cfg->port);
+    if (rc)
+        goto fail_listen;
+    rc = gs_origin_node_start(n); /* gs-origin: a bad origin option fails the start */
+    if (rc)
+        goto fail_listen;
+    uv_timer_init(loop, &n->cron);
+    n->cron.data = n;
+    resync_clock(n);
+    n->start_wall_ms = n->wall_base_ms;
+    if (cfg->cluster_enabled && (rc = gs_cluster_new(&n->cluster, n)) != 0)
+        goto fail_cluster;
+    uint64_t period = (uint64_t)(1000 / cfg->hz);
+    uv_timer_start(&n->cron, cron_cb, period, period ? period : 1);
+    *out = n;
+    return 0;
+
+fail_cluster:
+    core_server_stop(n->srv);
+    gs_origin_node_stop(n);
+    uv_close((uv_handle_t *)&n->cron, NULL);
+    uv_run(loop, UV_RUN_DEFAULT); /* let the handles (and groups) close */
+    gs_cluster_free(n->cluster);
+    goto fail_closed;
+fail_listen:
+    core_server_stop(n->srv);
+    uv_run(loop, UV_RUN_NOWAIT); /* let the handles close */
+fail_closed:
+    core_server_free(n->srv);
+fail_server:
+    dbs_free(n);
+fail_dbs:
+fail_stats:
+    gs_cmd_stats_free(&n->cmdstats);
+    free(n->cmd_names);
+    gs_pubsub_free(n->pubsub);
+    free(n);
+    return rc;
+}
+
+void gs_node_stop(struct gs_node *n)
+{
+    if (n->stopping)
+        return;
+    n->stopping = true;
+    core_server_stop(n->srv);
+    gs_origin_node_stop(n); /* gs-origin: after the clients have gone */
+    if (n->cluster)
+        gs_cluster_stop(n->cluster);
+    uv_close((uv_handle_t *)&n->cron, NULL);
+}
+
+void gs_node_free(struct gs_node *n)
+{
+    if (!n)
+        return;
+    core_server_free(n->srv);
+    gs_cluster_free(n->cluster);
+    gs_multi_node_free(n); /* before the stores: their hook points here */
+    dbs_free(n);
+    core_buf_free(&n->scratch);
+    gs_cmd_stats_free(&n->cmdstats);
+    free(n->cmd_names);
+    gs_pubsub_free(n->pubsub);
+    free(n);
+}

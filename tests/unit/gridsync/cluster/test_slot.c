@@ -1,0 +1,78 @@
+/* Key -> slot against the values a real Redis 7 (cluster-enabled) returns
+ * for CLUSTER KEYSLOT, including the hash-tag corner cases of the spec. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gridsync/cluster/slot.h"
+
+struct vector {
+    const char *key;
+    unsigned slot;
+};
+
+static void test_slot_matches_redis(void **state)
+{
+    static const struct vector v[] = {
+        {"foo", 12182},
+        {"bar", 5061},
+        {"hello", 866},
+        {"a", 15495},
+        {"key", 12539},
+        {"test", 6918},
+        {"123456789", 12739},
+        {"", 0},
+        /* Hash tags: only the first {...} with content counts. */
+        {"{user1000}.following", 3443},
+        {"{user1000}.followers", 3443},
+        {"foo{}{bar}", 8363},    /* empty first tag: whole key */
+        {"foo{{bar}}zap", 4015}, /* tag is "{bar" */
+        {"foo{bar}{zap}", 5061}, /* tag is "bar" */
+        {"{}", 15257},
+        {"{", 4092},
+        {"}{x}", 16287},
+        {"{a}b", 15495},
+        {"x{}y{z}", 15453},
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        unsigned got = gs_key_slot(v[i].key, strlen(v[i].key));
+        if (got != v[i].slot)
+            fail_msg("slot of \"%s\": got %u, want %u", v[i].key, got, v[i].slot);
+    }
+}
+
+static void test_slot_binary_safe(void **state)
+{
+    /* A NUL byte is part of the key, not its end. */
+    const char k1[] = {'a', 0, 'b'};
+    const char k2[] = {'a', 0, 'c'};
+    assert_true(gs_key_slot(k1, 3) < GS_SLOTS);
+    assert_int_not_equal(gs_key_slot(k1, 3), gs_key_slot(k2, 3));
+    const char tagged[] = {'{', 'a', '}', 0, 'z'};
+    assert_int_equal(gs_key_slot(tagged, sizeof(tagged)), gs_key_slot("a", 1));
+}
+
+static void test_hash_part(void **state)
+{
+    size_t n;
+    const char *key = "pre{tag}post";
+    const char *p = gs_key_hash_part(key, strlen(key), &n);
+    assert_int_equal(n, 3);
+    assert_memory_equal(p, "tag", 3);
+    p = gs_key_hash_part("plain", 5, &n);
+    assert_int_equal(n, 5);
+    assert_memory_equal(p, "plain", 5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_slot_matches_redis),
+        cmocka_unit_test(test_slot_binary_safe),
+        cmocka_unit_test(test_hash_part),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
