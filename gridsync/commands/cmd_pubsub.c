@@ -511,8 +511,8 @@ static void list_channels(struct gs_client *c, enum kind k, const struct gs_arg 
 static void numsub(struct gs_client *c, size_t argc, struct gs_arg *argv, enum kind k)
 {
     struct gs_pubsub *ps = c->node->pubsub;
-    /* Redis 7.0 answers a flat array in RESP2 and a map in RESP3. */
-    gs_reply_map(&c->w, argc - 2);
+    /* Redis 7.0: a flat array [channel, count, ...], in RESP3 too. */
+    gs_reply_array(&c->w, 2 * (argc - 2));
     for (size_t i = 2; i < argc; i++) {
         uint64_t h;
         struct chan *ch = table_find(ps, &ps->t[k], argv[i].p, argv[i].len, &h);
@@ -555,14 +555,20 @@ void gs_cmd_pubsub(struct gs_client *c, size_t argc, struct gs_arg *argv)
         numsub(c, argc, argv, SHARD);
     } else if (gs_arg_is(sub, "numpat") && argc == 2) {
         gs_reply_int(&c->w, (int64_t)c->node->pubsub->t[PATTERN].count);
-    } else if (gs_arg_is(sub, "help") || gs_arg_is(sub, "channels") ||
-               gs_arg_is(sub, "shardchannels") || gs_arg_is(sub, "numpat")) {
+    } else if (gs_arg_is(sub, "help") || gs_arg_is(sub, "numpat")) {
+        /* Fixed arity in Redis's command table: the table's error. */
         char lower[32];
         size_t n = sub->len < sizeof(lower) - 1 ? sub->len : sizeof(lower) - 1;
         for (size_t i = 0; i < n; i++)
             lower[i] = (char)(sub->p[i] | 0x20);
         lower[n] = 0;
         gs_errorf(c, "ERR wrong number of arguments for 'pubsub|%s' command", lower);
+    } else if (gs_arg_is(sub, "channels") || gs_arg_is(sub, "shardchannels")) {
+        /* Variable arity: pubsubCommand's own addReplySubcommandSyntaxError. */
+        gs_errorf(c,
+                  "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try PUBSUB "
+                  "HELP.",
+                  (int)(sub->len < 128 ? sub->len : 128), sub->p);
     } else {
         gs_errorf(c, "ERR unknown subcommand '%.*s'. Try PUBSUB HELP.",
                   (int)(sub->len < 128 ? sub->len : 128), sub->p);
