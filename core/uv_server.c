@@ -14,6 +14,12 @@
  *  3. Unconsumed input is in[in_start .. in.len); the protocol sees it as
  *     one contiguous block starting at offset 0, so its parser may keep
  *     offsets across reads while the scaffold compacts the buffer.
+ *  4. clients_mem is the sum of every open connection's `accounted`, the
+ *     capacity of its three buffers when last counted: at every flush
+ *     (after each batch of requests, each write, each pushed message) and
+ *     at close. When it passes clients_mem_limit, the biggest connections
+ *     are evicted until it is under: their memory leaves the sum at once,
+ *     the connections close when no callback can be using them.
  */
 #include "core/uv_server.h"
 
@@ -60,6 +66,11 @@ struct core_conn {
     bool own_limit;
     int64_t out_hard, out_soft, out_soft_s;
     uint64_t soft_since_ms; /* when output went above out_soft; 0 = below */
+    /* The clients' memory budget (invariant 4): what this connection's
+     * buffers held when last counted into the server's clients_mem. */
+    size_t accounted;
+    bool no_evict; /* core_conn_set_no_evict */
+    bool evicting; /* chosen for eviction; closed from the evict handle */
 };
 
 struct core_server {
@@ -77,6 +88,9 @@ struct core_server {
     struct core_list conns; /* OPEN and DRAINING connections, oldest first */
     uint64_t next_id;
     struct core_server_stats stats;
+    size_t clients_mem;   /* sum of every connection's accounted bytes */
+    uv_idle_t evict_idle; /* closes evicted connections outside callbacks */
+    bool evict_scheduled;
 };
 
 static void format_addr(const struct sockaddr_storage *ss, char *out, size_t outlen)
@@ -116,6 +130,8 @@ static void conn_do_close(struct core_conn *c)
         return;
     struct core_server *s = c->srv;
     c->state = CONN_CLOSING;
+    s->clients_mem -= c->accounted;
+    c->accounted = 0;
     if (core_list_linked(&c->link)) {
         core_list_remove(&c->link);
         s->stats.connected--;
@@ -212,6 +228,95 @@ void core_conn_set_output_limit(struct core_conn *c, int64_t hard, int64_t soft,
     c->soft_since_ms = 0;
 }
 
+/* ------------------------------------------------- the clients' budget */
+
+static size_t conn_mem(const struct core_conn *c)
+{
+    return c->in.cap + c->out.cap + c->wbuf.cap;
+}
+
+static void account(struct core_conn *c)
+{
+    size_t m = conn_mem(c);
+    c->srv->clients_mem = c->srv->clients_mem - c->accounted + m;
+    c->accounted = m;
+}
+
+static void evict_cb(uv_idle_t *h)
+{
+    struct core_server *s = h->data;
+    uv_idle_stop(h);
+    s->evict_scheduled = false;
+    struct core_list *l, *tmp;
+    core_list_foreach_safe(l, tmp, &s->conns)
+    {
+        struct core_conn *c = conn_of(l);
+        if (c->evicting)
+            core_conn_close(c);
+    }
+}
+
+/* Take x out of the budget now (invariant 4). A connection inside its
+ * on_data closes when on_data returns; another one stops reading, drops
+ * its unsent output and unread input at once and is closed from the
+ * evict handle, outside any callback, so that no caller up the stack
+ * finds its application state freed under it. */
+static void evict(struct core_server *s, struct core_conn *x)
+{
+    s->stats.evicted_clients++;
+    CORE_WARN("Evicting client id=%llu addr=%s: clients use %zu bytes, more than "
+              "maxmemory-clients (%lld); this one %zu",
+              (unsigned long long)x->id, x->peer, s->clients_mem,
+              (long long)s->limits.clients_mem_limit, x->accounted);
+    x->evicting = true;
+    if (x->in_callback) {
+        core_conn_close(x);
+    } else {
+        uv_read_stop((uv_stream_t *)&x->tcp);
+        core_buf_free(&x->out);
+        core_buf_free(&x->in);
+        x->in_start = 0;
+        if (!s->evict_scheduled) {
+            s->evict_scheduled = true;
+            uv_idle_start(&s->evict_idle, evict_cb);
+        }
+    }
+    s->clients_mem -= x->accounted;
+    x->accounted = 0;
+}
+
+/* Redis 7's maxmemory-clients: while the clients' buffers together are
+ * over the budget, the biggest client goes first. O(connections) per
+ * eviction; evictions are rare. */
+static void enforce_budget(struct core_server *s)
+{
+    int64_t lim = s->limits.clients_mem_limit;
+    while (lim > 0 && s->clients_mem > (size_t)lim) {
+        struct core_conn *big = NULL;
+        struct core_list *l;
+        core_list_foreach(l, &s->conns)
+        {
+            struct core_conn *x = conn_of(l);
+            if (!x->no_evict && !x->evicting && x->state != CONN_CLOSING &&
+                (!big || x->accounted > big->accounted))
+                big = x;
+        }
+        if (!big || big->accounted == 0)
+            return;
+        evict(s, big);
+    }
+}
+
+void core_conn_set_no_evict(struct core_conn *c, bool on)
+{
+    c->no_evict = on;
+}
+
+size_t core_server_clients_memory(const struct core_server *s)
+{
+    return s->clients_mem;
+}
+
 int core_conn_flush(struct core_conn *c)
 {
     if (c->state == CONN_CLOSING || c->close_pending)
@@ -227,8 +332,16 @@ int core_conn_flush(struct core_conn *c)
         core_conn_close(c);
         return CORE_ECLOSED;
     }
-    if (c->state == CONN_DRAINING && !c->writing && c->out.len == 0 && !c->in_callback)
+    if (c->state == CONN_DRAINING && !c->writing && c->out.len == 0 && !c->in_callback) {
         conn_do_close(c);
+        return 0;
+    }
+    if (!c->evicting) {
+        account(c);
+        enforce_budget(c->srv);
+        if (c->evicting)
+            return CORE_ECLOSED;
+    }
     return 0;
 }
 
@@ -440,6 +553,8 @@ int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core
         }
         s->reject_len = strlen(reject_msg);
     }
+    uv_idle_init(loop, &s->evict_idle);
+    s->evict_idle.data = s;
     uv_timer_init(loop, &s->cron);
     s->cron.data = s;
     uv_timer_start(&s->cron, cron_cb, 1000, 1000);
@@ -512,6 +627,7 @@ void core_server_stop(struct core_server *s)
     for (int i = 0; i < s->nlisteners; i++)
         uv_close((uv_handle_t *)&s->listeners[i], handle_closed_cb);
     uv_close((uv_handle_t *)&s->cron, handle_closed_cb);
+    uv_close((uv_handle_t *)&s->evict_idle, handle_closed_cb);
     while (!core_list_empty(&s->conns)) {
         struct core_conn *c = conn_of(core_list_first(&s->conns));
         if (c->in_callback) {

@@ -89,6 +89,10 @@ struct gs_client {
     struct gs_multi multi;     /* MULTI/EXEC and WATCH state (gridsync/commands/multi.h) */
     bool denied;               /* protected-mode: answered DENIED at its first request (node.c) */
     struct gs_subscriber *sub; /* Pub/Sub subscriptions; NULL if none ever (commands/pubsub.h) */
+    bool no_evict;             /* CLIENT NO-EVICT ON */
+    /* CLIENT REPLY OFF / SKIP: gs_execute drops the replies of the
+     * commands concerned (Redis's CLIENT_REPLY_OFF / _SKIP / _SKIP_NEXT). */
+    bool reply_off, reply_skip, reply_skip_next;
 };
 
 /* Case-insensitive comparison of an argument with a literal. */

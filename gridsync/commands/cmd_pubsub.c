@@ -347,12 +347,14 @@ size_t gs_pubsub_publish(struct gs_node *n, const char *chname, size_t chlen, co
     struct chan *ch = table_find(ps, &ps->t[shard ? SHARD : CHANNEL], chname, chlen, &h);
     for (size_t i = 0; ch && i < ch->nsubs; i++) {
         struct gs_client *s = ch->subs[i];
+        receivers++;
+        if (s->reply_off) /* CLIENT REPLY OFF silences messages too (Redis 7.0) */
+            continue;
         gs_reply_push(&s->w, 3);
         gs_reply_bulk_cstr(&s->w, shard ? "smessage" : "message");
         gs_reply_bulk(&s->w, chname, chlen);
         gs_reply_bulk(&s->w, msg, msglen);
         queue_flush(ps, s);
-        receivers++;
     }
     struct table *pt = &ps->t[PATTERN];
     for (size_t b = 0; !shard && b < pt->nbuckets; b++) {
@@ -361,13 +363,15 @@ size_t gs_pubsub_publish(struct gs_node *n, const char *chname, size_t chlen, co
                 continue;
             for (size_t i = 0; i < p->nsubs; i++) {
                 struct gs_client *s = p->subs[i];
+                receivers++;
+                if (s->reply_off)
+                    continue;
                 gs_reply_push(&s->w, 4);
                 gs_reply_bulk_cstr(&s->w, "pmessage");
                 gs_reply_bulk(&s->w, p->name, p->len);
                 gs_reply_bulk(&s->w, chname, chlen);
                 gs_reply_bulk(&s->w, msg, msglen);
                 queue_flush(ps, s);
-                receivers++;
             }
         }
     }

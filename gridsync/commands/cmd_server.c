@@ -336,6 +336,27 @@ static bool want(size_t argc, struct gs_arg *argv, const char *section, bool dfl
     return false;
 }
 
+struct buffer_max {
+    size_t in, out;
+};
+
+static void buffer_max_of(struct core_conn *conn, void *arg)
+{
+    struct buffer_max *m = arg;
+    size_t in = core_conn_input_capacity(conn), out = core_conn_output_pending(conn);
+    if (in > m->in)
+        m->in = in;
+    if (out > m->out)
+        m->out = out;
+}
+
+static int64_t clients_budget(const struct gs_node *n)
+{
+    int64_t b = 0;
+    (void)gs_clients_budget_parse(n->cfg.maxmemory_clients, n->cfg.maxmemory, &b);
+    return b;
+}
+
 static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct gs_arg *argv)
 {
     /* Database 0's figures (the only database today). */
@@ -367,8 +388,13 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
     }
     if (want(argc, argv, "clients", true)) {
         SECTION("Clients");
-        sbprintf(b, "connected_clients:%" PRIu64 "\r\nmaxclients:%lld\r\nblocked_clients:0\r\n",
-                 ss.connected, (long long)n->cfg.maxclients);
+        struct buffer_max mx = {0, 0};
+        core_server_foreach(n->srv, buffer_max_of, &mx);
+        sbprintf(b,
+                 "connected_clients:%" PRIu64 "\r\nmaxclients:%lld\r\n"
+                 "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\n"
+                 "blocked_clients:0\r\n",
+                 ss.connected, (long long)n->cfg.maxclients, mx.in, mx.out);
     }
     if (want(argc, argv, "memory", true)) {
         char used[32], maxm[32];
@@ -378,9 +404,11 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
         SECTION("Memory");
         sbprintf(b,
                  "used_memory:%" PRIu64 "\r\nused_memory_human:%s\r\nmaxmemory:%lld\r\n"
-                 "maxmemory_human:%s\r\nmaxmemory_policy:%s\r\n",
+                 "maxmemory_human:%s\r\nmaxmemory_policy:%s\r\nmem_clients_normal:%zu\r\n"
+                 "maxmemory_clients:%lld\r\n",
                  st.used_memory, used, (long long)n->cfg.maxmemory, maxm,
-                 pol[n->cfg.maxmemory_policy]);
+                 pol[n->cfg.maxmemory_policy], core_server_clients_memory(n->srv),
+                 (long long)clients_budget(n));
     }
     if (want(argc, argv, "persistence", true)) {
         SECTION("Persistence");
@@ -395,11 +423,12 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
                  "\r\nevicted_keys:%" PRIu64 "\r\nkeyspace_hits:%" PRIu64
                  "\r\nkeyspace_misses:%" PRIu64 "\r\ntotal_error_replies:%" PRIu64
                  "\r\nclient_query_buffer_limit_disconnections:%" PRIu64
-                 "\r\nclient_output_buffer_limit_disconnections:%" PRIu64 "\r\n",
+                 "\r\nclient_output_buffer_limit_disconnections:%" PRIu64
+                 "\r\nevicted_clients:%" PRIu64 "\r\n",
                  ss.total_connections, n->stats.commands, ss.total_net_input_bytes,
                  ss.total_net_output_bytes, ss.rejected_connections, st.expired_keys,
                  st.evicted_keys, st.hits, st.misses, n->stats.error_replies,
-                 ss.closed_by_query_limit, ss.closed_by_output_limit);
+                 ss.closed_by_query_limit, ss.closed_by_output_limit, ss.evicted_clients);
     }
     if (want(argc, argv, "replication", true)) {
         SECTION("Replication");
@@ -565,6 +594,19 @@ static bool config_value_ok(const struct core_option *o, char *value, char *why,
         return false;
     }
     default:
+        if (strcmp(o->name, "maxmemory-clients") == 0) {
+            int64_t b;
+            if (gs_clients_budget_parse(value, 0, &b) == 0)
+                return true;
+            size_t vl = strlen(value);
+            int64_t pct;
+            if (vl > 1 && value[vl - 1] == '%' && core_parse_int64(value, vl - 1, &pct) == 0 &&
+                pct > 100)
+                snprintf(why, len, "percentage argument must be less or equal to 100");
+            else
+                snprintf(why, len, "argument must be a memory or percent value");
+            return false;
+        }
         if (strcmp(o->name, "client-output-buffer-limit") == 0) {
             struct gs_obuf_limit scratch[GS_CLASS_COUNT] = {{0, 0, 0}};
             return gs_obuf_limits_parse(value, scratch, why, len) == 0;
@@ -1133,6 +1175,8 @@ static const struct subcommand client_subs[] = {
     {"info", 2, "client|info"},
     {"kill", -3, "client|kill"},
     {"help", 2, "client|help"},
+    {"no-evict", 3, "client|no-evict"},
+    {"reply", 3, "client|reply"},
     {NULL, 0, NULL},
 };
 
@@ -1195,6 +1239,29 @@ void gs_cmd_client(struct gs_client *c, size_t argc, struct gs_arg *argv)
             return;
         }
         client_kill(c, argc, argv);
+    } else if (gs_arg_is(sub, "no-evict") && argc == 3) {
+        /* Redis 7's CLIENT NO-EVICT: maxmemory-clients never picks it. */
+        if (!gs_arg_is(&argv[2], "on") && !gs_arg_is(&argv[2], "off")) {
+            gs_error_syntax(c);
+            return;
+        }
+        c->no_evict = gs_arg_is(&argv[2], "on");
+        core_conn_set_no_evict(c->conn, c->no_evict);
+        gs_reply_ok(&c->w);
+    } else if (gs_arg_is(sub, "reply") && argc == 3) {
+        /* Redis's CLIENT REPLY: OFF and SKIP answer nothing; gs_execute
+         * drops the replies (node.h). */
+        if (gs_arg_is(&argv[2], "on")) {
+            c->reply_off = c->reply_skip = c->reply_skip_next = false;
+            gs_reply_ok(&c->w);
+        } else if (gs_arg_is(&argv[2], "off")) {
+            c->reply_off = true;
+        } else if (gs_arg_is(&argv[2], "skip")) {
+            if (!c->reply_off)
+                c->reply_skip_next = true;
+        } else {
+            gs_error_syntax(c);
+        }
     } else if (gs_arg_is(sub, "help") && argc == 2) {
         static const char *const lines[] = {
             "GETNAME",
@@ -1207,6 +1274,10 @@ void gs_cmd_client(struct gs_client *c, size_t argc, struct gs_arg *argv)
             "    Kill connections (ID, ADDR, LADDR, SKIPME, USER).",
             "LIST [ID <id> ...]",
             "    Return information about client connections.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
             "SETINFO <LIB-NAME|LIB-VER> <value>",
             "    Set client library information.",
             "SETNAME <name>",

@@ -235,6 +235,13 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->appendonly = false;
     cfg->databases = 16;
     cfg->tcp_keepalive = 300;
+    /* Redis's default is 0 (no budget). Here a tenth of the machine's
+     * memory, in bytes: a crowd of clients that pipeline without reading
+     * cannot take the node's memory, and a small maxmemory (which bounds
+     * the data; client buffers come on top of it) does not shrink it. */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    snprintf(cfg->maxmemory_clients, sizeof(cfg->maxmemory_clients), "%lld",
+             pages > 0 && page > 0 ? (long long)pages * page / 10 : 0LL);
     cfg->appendfsync = 1; /* everysec */
     /* gs-origin */
     cfg->origin_timeout = 1000;
@@ -288,6 +295,10 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "without requirepass, refuse clients that are not on loopback"},
         {"tcp-keepalive", CORE_OPT_INT, NULL, 0, INT32_MAX, NULL, 0,
          "seconds of idleness before TCP keepalive probes (0 = off)"},
+        {"maxmemory-clients", CORE_OPT_STRING, NULL, 0, 0, NULL, 0,
+         "budget for all clients' buffers together, a size or N% of maxmemory (of the "
+         "machine's memory without maxmemory); over it the biggest clients are disconnected "
+         "(0 = none)"},
         {"appendfsync", CORE_OPT_ENUM, NULL, 0, 0, appendfsync_names, 0,
          "accepted for compatibility; no append-only file"},
         /* gs-origin (docs/gridsync-origin.md) */
@@ -328,7 +339,7 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
                     cfg->output_buf_limit, &cfg->proto_max_bulk_len, &cfg->timeout, &cfg->hz,
                     &cfg->loglevel, cfg->save, &cfg->appendonly, &cfg->daemonize, cfg->pidfile,
                     cfg->logfile, &cfg->databases, &cfg->protected_mode, &cfg->tcp_keepalive,
-                    &cfg->appendfsync,
+                    cfg->maxmemory_clients, &cfg->appendfsync,
                     /* gs-origin */
                     cfg->origin, &cfg->origin_timeout, &cfg->origin_ttl, &cfg->origin_negative_ttl,
                     &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce,
@@ -423,7 +434,32 @@ static __attribute__((noinline)) void reply_arity(struct gs_client *c, const str
     }
 }
 
+static void execute(struct gs_client *c, size_t argc, struct gs_arg *argv);
+
 void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (!(c->reply_off | c->reply_skip | c->reply_skip_next)) {
+        execute(c, argc, argv);
+        if (c->reply_skip_next) { /* this was CLIENT REPLY SKIP */
+            c->reply_skip = true;
+            c->reply_skip_next = false;
+        }
+        return;
+    }
+    /* CLIENT REPLY OFF / SKIP: what this request wrote is dropped (if a
+     * flush took it meanwhile, it has gone out). */
+    size_t mark = c->w.buf->len;
+    execute(c, argc, argv);
+    if ((c->reply_off || c->reply_skip) && c->w.buf->len >= mark)
+        c->w.buf->len = mark;
+    c->reply_skip = false;
+    if (c->reply_skip_next) {
+        c->reply_skip = true;
+        c->reply_skip_next = false;
+    }
+}
+
+static void execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
     c->db->now_ms = gs_node_now_ms(n); /* the command's instant (client.h) */
@@ -657,6 +693,27 @@ static void limits_from_config(const struct gs_config *cfg, struct core_server_l
     l->output_soft_seconds = cfg->obuf[GS_CLASS_NORMAL].soft_seconds;
     l->idle_timeout_s = cfg->timeout;
     l->tcp_keepalive_s = cfg->tcp_keepalive;
+    int64_t budget = 0;
+    (void)gs_clients_budget_parse(cfg->maxmemory_clients, cfg->maxmemory, &budget); /* checked */
+    l->clients_mem_limit = budget;
+}
+
+int gs_clients_budget_parse(const char *value, int64_t maxmemory, int64_t *bytes)
+{
+    size_t len = strlen(value);
+    if (len > 1 && value[len - 1] == '%') {
+        int64_t pct;
+        if (core_parse_int64(value, len - 1, &pct) || pct < 0 || pct > 100)
+            return CORE_EINVAL;
+        int64_t base = maxmemory;
+        if (base == 0) {
+            long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+            base = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+        }
+        *bytes = base / 100 * pct;
+        return 0;
+    }
+    return core_parse_memory(value, bytes);
 }
 
 /* The option's text onto the parsed limits, then back in Redis's form.
@@ -765,8 +822,13 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     rc = dbs_new(n, GS_DBS_DEFAULT);
     if (rc)
         goto fail_dbs;
-    if (apply_obuf(&n->cfg)) {
-        rc = CORE_EINVAL;
+    int64_t budget;
+    rc = CORE_EINVAL;
+    if (apply_obuf(&n->cfg))
+        goto fail_server;
+    if (gs_clients_budget_parse(n->cfg.maxmemory_clients, 0, &budget)) {
+        CORE_WARN("maxmemory-clients: '%s' is not a size or a percentage",
+                  n->cfg.maxmemory_clients);
         goto fail_server;
     }
     struct core_server_limits l;

@@ -33,7 +33,7 @@ struct gs_held;
 struct gs_pubsub;
 struct gs_subscriber;
 
-#define GS_NODE_NOPTS 36 /* options + terminator (7 gs-origin's, 7 cluster's) */
+#define GS_NODE_NOPTS 37 /* options + terminator (7 gs-origin's, 7 cluster's) */
 
 /* Redis's client-output-buffer-limit classes (networking.c). */
 enum gs_client_class { GS_CLASS_NORMAL, GS_CLASS_REPLICA, GS_CLASS_PUBSUB, GS_CLASS_COUNT };
@@ -69,7 +69,10 @@ struct gs_config {
     int64_t databases;
     bool protected_mode;
     int64_t tcp_keepalive; /* seconds; 0 = off */
-    int appendfsync;       /* accepted: there is no append-only file */
+    /* Redis 7's maxmemory-clients: a size, or "N%" of maxmemory (of the
+     * machine's memory when maxmemory is 0); "0" = no budget. */
+    char maxmemory_clients[CORE_OPT_STRLEN];
+    int appendfsync; /* accepted: there is no append-only file */
     /* gs-origin: read-through origin (issue #6, docs/gridsync-origin.md) */
     char origin[CORE_OPT_STRLEN]; /* URL template with {key}; empty = off */
     int64_t origin_timeout;       /* ms */
@@ -153,6 +156,10 @@ static inline int64_t gs_node_now_ms(const struct gs_node *n)
 
 /* Apply changed options to the running node (after CONFIG SET). */
 void gs_node_apply_config(struct gs_node *n);
+
+/* Parse a maxmemory-clients value into bytes for this maxmemory (see
+ * struct gs_config). Returns 0 or CORE_EINVAL. */
+int gs_clients_budget_parse(const char *value, int64_t maxmemory, int64_t *bytes);
 
 /* Parse a client-output-buffer-limit value onto *limits (the classes it
  * names change; the others keep their values). Returns 0, or CORE_EINVAL
