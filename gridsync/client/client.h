@@ -30,9 +30,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The number of databases a node has today (SELECT 0 only). The node keeps
- * them in an array indexed by database number (gs_node's dbs). */
-#define GS_DBS_DEFAULT 1
+/* The node keeps its databases (the `databases` option, 16 by default; one
+ * in cluster mode) in an array indexed by database number (gs_node's dbs). */
 
 /* A database context: one keyspace and the clock of the command running
  * against it. Not owned by the client: the node owns its databases, the
@@ -41,7 +40,8 @@
 struct gs_db {
     struct gs_store *store; /* the keyspace (never NULL) */
     int64_t now_ms;         /* "now" of the running command, Unix ms */
-    unsigned id;            /* database number (0 today) */
+    unsigned id;            /* database number (SELECT's index) */
+    struct gs_node *node;   /* the node whose database this is; NULL in cluster groups */
 };
 
 /* Counters every command updates (INFO's total_commands_processed and

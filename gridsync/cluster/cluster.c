@@ -744,7 +744,7 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
 {
     bool write = (cmd->flags & GS_CMD_WRITE) != 0;
     if (cmd->first_key <= 0) {
-        if (cmd->fn == gs_cmd_flushdb)
+        if (cmd->fn == gs_cmd_flushdb || cmd->fn == gs_cmd_flushall)
             return flush_led_groups(cl, c, argc, argv);
         if (cmd->fn == gs_cmd_dbsize) {
             dbsize_led_groups(cl, c);

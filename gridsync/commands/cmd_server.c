@@ -359,9 +359,17 @@ static int64_t clients_budget(const struct gs_node *n)
 
 static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct gs_arg *argv)
 {
-    /* Database 0's figures (the only database today). */
-    struct gs_store_stats st;
-    gs_store_stats(n->dbs[0].store, &st);
+    /* The node's figures: every database's together. */
+    struct gs_store_stats st = {0};
+    for (unsigned d = 0; d < n->n_dbs; d++) {
+        struct gs_store_stats ds;
+        gs_store_stats(n->dbs[d].store, &ds);
+        st.used_memory += ds.used_memory;
+        st.expired_keys += ds.expired_keys;
+        st.evicted_keys += ds.evicted_keys;
+        st.hits += ds.hits;
+        st.misses += ds.misses;
+    }
     struct core_server_stats ss;
     core_server_get_stats(n->srv, &ss);
     int64_t now = gs_node_now_ms(n);
@@ -478,9 +486,13 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
     }
     if (want(argc, argv, "keyspace", true)) {
         SECTION("Keyspace");
-        if (st.keys)
-            sbprintf(b, "db0:keys=%" PRIu64 ",expires=%" PRIu64 ",avg_ttl=0\r\n", st.keys,
-                     st.keys_with_expire);
+        for (unsigned d = 0; d < n->n_dbs; d++) {
+            struct gs_store_stats ds;
+            gs_store_stats(n->dbs[d].store, &ds);
+            if (ds.keys)
+                sbprintf(b, "db%u:keys=%" PRIu64 ",expires=%" PRIu64 ",avg_ttl=0\r\n", d, ds.keys,
+                         ds.keys_with_expire);
+        }
     }
 #undef SECTION
 }
@@ -995,17 +1007,18 @@ static void client_line(struct gs_node *n, struct core_conn *conn, struct core_b
         *f++ = 'N';
     *f = 0;
     sbprintf(b,
-             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=0 sub=%zu "
+             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=%u sub=%zu "
              "psub=%zu ssub=%zu multi=%lld qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=%zu rbs=%zu "
              "rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=default redir=-1 "
              "resp=%d lib-name=%s lib-ver=%s\n",
              (unsigned long long)core_conn_id(conn), core_conn_peer(conn), core_conn_local(conn),
              core_conn_fd(conn), c && c->name ? c->name : "",
              (unsigned long long)((now - core_conn_created_ms(conn)) / 1000),
-             (unsigned long long)((now - core_conn_last_active_ms(conn)) / 1000), flags, nsub,
-             npsub, nssub, multi, qbuf, qcap - qbuf, multi_mem, qcap, qcap, omem,
-             qcap + omem + multi_mem + sizeof(*c), c ? c->last_cmd : "NULL", c ? c->w.proto : 2,
-             c && c->lib_name ? c->lib_name : "", c && c->lib_ver ? c->lib_ver : "");
+             (unsigned long long)((now - core_conn_last_active_ms(conn)) / 1000), flags,
+             c && c->db ? c->db->id : 0u, nsub, npsub, nssub, multi, qbuf, qcap - qbuf, multi_mem,
+             qcap, qcap, omem, qcap + omem + multi_mem + sizeof(*c), c ? c->last_cmd : "NULL",
+             c ? c->w.proto : 2, c && c->lib_name ? c->lib_name : "",
+             c && c->lib_ver ? c->lib_ver : "");
 }
 
 struct list_ctx {

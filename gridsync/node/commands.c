@@ -69,7 +69,9 @@ const struct gs_command gs_commands[] = {
     {"randomkey", 1, R, gs_cmd_randomkey, 0, 0, 0, "generic", "Return a random key from the keyspace", "1.0.0"},
     {"dbsize", 1, R | F, gs_cmd_dbsize, 0, 0, 0, "server", "Return the number of keys in the selected database", "1.0.0"},
     {"flushdb", -1, W, gs_cmd_flushdb, 0, 0, 0, "server", "Remove all keys from the current database", "1.0.0"},
-    {"flushall", -1, W, gs_cmd_flushdb, 0, 0, 0, "server", "Remove all keys from all databases", "1.0.0"},
+    {"flushall", -1, W, gs_cmd_flushall, 0, 0, 0, "server", "Remove all keys from all databases", "1.0.0"},
+    {"move", 3, W | F, gs_cmd_move, 1, 1, 1, "generic", "Move a key to another database", "1.0.0"},
+    {"swapdb", 3, W | F, gs_cmd_swapdb, 0, 0, 0, "server", "Swaps two Redis databases", "4.0.0"},
     {"select", 2, L | S | F, gs_cmd_select, 0, 0, 0, "connection", "Change the selected database for the current connection", "1.0.0"},
     /* connection and server */
     {"ping", -1, F | S, gs_cmd_ping, 0, 0, 0, "connection", "Ping the server", "1.0.0"},

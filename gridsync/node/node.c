@@ -289,7 +289,7 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "file to write the process id to (empty = none unless daemonized)"},
         {"logfile", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
          "file to append the log to (empty = standard error)"},
-        {"databases", CORE_OPT_INT, NULL, 1, INT32_MAX, NULL, CORE_OPT_IMMUTABLE,
+        {"databases", CORE_OPT_INT, NULL, 1, 16384, NULL, CORE_OPT_IMMUTABLE,
          "number of databases (SELECT 0 .. n-1)"},
         {"protected-mode", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
          "without requirepass, refuse clients that are not on loopback"},
@@ -436,6 +436,51 @@ static __attribute__((noinline)) void reply_arity(struct gs_client *c, const str
 
 static void execute(struct gs_client *c, size_t argc, struct gs_arg *argv);
 
+/* maxmemory holds for the node, across its databases, as in Redis: while
+ * they hold more together, the database that holds most gives up the
+ * excess, by its store's policy (each store evicts down to a limit set
+ * for the occasion, then gets the node's limit back). O(databases). */
+static int make_room(struct gs_node *n)
+{
+    uint64_t max = (uint64_t)n->cfg.maxmemory, total = 0;
+    if (n->n_dbs == 1)
+        return gs_store_make_room(n->dbs[0].store);
+    struct gs_store_stats st;
+    for (unsigned d = 0; d < n->n_dbs; d++) {
+        gs_store_stats(n->dbs[d].store, &st);
+        total += st.used_memory;
+    }
+    /* Databases in decreasing order of memory (ties by number), each once. */
+    uint64_t prev_used = UINT64_MAX;
+    unsigned prev = 0;
+    bool first = true;
+    while (total > max) {
+        unsigned big = n->n_dbs;
+        uint64_t big_used = 0;
+        for (unsigned d = 0; d < n->n_dbs; d++) {
+            gs_store_stats(n->dbs[d].store, &st);
+            uint64_t u = st.used_memory;
+            bool after_prev = first || u < prev_used || (u == prev_used && d > prev);
+            if (after_prev && (big == n->n_dbs || u > big_used))
+                big = d, big_used = u;
+        }
+        if (big == n->n_dbs || big_used == 0)
+            return CORE_ENOMEM; /* nothing left to evict anywhere */
+        first = false;
+        prev = big;
+        prev_used = big_used;
+        struct gs_store *s = n->dbs[big].store;
+        uint64_t excess = total - max;
+        gs_store_configure(s, big_used > excess ? big_used - excess : 1,
+                           (enum gs_evict_policy)n->cfg.maxmemory_policy);
+        (void)gs_store_make_room(s);
+        gs_store_configure(s, max, (enum gs_evict_policy)n->cfg.maxmemory_policy);
+        gs_store_stats(s, &st);
+        total -= big_used - st.used_memory;
+    }
+    return 0;
+}
+
 void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     if (!(c->reply_off | c->reply_skip | c->reply_skip_next)) {
@@ -502,8 +547,7 @@ static void execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     /* Redis's processCommand: evict before a command that may add memory,
      * and refuse it when nothing more can go. */
-    if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
-        gs_store_make_room(c->db->store) == CORE_ENOMEM) {
+    if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 && make_room(n) == CORE_ENOMEM) {
         gs_command_rejected(n, cmd);
         gs_error_oom(c);
         return;
@@ -798,6 +842,7 @@ static int dbs_new(struct gs_node *n, unsigned count)
             .hash_seed = core_hash64(&db, sizeof(db), (uint64_t)core_now_ns() ^ (uint64_t)getpid()),
         };
         db->id = d;
+        db->node = n;
         int rc = gs_store_new(&db->store, &scfg);
         if (rc) {
             dbs_free(n);
@@ -819,7 +864,8 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     if (gs_command_index_build(n) || gs_pubsub_new(&n->pubsub))
         goto fail_stats;
     n->stats.detail = &n->cmdstats;
-    rc = dbs_new(n, GS_DBS_DEFAULT);
+    /* Redis Cluster keeps database 0 only. */
+    rc = dbs_new(n, cfg->cluster_enabled ? 1 : (unsigned)cfg->databases);
     if (rc)
         goto fail_dbs;
     int64_t budget;
