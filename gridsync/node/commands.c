@@ -100,6 +100,8 @@ const struct gs_command gs_commands[] = {
     {"ssubscribe", -2, NS | L | S, gs_cmd_ssubscribe, 1, -1, 1, "pubsub", "Listen for messages published to the given shard channels", "7.0.0"},
     {"sunsubscribe", -1, NS | L | S, gs_cmd_sunsubscribe, 1, -1, 1, "pubsub", "Stop listening for messages posted to the given shard channels", "7.0.0"},
     {"spublish", 3, L | S | F, gs_cmd_spublish, 1, 1, 1, "pubsub", "Post a message to a shard channel", "7.0.0"},
+    {"slowlog", -2, A | L | S, gs_cmd_slowlog, 0, 0, 0, "server", "A container for slow log commands", "2.2.12"},
+    {"latency", -2, A | NS | L | S, gs_cmd_latency, 0, 0, 0, "server", "A container for latency diagnostics commands", "2.8.13"},
     /* cluster (cmd_cluster.c) */
     {"cluster", -2, NS | L | S, gs_cmd_cluster, 0, 0, 0, "cluster", "A container for Redis Cluster commands", "3.0.0"},
     {"readonly", 1, L | S | F, gs_cmd_readonly, 0, 0, 0, "cluster", "Enables read queries for a connection to a cluster replica node", "3.0.0"},

@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "gridsync/cluster/cluster.h"
 #include "gridsync/commands/pubsub.h"
+#include "gridsync/node/slowlog.h"
 #include "gridsync/origin/origin_node.h"
 
 #include <ctype.h>
@@ -143,9 +144,6 @@ const char *const gs_redis_conf_ignored[] = {"tcp-backlog",
                                              "enable-protected-configs",
                                              "enable-debug-command",
                                              "enable-module-command",
-                                             "slowlog-log-slower-than",
-                                             "slowlog-max-len",
-                                             "latency-monitor-threshold",
                                              NULL};
 
 static const char *const class_names[GS_CLASS_COUNT] = {"normal", "replica", "pubsub"};
@@ -235,6 +233,8 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->appendonly = false;
     cfg->databases = 16;
     cfg->tcp_keepalive = 300;
+    cfg->slowlog_slower_than = 10000; /* Redis's defaults */
+    cfg->slowlog_max_len = 128;
     /* Redis's default is 0 (no budget). Here a tenth of the machine's
      * memory, in bytes: a crowd of clients that pipeline without reading
      * cannot take the node's memory, and a small maxmemory (which bounds
@@ -299,6 +299,11 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
          "budget for all clients' buffers together, a size or N% of maxmemory (of the "
          "machine's memory without maxmemory); over it the biggest clients are disconnected "
          "(0 = none)"},
+        {"slowlog-log-slower-than", CORE_OPT_INT, NULL, -1, INT64_MAX, NULL, 0,
+         "commands taking at least this many microseconds go to SLOWLOG (-1 = none)"},
+        {"slowlog-max-len", CORE_OPT_INT, NULL, 0, INT32_MAX, NULL, 0, "SLOWLOG entries kept"},
+        {"latency-monitor-threshold", CORE_OPT_INT, NULL, 0, INT64_MAX, NULL, 0,
+         "events of at least this many milliseconds go to LATENCY (0 = off)"},
         {"appendfsync", CORE_OPT_ENUM, NULL, 0, 0, appendfsync_names, 0,
          "accepted for compatibility; no append-only file"},
         /* gs-origin (docs/gridsync-origin.md) */
@@ -339,7 +344,8 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
                     cfg->output_buf_limit, &cfg->proto_max_bulk_len, &cfg->timeout, &cfg->hz,
                     &cfg->loglevel, cfg->save, &cfg->appendonly, &cfg->daemonize, cfg->pidfile,
                     cfg->logfile, &cfg->databases, &cfg->protected_mode, &cfg->tcp_keepalive,
-                    cfg->maxmemory_clients, &cfg->appendfsync,
+                    cfg->maxmemory_clients, &cfg->slowlog_slower_than, &cfg->slowlog_max_len,
+                    &cfg->latency_threshold_ms, &cfg->appendfsync,
                     /* gs-origin */
                     cfg->origin, &cfg->origin_timeout, &cfg->origin_ttl, &cfg->origin_negative_ttl,
                     &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce,
@@ -560,6 +566,30 @@ void gs_command_rejected(struct gs_node *n, const struct gs_command *cmd)
     gs_cmd_stats_reject(&n->cmdstats, (size_t)(cmd - gs_commands));
 }
 
+/* Out of the hot path: Redis's slowlogPushCurrentCommand (EXEC is
+ * skipped there too: CMD_SKIP_SLOWLOG; its commands are logged). */
+static __attribute__((noinline)) void slow_command(struct gs_client *c, uint64_t usec, size_t argc,
+                                                   struct gs_arg *argv)
+{
+    struct gs_node *n = c->node;
+    /* Redis's redactClientCommandArgument: AUTH's arguments and HELLO's
+     * AUTH user and password never reach the log. */
+    struct gs_arg shown[8];
+    static const struct gs_arg redacted = {"(redacted)", 10};
+    if (argc <= 8 && (gs_arg_is(&argv[0], "auth") || gs_arg_is(&argv[0], "hello"))) {
+        bool auth = gs_arg_is(&argv[0], "auth");
+        for (size_t i = 0; i < argc; i++) {
+            bool secret = auth ? i > 0
+                               : (i >= 2 && gs_arg_is(&argv[i - 1], "auth")) ||
+                                     (i >= 3 && gs_arg_is(&argv[i - 2], "auth"));
+            shown[i] = secret ? redacted : argv[i];
+        }
+        argv = shown;
+    }
+    gs_slowlog_push(n->slowlog, (size_t)n->cfg.slowlog_max_len, gs_node_now_ms(n) / 1000, usec,
+                    argc, argv, c->conn ? core_conn_peer(c->conn) : "", c->name);
+}
+
 void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
@@ -573,6 +603,13 @@ void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, str
     uint64_t ns = core_now_ns() - t0;
     gs_cmd_stats_call(&n->cmdstats, (size_t)(cmd - gs_commands), ns,
                       n->stats.error_replies != errors);
+    uint64_t usec = ns / 1000;
+    if (n->cfg.slowlog_slower_than >= 0 && usec >= (uint64_t)n->cfg.slowlog_slower_than &&
+        cmd->fn != gs_cmd_exec)
+        slow_command(c, usec, argc, argv);
+    if (n->cfg.latency_threshold_ms > 0 && usec / 1000 >= (uint64_t)n->cfg.latency_threshold_ms)
+        gs_latency_add(n->slowlog, cmd->flags & GS_CMD_FAST ? "fast-command" : "command",
+                       gs_node_now_ms(n) / 1000, usec / 1000);
 }
 
 /* ------------------------------------------------------- connections */
@@ -861,7 +898,7 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     n->cfg = *cfg;
     gs_config_bind(&n->cfg, n->opts);
     int rc = CORE_ENOMEM;
-    if (gs_command_index_build(n) || gs_pubsub_new(&n->pubsub))
+    if (gs_command_index_build(n) || gs_pubsub_new(&n->pubsub) || gs_slowlog_new(&n->slowlog))
         goto fail_stats;
     n->stats.detail = &n->cmdstats;
     /* Redis Cluster keeps database 0 only. */
@@ -919,6 +956,7 @@ fail_stats:
     gs_cmd_stats_free(&n->cmdstats);
     free(n->cmd_names);
     gs_pubsub_free(n->pubsub);
+    gs_slowlog_free(n->slowlog);
     free(n);
     return rc;
 }
@@ -947,5 +985,6 @@ void gs_node_free(struct gs_node *n)
     gs_cmd_stats_free(&n->cmdstats);
     free(n->cmd_names);
     gs_pubsub_free(n->pubsub);
+    gs_slowlog_free(n->slowlog);
     free(n);
 }

@@ -32,8 +32,9 @@ struct gs_origin;
 struct gs_held;
 struct gs_pubsub;
 struct gs_subscriber;
+struct gs_slowlog;
 
-#define GS_NODE_NOPTS 37 /* options + terminator (7 gs-origin's, 7 cluster's) */
+#define GS_NODE_NOPTS 40 /* options + terminator (7 gs-origin's, 7 cluster's) */
 
 /* Redis's client-output-buffer-limit classes (networking.c). */
 enum gs_client_class { GS_CLASS_NORMAL, GS_CLASS_REPLICA, GS_CLASS_PUBSUB, GS_CLASS_COUNT };
@@ -72,7 +73,10 @@ struct gs_config {
     /* Redis 7's maxmemory-clients: a size, or "N%" of maxmemory (of the
      * machine's memory when maxmemory is 0); "0" = no budget. */
     char maxmemory_clients[CORE_OPT_STRLEN];
-    int appendfsync; /* accepted: there is no append-only file */
+    int64_t slowlog_slower_than;  /* microseconds; negative = off */
+    int64_t slowlog_max_len;      /* entries */
+    int64_t latency_threshold_ms; /* latency-monitor-threshold; 0 = off */
+    int appendfsync;              /* accepted: there is no append-only file */
     /* gs-origin: read-through origin (issue #6, docs/gridsync-origin.md) */
     char origin[CORE_OPT_STRLEN]; /* URL template with {key}; empty = off */
     int64_t origin_timeout;       /* ms */
@@ -117,6 +121,7 @@ struct gs_node {
     struct gs_watch_table watches; /* WATCHed keys (gridsync/commands/multi.h) */
     struct gs_cmd_stats cmdstats;  /* INFO commandstats/errorstats/latencystats */
     struct gs_pubsub *pubsub;      /* channels and subscribers (commands/pubsub.h) */
+    struct gs_slowlog *slowlog;    /* SLOWLOG and LATENCY records (node/slowlog.h) */
     const char **cmd_names;        /* gs_commands[i].name, for cmdstats' INFO */
 };
 
@@ -233,6 +238,7 @@ gs_cmd_fn gs_cmd_ping, gs_cmd_echo, gs_cmd_info, gs_cmd_config, gs_cmd_command, 
 gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
 gs_cmd_fn gs_cmd_subscribe, gs_cmd_unsubscribe, gs_cmd_psubscribe, gs_cmd_punsubscribe,
     gs_cmd_ssubscribe, gs_cmd_sunsubscribe, gs_cmd_publish, gs_cmd_spublish,
-    gs_cmd_pubsub; /* commands/cmd_pubsub.c */
+    gs_cmd_pubsub;                        /* commands/cmd_pubsub.c */
+gs_cmd_fn gs_cmd_slowlog, gs_cmd_latency; /* commands/cmd_slowlog.c */
 
 #endif
