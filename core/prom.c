@@ -153,6 +153,8 @@ static void format_double(char *s, size_t cap, double v)
         snprintf(s, cap, "NaN");
     } else if (isinf(v)) {
         snprintf(s, cap, v > 0 ? "+Inf" : "-Inf");
+    } else if (v == (double)(int64_t)v && fabs(v) < 9007199254740992.0) {
+        snprintf(s, cap, "%" PRId64, (int64_t)v); /* whole numbers as integers, never 2e+04 */
     } else {
         for (int prec = 1; prec <= 17; prec++) {
             snprintf(s, cap, "%.*g", prec, v);

@@ -24,11 +24,20 @@
  * 20 % cancel of one of the connection's recent orders (when it has one).
  * Quantities 1–10 lots. The mid walks randomly; the random generator is
  * seeded (--seed), so a run is repeatable given the same server.
+ *
+ * --proto fix sends the same mix as FIX 4.4 to edumatcher-fix (docs/fix.md):
+ * Logon (SenderCompID <prefix><n>, ResetSeqNumFlag=Y), NewOrderSingle and
+ * OrderCancelRequest; the direct replies are the ExecutionReport New (or
+ * Rejected) of a NewOrderSingle and the ExecutionReport Canceled (with
+ * OrigClOrdID) or the OrderCancelReject of a cancel, in request order as
+ * with ALF, so the two gateways are timed on the same requests.
  */
+#include "core/proc.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/histogram.h"
+#include "edumatcher/gateway/fix/fix_codec.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -57,6 +66,8 @@ static int64_t seed = 1;
 static char symbols[CORE_OPT_STRLEN] = "ABC";
 static char gw_prefix[CORE_OPT_STRLEN] = "LOAD";
 static char mid_px[CORE_OPT_STRLEN] = "100.00";
+static char proto[CORE_OPT_STRLEN] = "alf";
+static char comp_id[CORE_OPT_STRLEN] = "EDUMATCHER";
 
 static const struct core_option options[] = {
     {"host", CORE_OPT_STRING, host, 0, 0, NULL, 0, "gateway address"},
@@ -71,6 +82,8 @@ static const struct core_option options[] = {
     {"symbols", CORE_OPT_STRING, symbols, 0, 0, NULL, 0, "comma-separated symbols"},
     {"gw-prefix", CORE_OPT_STRING, gw_prefix, 0, 0, NULL, 0, "gateway ids are <prefix><n>"},
     {"mid", CORE_OPT_STRING, mid_px, 0, 0, NULL, 0, "starting mid price (2 decimals)"},
+    {"proto", CORE_OPT_STRING, proto, 0, 0, NULL, 0, "alf | fix"},
+    {"comp-id", CORE_OPT_STRING, comp_id, 0, 0, NULL, 0, "fix: the gateway's CompID"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
@@ -83,6 +96,8 @@ struct conn {
     int idx;
     bool logged_in;
     uint64_t next_cl;
+    uint64_t fix_seq; /* fix: our next MsgSeqNum */
+    char gw[CORE_OPT_STRLEN + 16];
     /* send times of requests awaiting their direct reply */
     uint64_t fifo[FIFO];
     unsigned head, tail;
@@ -106,6 +121,7 @@ static struct {
     struct core_hist hist;
     uint64_t sent, replies, rejects, fills, other, overflow;
     uint64_t reject_reasons[16];
+    bool fix;
 } L;
 
 static uint64_t rnd(void)
@@ -158,6 +174,58 @@ static unsigned in_flight(const struct conn *c)
     return c->tail - c->head;
 }
 
+/* ---- FIX ---- */
+
+static struct em_fix_out *fix_begin(struct conn *c, char *buf, size_t cap, const char *type)
+{
+    static struct em_fix_out o;
+    em_fix_begin(&o, buf, cap, type);
+    em_fix_add_cstr(&o, EM_FIX_TAG_SENDERCOMPID, c->gw);
+    em_fix_add_cstr(&o, EM_FIX_TAG_TARGETCOMPID, comp_id);
+    em_fix_add_uint(&o, EM_FIX_TAG_MSGSEQNUM, c->fix_seq++);
+    em_fix_add_time(&o, EM_FIX_TAG_SENDINGTIME, (uint64_t)core_wall_ms() * 1000000u);
+    return &o;
+}
+
+/* The mix of send_request as one FIX message in buf; its length. */
+static int fix_request(struct conn *c, char *buf, size_t cap, unsigned s, uint64_t r)
+{
+    char id[32];
+    struct em_fix_out *o;
+    if (r < 20 && c->nrecent > 0) {
+        uint64_t cl = c->recent[rnd() % c->nrecent];
+        o = fix_begin(c, buf, cap, "F");
+        snprintf(id, sizeof id, "x%" PRIu64, ++c->next_cl);
+        em_fix_add_cstr(o, EM_FIX_TAG_CLORDID, id);
+        snprintf(id, sizeof id, "c%" PRIu64, cl);
+        em_fix_add_cstr(o, EM_FIX_TAG_ORIGCLORDID, id);
+        em_fix_add_cstr(o, EM_FIX_TAG_SYMBOL, L.sym[s]);
+        em_fix_add_char(o, EM_FIX_TAG_SIDE, '1');
+    } else {
+        bool buy = rnd() & 1;
+        uint64_t qty = rnd() % 10 + 1;
+        uint64_t cl = ++c->next_cl;
+        c->recent[c->nrecent < RECENT ? c->nrecent++ : (unsigned)(rnd() % RECENT)] = cl;
+        o = fix_begin(c, buf, cap, "D");
+        snprintf(id, sizeof id, "c%" PRIu64, cl);
+        em_fix_add_cstr(o, EM_FIX_TAG_CLORDID, id);
+        em_fix_add_cstr(o, EM_FIX_TAG_SYMBOL, L.sym[s]);
+        em_fix_add_char(o, EM_FIX_TAG_SIDE, buy ? '1' : '2');
+        em_fix_add_uint(o, EM_FIX_TAG_ORDERQTY, qty);
+        if (r < 25) {
+            em_fix_add_char(o, EM_FIX_TAG_ORDTYPE, '1');
+            em_fix_add_char(o, EM_FIX_TAG_TIMEINFORCE, '3');
+        } else {
+            int64_t off = r < 45 ? -(int64_t)(rnd() % 4) : (int64_t)(rnd() % 10) + 1;
+            int64_t px = buy ? L.mid[s] - off : L.mid[s] + off;
+            em_fix_add_char(o, EM_FIX_TAG_ORDTYPE, '2');
+            em_fix_add_price(o, EM_FIX_TAG_PRICE, px, 2);
+        }
+        em_fix_add_time(o, EM_FIX_TAG_TRANSACTTIME, (uint64_t)core_wall_ms() * 1000000u);
+    }
+    return (int)em_fix_finish(o);
+}
+
 /* Queue one request on c, remembering t_sched as its send time. */
 static bool send_request(struct conn *c, uint64_t t_sched)
 {
@@ -165,7 +233,7 @@ static bool send_request(struct conn *c, uint64_t t_sched)
         L.overflow++;
         return false;
     }
-    char line[256];
+    char line[512];
     int n;
     unsigned s = (unsigned)(rnd() % (uint64_t)L.nsym);
     uint64_t r = rnd() % 100;
@@ -173,7 +241,9 @@ static bool send_request(struct conn *c, uint64_t t_sched)
     L.mid[s] += (int64_t)(rnd() % 3) - 1;
     if (L.mid[s] < 1000)
         L.mid[s] = 1000;
-    if (r < 20 && c->nrecent > 0) {
+    if (L.fix)
+        n = fix_request(c, line, sizeof line, s, r);
+    else if (r < 20 && c->nrecent > 0) {
         uint64_t cl = c->recent[rnd() % c->nrecent];
         n = snprintf(line, sizeof line, "CANCEL cl=c%" PRIu64 "\n", cl);
     } else {
@@ -251,6 +321,46 @@ static void on_line(struct conn *c, const char *line, size_t len, uint64_t now)
         core_hist_record(&L.hist, now - t0);
 }
 
+/* One FIX message: as on_line, by ExecType / MsgType. */
+static void on_fix_message(struct conn *c, const char *buf, size_t len, uint64_t now)
+{
+    static struct em_fix_msg m;
+    if (em_fix_decode(buf, len, &m) != 0)
+        return;
+    bool direct = false;
+    char et = 0;
+    const char *v;
+    size_t vl;
+    if (!strcmp(m.type, "A")) {
+        c->logged_in = true;
+        return;
+    } else if (!strcmp(m.type, "8") && em_fix_get_char(&m, EM_FIX_TAG_EXECTYPE, &et) == 0) {
+        if (et == '0')
+            direct = true;
+        else if (et == '8') {
+            direct = true;
+            L.rejects++;
+        } else if (et == '4')
+            direct = em_fix_get(&m, EM_FIX_TAG_ORIGCLORDID, &v, &vl);
+        else if (et == 'F')
+            L.fills++;
+        else
+            L.other++;
+    } else if (!strcmp(m.type, "9")) {
+        direct = true;
+        L.rejects++;
+        L.reject_reasons[5]++; /* UNKNOWN_ORDER: a cancel of a finished order */
+    } else {
+        L.other++;
+    }
+    if (!direct || in_flight(c) == 0)
+        return;
+    uint64_t t0 = c->fifo[c->head++ % FIFO];
+    L.replies++;
+    if (L.measuring && now >= t0)
+        core_hist_record(&L.hist, now - t0);
+}
+
 static void on_readable(struct conn *c)
 {
     for (;;) {
@@ -269,6 +379,20 @@ static void on_readable(struct conn *c)
         c->in_len += (size_t)n;
         uint64_t now = core_now_ns();
         size_t start = 0;
+        if (L.fix) {
+            for (;;) {
+                size_t ml = 0;
+                int fr = em_fix_frame(c->in + start, c->in_len - start, &ml);
+                if (fr == EM_FIX_FRAME_MORE)
+                    break;
+                if (fr == 0)
+                    on_fix_message(c, c->in + start, ml, now);
+                start += ml;
+            }
+            memmove(c->in, c->in + start, c->in_len - start);
+            c->in_len -= start;
+            continue;
+        }
         for (size_t i = 0; i < c->in_len; i++) {
             if (c->in[i] == '\n') {
                 size_t l = i - start;
@@ -304,8 +428,19 @@ static void connect_all(void)
         fcntl(c->fd, F_SETFL, O_NONBLOCK);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         epoll_ctl(L.epfd, EPOLL_CTL_ADD, c->fd, &ev);
-        char line[64];
-        int n = snprintf(line, sizeof line, "LOGIN gw=%s%d\n", gw_prefix, i + 1);
+        char line[256];
+        snprintf(c->gw, sizeof c->gw, "%s%d", gw_prefix, i + 1);
+        int n;
+        if (L.fix) {
+            c->fix_seq = 1;
+            struct em_fix_out *o = fix_begin(c, line, sizeof line, "A");
+            em_fix_add_char(o, EM_FIX_TAG_ENCRYPTMETHOD, '0');
+            em_fix_add_uint(o, EM_FIX_TAG_HEARTBTINT, 30);
+            em_fix_add_char(o, EM_FIX_TAG_RESETSEQNUMFLAG, 'Y');
+            n = (int)em_fix_finish(o);
+        } else {
+            n = snprintf(line, sizeof line, "LOGIN gw=%s\n", c->gw);
+        }
         queue_line(c, line, n);
         flush_out(c);
     }
@@ -424,25 +559,26 @@ static void run(void)
         if (L.reject_reasons[i])
             printf("  REJECT %s: %" PRIu64 "\n", reasons[i], L.reject_reasons[i]);
     /* one machine-readable line for scripts */
-    printf("RESULT mode=%s conns=%d rate=%" PRId64 " secs=%.2f sent=%" PRIu64 " replies=%" PRIu64
+    printf("RESULT proto=%s mode=%s conns=%d rate=%" PRId64 " secs=%.2f sent=%" PRIu64
+           " replies=%" PRIu64
            " tput=%.0f p50_us=%.2f p99_us=%.2f p999_us=%.2f max_us=%.2f rejects=%" PRIu64
            " overflow=%" PRIu64 "\n",
-           rate ? "open" : "closed", L.n, rate, secs, sent, replies, (double)replies / secs,
+           proto, rate ? "open" : "closed", L.n, rate, secs, sent, replies, (double)replies / secs,
            core_hist_percentile(h, 50) / 1e3, core_hist_percentile(h, 99) / 1e3,
            core_hist_percentile(h, 99.9) / 1e3, (double)h->max / 1e3, L.rejects, L.overflow);
 }
 
 int main(int argc, char **argv)
 {
-    char err[256];
-    int rc = core_config_parse_args(options, argc, argv, "em-load [--opt val]", err, sizeof err);
-    if (rc == 1)
-        return 0;
-    if (rc < 0) {
-        fprintf(stderr, "em-load: %s\n", err);
+    int code;
+    if (core_proc_options("em-load", 'L', options, NULL, argc, argv, &code))
+        return code;
+    L.n = (int)nconns;
+    L.fix = !strcmp(proto, "fix");
+    if (!L.fix && strcmp(proto, "alf") != 0) {
+        fprintf(stderr, "em-load: --proto must be alf or fix\n");
         return 2;
     }
-    L.n = (int)nconns;
     L.c = calloc((size_t)L.n, sizeof *L.c);
     L.rng = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 1;
     core_hist_reset(&L.hist);

@@ -11,6 +11,13 @@
  *            latency percentiles (core/histogram.h) from a timed pass.
  *   text     the same messages as ALF lines: parse + engine + format of
  *            every event, per message.
+ *   fix      the same messages as FIX 4.4 (NewOrderSingle, OrderCancel-
+ *            Request, OrderCancelReplaceRequest): frame (BodyLength and
+ *            CheckSum checked) + decode + the fields to an engine message +
+ *            engine + one ExecutionReport built per event (header,
+ *            SendingTime, CheckSum), per message. The translation is the
+ *            gateway's for these fields (edumatcher/gateway/fix/); the
+ *            gateway's order table and session store are not in it.
  *   million  1,000,000 resting GTC orders (and 10,000, for contrast):
  *            memory per order (record size, RSS growth) and the latency
  *            of cancels at that depth.
@@ -19,7 +26,7 @@
  * (it is deterministic), so the timed passes replay valid messages
  * (cancels and replaces of orders that are live) with no bookkeeping.
  *
- * Usage: em-bench [--messages N] [--only mix|text|million] [--callgrind]
+ * Usage: em-bench [--messages N] [--only mix|text|fix|million] [--callgrind]
  *                 [--spread TICKS]
  *
  * --spread sets how far from the middle GTC orders are placed (default
@@ -30,11 +37,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/proc.h"
 #include "core/clock.h"
 #include "core/histogram.h"
 #include "edumatcher/gateway/alf/alf.h"
 #include "edumatcher/engine/book.h"
 #include "edumatcher/engine/engine.h"
+#include "edumatcher/gateway/fix/fix_codec.h"
 
 #define MID     10000 /* ticks: 100.00 with tick 0.01 */
 #define RESTING 1000
@@ -323,6 +332,162 @@ static void bench_text(size_t n)
     printf(" python_ratio_latency=%.0f\n", 22000.0 / (double)core_hist_percentile(&hist, 50));
 }
 
+/* ---- FIX: frame + decode + translate + engine + ExecutionReports ---- */
+
+static char fixout[EM_FIX_MSG_MAX];
+static uint64_t fix_seq = 1;
+
+static void fix_sink(void *ctx, uint16_t gw, const struct em_msg *ev)
+{
+    struct em_fix_out o;
+    em_fix_begin(&o, fixout, sizeof fixout, ev->kind == EM_MSG_REJECT ? "9" : "8");
+    em_fix_add_cstr(&o, EM_FIX_TAG_SENDERCOMPID, "EDUMATCHER");
+    em_fix_add_cstr(&o, EM_FIX_TAG_TARGETCOMPID, "G1");
+    em_fix_add_uint(&o, EM_FIX_TAG_MSGSEQNUM, fix_seq++);
+    em_fix_add_time(&o, EM_FIX_TAG_SENDINGTIME, 1764590400000000000ull + fix_seq);
+    em_fix_add_uint(&o, EM_FIX_TAG_ORDERID, ev->oid);
+    em_fix_add_cstr(&o, EM_FIX_TAG_CLORDID, ev->cl);
+    em_fix_add_uint(&o, EM_FIX_TAG_EXECID, ev->tid);
+    em_fix_add_char(&o, EM_FIX_TAG_EXECTYPE, ev->kind == EM_MSG_FILL ? 'F' : '0');
+    em_fix_add_char(&o, EM_FIX_TAG_ORDSTATUS, ev->leaves ? '1' : '2');
+    em_fix_add_cstr(&o, EM_FIX_TAG_SYMBOL, "ABC");
+    em_fix_add_char(&o, EM_FIX_TAG_SIDE, '1');
+    em_fix_add_uint(&o, EM_FIX_TAG_LEAVESQTY, ev->leaves);
+    em_fix_add_uint(&o, EM_FIX_TAG_CUMQTY, ev->cum);
+    em_fix_add_price(&o, EM_FIX_TAG_AVGPX, ev->px.mant, ev->px.dec);
+    if (ev->kind == EM_MSG_FILL) {
+        em_fix_add_price(&o, EM_FIX_TAG_LASTPX, ev->px.mant, ev->px.dec);
+        em_fix_add_uint(&o, EM_FIX_TAG_LASTQTY, ev->qty);
+    }
+    em_fix_add_time(&o, EM_FIX_TAG_TRANSACTTIME, 1764590400000000000ull + fix_seq);
+    outlen += em_fix_finish(&o);
+}
+
+/* A FIX message for b (header of a trader G<gw>). */
+static size_t fix_message(const struct bmsg *b, uint64_t seq, char *out, size_t cap)
+{
+    static const char *const types[EM_MSG__COUNT] = {
+        [EM_MSG_NEW] = "D", [EM_MSG_CANCEL] = "F", [EM_MSG_REPLACE] = "G"};
+    struct em_fix_out o;
+    char sender[8];
+    snprintf(sender, sizeof sender, "G%u", b->gw);
+    em_fix_begin(&o, out, cap, types[b->kind]);
+    em_fix_add_cstr(&o, EM_FIX_TAG_SENDERCOMPID, sender);
+    em_fix_add_cstr(&o, EM_FIX_TAG_TARGETCOMPID, "EDUMATCHER");
+    em_fix_add_uint(&o, EM_FIX_TAG_MSGSEQNUM, seq);
+    em_fix_add_cstr(&o, EM_FIX_TAG_SENDINGTIME, "20261201-12:00:00.000");
+    if (b->kind == EM_MSG_NEW) {
+        em_fix_add_cstr(&o, EM_FIX_TAG_CLORDID, b->cl);
+    } else {
+        em_fix_add_cstr(&o, EM_FIX_TAG_CLORDID, "r1");
+        em_fix_add_cstr(&o, EM_FIX_TAG_ORIGCLORDID, b->cl);
+    }
+    em_fix_add_cstr(&o, EM_FIX_TAG_SYMBOL, "ABC");
+    em_fix_add_char(&o, EM_FIX_TAG_SIDE, b->side == EM_SIDE_SELL ? '2' : '1');
+    if (b->kind != EM_MSG_CANCEL) {
+        em_fix_add_uint(&o, EM_FIX_TAG_ORDERQTY, b->qty);
+        em_fix_add_char(&o, EM_FIX_TAG_ORDTYPE, '2');
+        em_fix_add_price(&o, EM_FIX_TAG_PRICE, b->px, 2);
+    }
+    if (b->kind == EM_MSG_NEW)
+        em_fix_add_char(&o, EM_FIX_TAG_TIMEINFORCE, b->tif == EM_TIF_IOC ? '3' : '1');
+    em_fix_add_cstr(&o, EM_FIX_TAG_TRANSACTTIME, "20261201-12:00:00.000");
+    return em_fix_finish(&o);
+}
+
+/* The gateway's translation of the fields this stream uses. */
+static int fix_to_msg(const char *buf, size_t len, struct em_msg *m)
+{
+    static struct em_fix_msg f;
+    size_t n;
+    if (em_fix_frame(buf, len, &n) != 0 || em_fix_decode(buf, n, &f) != 0)
+        return -1;
+    const char *v;
+    size_t vl;
+    char c;
+    memset(m, 0, sizeof *m);
+    if (f.type[0] == 'D') {
+        m->kind = EM_MSG_NEW;
+        if (!em_fix_get(&f, EM_FIX_TAG_CLORDID, &v, &vl) || !em_valid_cl(v, vl))
+            return -1;
+    } else {
+        m->kind = f.type[0] == 'F' ? EM_MSG_CANCEL : EM_MSG_REPLACE;
+        if (!em_fix_get(&f, EM_FIX_TAG_ORIGCLORDID, &v, &vl) || !em_valid_cl(v, vl))
+            return -1;
+    }
+    memcpy(m->cl, v, vl);
+    m->cl[vl] = '\0';
+    m->present = EM_BIT(cl);
+    if (m->kind == EM_MSG_CANCEL)
+        return 0;
+    uint64_t q;
+    int64_t mant;
+    int dec;
+    if (em_fix_get_uint(&f, EM_FIX_TAG_ORDERQTY, &q) != 0 ||
+        em_fix_get_price(&f, EM_FIX_TAG_PRICE, &mant, &dec) != 0)
+        return -1;
+    m->qty = (uint32_t)q;
+    m->px.mant = mant;
+    m->px.dec = (uint8_t)dec;
+    m->present |= EM_BIT(qty) | EM_BIT(px);
+    if (m->kind == EM_MSG_REPLACE)
+        return 0;
+    if (!em_fix_get(&f, EM_FIX_TAG_SYMBOL, &v, &vl) || !em_valid_sym(v, vl) ||
+        em_fix_get_char(&f, EM_FIX_TAG_SIDE, &c) != 0)
+        return -1;
+    memcpy(m->sym, v, vl);
+    m->sym[vl] = '\0';
+    m->side = c == '2' ? EM_SIDE_SELL : EM_SIDE_BUY;
+    m->ord_type = EM_OTYPE_LMT;
+    m->tif =
+        em_fix_get_char(&f, EM_FIX_TAG_TIMEINFORCE, &c) == 0 && c == '3' ? EM_TIF_IOC : EM_TIF_GTC;
+    m->present |= EM_BIT(sym) | EM_BIT(side) | EM_BIT(ord_type) | EM_BIT(tif);
+    return em_msg_check(m) == 0 ? 0 : -1;
+}
+
+static void bench_fix(size_t n)
+{
+    char *text = malloc(n * 256);
+    size_t *off = malloc((n + 1) * sizeof *off);
+    if (!text || !off)
+        exit(1);
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        off[i] = len;
+        len += fix_message(&msgs[i], i + 2, text + len, 256);
+    }
+    off[n] = len;
+    size_t warm = n / 5, bad = 0;
+    struct em_engine *e = fresh(fix_sink, NULL);
+    struct em_msg m;
+    for (size_t i = 0; i < warm; i++)
+        if (fix_to_msg(text + off[i], off[i + 1] - off[i], &m) == 0)
+            em_engine_submit(e, gws[msgs[i].gw], &m);
+    core_hist_reset(&hist);
+    uint64_t t0 = core_now_ns();
+    for (size_t i = warm; i < n; i++) {
+        uint64_t a = core_now_ns();
+        if (fix_to_msg(text + off[i], off[i + 1] - off[i], &m) == 0)
+            em_engine_submit(e, gws[msgs[i].gw], &m);
+        else
+            bad++;
+        core_hist_record(&hist, core_now_ns() - a);
+        outlen = 0;
+    }
+    uint64_t t1 = core_now_ns();
+    em_engine_free(e);
+    free(text);
+    free(off);
+    if (bad) {
+        fprintf(stderr, "em-bench: %zu FIX messages did not translate\n", bad);
+        exit(1);
+    }
+    printf("fix: msgs=%zu msgs_per_s=%.0f ", n - warm,
+           (double)(n - warm) / ((double)(t1 - t0) / 1e9));
+    print_hist("lat", &hist);
+    printf(" python_ratio_latency=%.0f\n", 22000.0 / (double)core_hist_percentile(&hist, 50));
+}
+
 /* ---- one million resting orders ---- */
 
 static long rss_kb(void)
@@ -439,21 +604,46 @@ static void callgrind_passes(size_t n)
 
 int main(int argc, char **argv)
 {
+    static const char usage[] =
+        "Usage: em-bench [--messages N] [--only mix|text|fix|million] [--spread T] [--callgrind]\n"
+        "\n"
+        "In-process micro-benchmark of the matching engine: N generated messages\n"
+        "(default 2000000) through em_engine_submit, the ALF text path, the FIX path,\n"
+        "and a book of a\n"
+        "million orders; --spread T sets the price spread in ticks; --callgrind runs\n"
+        "the passes that bench/edumatcher/compare counts instructions of.\n"
+        "\n"
+        "  -h, --help   print this and exit\n"
+        "  --version    print the version and exit\n";
     size_t n = 2000000;
     const char *only = NULL;
+    int code = core_proc_early("em-bench", usage, argc, argv);
+    if (code >= 0)
+        return code;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--messages") && i + 1 < argc)
-            n = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+        int64_t v;
+        const char *a = argv[i];
+        if ((!strcmp(a, "--messages") || !strcmp(a, "--only") || !strcmp(a, "--spread")) &&
+            i + 1 >= argc)
+            return core_proc_bad_usage("em-bench", "%s needs a value", a);
+        if (!strcmp(a, "--messages")) {
+            if ((code = core_proc_int_arg("em-bench", a, argv[++i], 1, INT64_MAX, &v)) != 0)
+                return code;
+            n = (size_t)v;
+        } else if (!strcmp(a, "--only")) {
             only = argv[++i];
-        else if (!strcmp(argv[i], "--spread") && i + 1 < argc)
-            spread = strtoll(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--callgrind"))
+            if (strcmp(only, "mix") && strcmp(only, "text") && strcmp(only, "fix") &&
+                strcmp(only, "million"))
+                return core_proc_bad_usage("em-bench",
+                                           "--only is mix, text, fix or million, not '%s'", only);
+        } else if (!strcmp(a, "--spread")) {
+            if ((code = core_proc_int_arg("em-bench", a, argv[++i], 1, 1000000, &v)) != 0)
+                return code;
+            spread = v;
+        } else if (!strcmp(a, "--callgrind")) {
             only = "callgrind";
-        else {
-            fprintf(stderr, "usage: em-bench [--messages N] [--only mix|text|million] [--spread T] "
-                            "[--callgrind]\n");
-            return 2;
+        } else {
+            return core_proc_bad_usage("em-bench", "unknown option '%s'", a);
         }
     }
     templates();
@@ -472,6 +662,8 @@ int main(int argc, char **argv)
         bench_mix(n);
     if (!only || !strcmp(only, "text"))
         bench_text(n);
+    if (!only || !strcmp(only, "fix"))
+        bench_fix(n);
     if (!only || !strcmp(only, "million")) {
         bench_depth(10000); /* the same cancel at a shallow book, for contrast */
         bench_depth(1000000);

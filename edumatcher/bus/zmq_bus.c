@@ -116,10 +116,8 @@ void em_bus_ctx_term(void *ctx)
 }
 
 static const int zmq_types[] = {
-    [EM_BUS_PUSH] = ZMQ_PUSH,
-    [EM_BUS_PULL] = ZMQ_PULL,
-    [EM_BUS_PUB] = ZMQ_PUB,
-    [EM_BUS_SUB] = ZMQ_SUB,
+    [EM_BUS_PUSH] = ZMQ_PUSH, [EM_BUS_PULL] = ZMQ_PULL, [EM_BUS_PUB] = ZMQ_PUB,
+    [EM_BUS_SUB] = ZMQ_SUB,   [EM_BUS_REQ] = ZMQ_REQ,   [EM_BUS_REP] = ZMQ_REP,
 };
 
 int em_bus_open(struct em_bus_sock *s, void *ctx, enum em_bus_kind kind, const char *endpoint,
@@ -139,6 +137,17 @@ int em_bus_open(struct em_bus_sock *s, void *ctx, enum em_bus_kind kind, const c
     int hwm = 100000;
     zmq_setsockopt(s->zsock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s->zsock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    /* IPv6 wherever IPv4 works: libzmq takes tcp://[::1]:port only with
+     * this set (IPv4 endpoints keep working). */
+    int ipv6 = 1;
+    zmq_setsockopt(s->zsock, ZMQ_IPV6, &ipv6, sizeof ipv6);
+    if (kind == EM_BUS_REQ) {
+        /* A peer that died with our request must not wedge the socket:
+         * allow a new request, and drop a late reply to an old one. */
+        int on = 1;
+        zmq_setsockopt(s->zsock, ZMQ_REQ_RELAXED, &on, sizeof on);
+        zmq_setsockopt(s->zsock, ZMQ_REQ_CORRELATE, &on, sizeof on);
+    }
     int rc = bind ? zmq_bind(s->zsock, endpoint) : zmq_connect(s->zsock, endpoint);
     if (rc != 0) {
         int err = em_bus_error(errno);
@@ -228,7 +237,20 @@ static void skip_rest(void *z)
             break;
 }
 
+static int recv_message(struct em_bus_sock *s, int flags);
+
 static int recv_flags(struct em_bus_sock *s, int flags)
+{
+    int rc = recv_message(s, flags);
+    if (s->kind == EM_BUS_REP && (rc == CORE_EPROTO || rc == CORE_ETOOBIG)) {
+        /* invariant 4: answer what we cannot read */
+        zmq_send(s->zsock, "error", 5, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+        zmq_send(s->zsock, "", 0, ZMQ_DONTWAIT);
+    }
+    return rc;
+}
+
+static int recv_message(struct em_bus_sock *s, int flags)
 {
     int n = zmq_recv(s->zsock, s->topic, sizeof s->topic - 1, flags);
     if (n < 0)

@@ -17,6 +17,9 @@
  *     zmq_send on caller memory, receives use zmq_recv into the socket's
  *     preallocated buffers.
  *  2. zmq errors never escape: every function returns 0 or a CORE_E* code.
+ *  4. REQ/REP carry the same two frames (a query topic and its
+ *     argument). A REP socket answers a malformed request itself with
+ *     topic "error", so its strict receive/send alternation never stalls.
  *  3. ZMQ_FD is edge-triggered. When a socket is watched from a libuv loop,
  *     a readable notification drains with ZMQ_DONTWAIT until EAGAIN (or a
  *     budget, after which an idle handle continues next loop iteration), and
@@ -39,6 +42,8 @@ enum em_bus_kind {
     EM_BUS_PULL,
     EM_BUS_PUB,
     EM_BUS_SUB,
+    EM_BUS_REQ, /* queries (relaxed: a request may be re-sent after a lost reply) */
+    EM_BUS_REP, /* answers queries: each received message must get one send */
 };
 
 /* A topic string built once and reused for every send. */

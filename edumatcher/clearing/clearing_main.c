@@ -6,8 +6,22 @@
  *   GET /positions[?gw=<gw>][&sym=<sym>]   accounts, sorted by (gw, sym)
  *   GET /healthz                           "ok"
  *
- * State is in memory only: a restarted clearing process starts empty (the
- * engine's journal is the durable record; docs/edumatcher-exchange.md).
+ * Durability: the engine keeps every trade by id in its trade log
+ * (bus/trade_log.h) and answers `trades <from>` on its query socket. Trades
+ * are applied strictly in id order: a live trade that leaves a gap (this
+ * process was down, its subscription dropped messages, or the engine
+ * restarted after journaling trades it never published) is not applied;
+ * the missing ids are fetched from the engine instead, and the query is
+ * also repeated every --recover-ms. So a restarted clearing process
+ * rebuilds every position from trade 1, and after any kill the positions
+ * converge to the sum of all trades the engine made (docs/edumatcher-
+ * exchange.md, "Clearing"). With --engine-query "" there is no recovery
+ * and live trades are applied as they come, gaps and all.
+ *
+ * Recovery states: IDLE --(gap, or the timer)--> ASKING (a request in
+ * flight) --(a reply with trades: apply, ask again at once)--> ASKING;
+ * --(an empty reply)--> IDLE; --(no reply within --recover-ms)--> ask
+ * again (the REQ socket is relaxed, so a lost reply cannot wedge it).
  */
 #include "core/clock.h"
 #include "core/config.h"
@@ -15,7 +29,7 @@
 #include "core/log.h"
 #include "edumatcher/clearing/clearing_book.h"
 #include "edumatcher/monitor/health.h"
-#include "edumatcher/http.h"
+#include "core/http.h"
 #include "core/proc.h"
 #include "edumatcher/bus/zmq_bus.h"
 
@@ -29,6 +43,8 @@ static char http_host[CORE_OPT_STRLEN] = "127.0.0.1";
 static int64_t http_port = 9181;
 static int64_t beacon_ms = 1000;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
+static char engine_query[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9103";
+static int64_t recover_ms = 1000;
 
 static const struct core_option options[] = {
     {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -40,20 +56,80 @@ static const struct core_option options[] = {
      "HTTP port (0: any free port, printed at start)"},
     {"beacon-ms", CORE_OPT_INT, &beacon_ms, 10, 60000, NULL, 0, "health beacon interval"},
     {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
+    {"engine-query", CORE_OPT_STRING, engine_query, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the engine's query endpoint, to recover missed trades by id (\"\": no recovery)"},
+    {"recover-ms", CORE_OPT_INT, &recover_ms, 10, 600000, NULL, 0,
+     "ask the engine for trades after the last applied one this often"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
 struct clearing {
     uv_loop_t *loop;
     void *zctx;
-    struct em_bus_sock sub;
-    struct em_http_server http;
+    struct em_bus_sock sub, req;
+    bool recovering; /* a query socket is configured */
+    bool asking;     /* a request is in flight */
+    uint64_t asked_ns;
+    uv_timer_t recover_timer;
+    struct core_http_server *http;
     struct em_health health;
     struct core_proc proc; /* signals */
     struct em_clearing book;
     uint64_t msgs_in, bad_msgs, http_requests;
+    uint64_t gaps, recovered, recover_requests;
     int64_t accounts;
 };
+
+/* Ask the engine for the trades after the last one applied. */
+static void ask(struct clearing *c)
+{
+    static const struct em_bus_topic topic = {6, "trades"};
+    char arg[32];
+    int n = snprintf(arg, sizeof arg, "%llu", (unsigned long long)c->book.last_tid + 1);
+    if (em_bus_send(&c->req, &topic, arg, (size_t)n) == 0) {
+        c->asking = true;
+        c->asked_ns = core_now_ns();
+        c->recover_requests++;
+    }
+}
+
+static void on_reply(struct em_bus_sock *s, const char *topic, size_t tl, const void *payload,
+                     size_t len, void *data)
+{
+    struct clearing *c = data;
+    c->asking = false;
+    if (tl != 6 || memcmp(topic, "trades", 6) != 0) {
+        c->bad_msgs++;
+        return;
+    }
+    const char *p = payload, *end = p + len;
+    unsigned applied = 0;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        struct em_trade t;
+        if (em_trade_parse(p, n, &t) != 0) {
+            c->bad_msgs++;
+            break;
+        }
+        if (t.tid != c->book.last_tid + 1)
+            break; /* not the one asked for: ask again */
+        if (em_clearing_apply(&c->book, &t) == 0) {
+            c->recovered++;
+            applied++;
+        }
+        p += n + (nl != NULL);
+    }
+    if (applied)
+        ask(c); /* maybe more */
+}
+
+static void on_recover_timer(uv_timer_t *t)
+{
+    struct clearing *c = t->data;
+    if (!c->asking || core_now_ns() - c->asked_ns >= (uint64_t)recover_ms * 1000000u)
+        ask(c);
+}
 
 static void on_trade(struct em_bus_sock *s, const char *topic, size_t tl, const void *payload,
                      size_t len, void *data)
@@ -67,31 +143,48 @@ static void on_trade(struct em_bus_sock *s, const char *topic, size_t tl, const 
         c->bad_msgs++;
         return;
     }
+    if (c->recovering && t.tid > c->book.last_tid + 1) {
+        /* A gap: the trades between come from the engine's log, in order;
+         * this one with them. */
+        c->gaps++;
+        if (!c->asking)
+            ask(c);
+        return;
+    }
     em_clearing_apply(&c->book, &t);
     if (sample)
         core_metrics_record(&c->health.metrics, core_now_ns() - t0);
 }
 
-static void handle(const struct em_http_request *req, struct em_http_response *res, void *data)
+static void serve_positions(const struct core_http_request *req, struct core_http_response *res,
+                            void *data)
 {
     struct clearing *c = data;
     c->http_requests++;
-    if (em_http_path_is(req, "/positions")) {
-        char gw[32] = "", sym[32] = "";
-        if (em_http_query_get(req, "gw", gw, sizeof gw) == CORE_ETOOBIG ||
-            em_http_query_get(req, "sym", sym, sizeof sym) == CORE_ETOOBIG) {
-            res->status = 400;
-            em_http_printf(res, "bad query\n");
-            return;
-        }
-        res->content_type = "application/json";
-        em_clearing_json(&c->book, gw, sym, res);
-    } else if (em_http_path_is(req, "/healthz")) {
-        em_http_printf(res, "ok\n");
-    } else {
-        res->status = 404;
-        em_http_printf(res, "not found\n");
+    char gw[32] = "", sym[32] = "";
+    if (core_http_query_get(req, "gw", gw, sizeof gw) == CORE_ETOOBIG ||
+        core_http_query_get(req, "sym", sym, sizeof sym) == CORE_ETOOBIG) {
+        core_http_reply(res, 400, "text/plain", "bad query\n", 10);
+        return;
     }
+    res->content_type = "application/json";
+    em_clearing_json(&c->book, gw, sym, res);
+}
+
+static void serve_healthz(const struct core_http_request *req, struct core_http_response *res,
+                          void *data)
+{
+    struct clearing *c = data;
+    c->http_requests++;
+    core_http_printf(res, "ok\n");
+}
+
+static void serve_other(const struct core_http_request *req, struct core_http_response *res,
+                        void *data)
+{
+    struct clearing *c = data;
+    c->http_requests++;
+    core_http_reply(res, 404, "text/plain", "not found\n", 10);
 }
 
 static void on_health(struct em_health *h, void *data)
@@ -103,8 +196,12 @@ static void on_health(struct em_health *h, void *data)
 static void on_stop(struct core_proc *p, void *data)
 {
     struct clearing *c = data;
-    em_http_close(&c->http);
+    core_http_stop(c->http);
     em_bus_close(&c->sub);
+    if (c->recovering) {
+        em_bus_close(&c->req);
+        uv_close((uv_handle_t *)&c->recover_timer, NULL);
+    }
     em_health_stop(&c->health);
 }
 
@@ -128,7 +225,28 @@ int main(int argc, char **argv)
     }
     em_bus_subscribe(&c->sub, "trade.executed");
     em_bus_watch(&c->sub, c->loop, 0, on_trade, c);
-    rc = em_http_listen(&c->http, c->loop, http_host, (int)http_port, 64, handle, c);
+    if (engine_query[0]) {
+        rc = em_bus_open(&c->req, c->zctx, EM_BUS_REQ, engine_query, false);
+        if (rc) {
+            CORE_WARN("clearing: cannot connect %s: %s", engine_query, core_strerror(rc));
+            return 1;
+        }
+        em_bus_watch(&c->req, c->loop, 16, on_reply, c);
+        c->recovering = true;
+        uv_timer_init(c->loop, &c->recover_timer);
+        c->recover_timer.data = c;
+        /* at once: a fresh process rebuilds everything from trade 1 */
+        uv_timer_start(&c->recover_timer, on_recover_timer, 0, (uint64_t)recover_ms);
+    }
+    rc = core_http_new(&c->http, c->loop, 64, 0);
+    if (rc == 0)
+        rc = core_http_route(c->http, "/positions", serve_positions, c);
+    if (rc == 0)
+        rc = core_http_route(c->http, "/healthz", serve_healthz, c);
+    if (rc == 0)
+        rc = core_http_route(c->http, NULL, serve_other, c);
+    if (rc == 0)
+        rc = core_http_listen(c->http, http_host, (int)http_port);
     if (rc) {
         CORE_WARN("clearing: cannot listen on %s:%d: %s", http_host, (int)http_port,
                   core_strerror(rc));
@@ -142,17 +260,21 @@ int main(int argc, char **argv)
     core_metrics_counter(&c->health.metrics, "refused", &c->book.refused);
     core_metrics_counter(&c->health.metrics, "http_requests", &c->http_requests);
     core_metrics_gauge(&c->health.metrics, "accounts", &c->accounts);
+    core_metrics_counter(&c->health.metrics, "gaps", &c->gaps);
+    core_metrics_counter(&c->health.metrics, "recovered", &c->recovered);
+    core_metrics_counter(&c->health.metrics, "recover_requests", &c->recover_requests);
     em_health_start_or_warn("clearing", &c->health, c->loop, c->zctx, health_ep,
                             (uint64_t)beacon_ms, on_health, c);
 
     core_proc_signals_start(&c->proc, c->loop, "clearing", on_stop, c);
 
     printf("edumatcher-clearing http://%s:%d/positions engine %s\n", http_host,
-           em_http_port(&c->http), engine_pub);
+           core_http_port(c->http), engine_pub);
     fflush(stdout);
     uv_run(c->loop, UV_RUN_DEFAULT);
     core_proc_signals_close(&c->proc, c->loop);
     uv_loop_close(c->loop);
+    core_http_free(c->http);
     em_bus_ctx_term(c->zctx);
     free(c);
     return 0;

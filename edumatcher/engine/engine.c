@@ -1,5 +1,5 @@
 /*
- * EduMatcher matching engine (spec/ALF.md §3–7, docs/alf.md B–G).
+ * EduMatcher matching engine (docs/alf.md §3–7 and B–G).
  *
  * Life cycle of an order (the function behind each transition; events in
  * brackets):
@@ -59,15 +59,14 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "edumatcher/engine/engine_internal.h"
 
+/* FNV-1a (core/hash.h) of the name, seeded by xor for the (gw, cl) index,
+ * with the high bits folded in since the maps take the low bits. */
 static uint32_t hash_bytes(const char *s, size_t n, uint32_t seed)
 {
-    uint32_t h = 2166136261u ^ seed;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint8_t)s[i];
-        h *= 16777619u;
-    }
+    uint32_t h = core_fnv1a32(s, n) ^ seed;
     return h ^ (h >> 15);
 }
 

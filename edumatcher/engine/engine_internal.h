@@ -49,6 +49,9 @@ struct symbol {
     uint8_t phase, halted_from;
     uint16_t id;
     uint32_t stops[2]; /* pending stops: [0] buys ascending, [1] sells descending */
+    /* stops triggered and waiting their turn (D.6), linked by next/prev;
+     * empty between messages */
+    uint32_t trig_head, trig_tail;
     struct em_book book;
 };
 

@@ -33,10 +33,12 @@ void em_eng_stop_insert(struct symbol *s, struct em_engine *e, uint32_t o)
     struct em_order *r = ORD(e, o);
     int si = side_ix(r);
     uint32_t prev = 0, at = s->stops[si];
-    /* buys: lowest stop first; sells: highest first; ties by arrival (F.6) */
+    /* buys: lowest stop first; sells: highest first; ties by arrival (D.6);
+     * a stop that waited for its turn comes back here by its arrival */
     while (at) {
         const struct em_order *a = ORD(e, at);
         int before = si == EM_BUY ? a->stop > r->stop : a->stop < r->stop;
+        before = before || (a->stop == r->stop && a->seq > r->seq);
         if (before)
             break;
         prev = at;
@@ -114,8 +116,11 @@ static int fok_feasible(struct em_engine *e, struct symbol *s, const struct em_o
     for (uint32_t l = em_book_best(&s->book, &e->pool, opp); l;
          l = em_book_next(&s->book, &e->pool, opp, l)) {
         const struct em_level *v = em_lvl(&e->pool, l);
-        if (!em_eng_crosses(a, v->px) || breaker_blocks(s, v->px))
+        if (!em_eng_crosses(a, v->px))
             break;
+        /* H.10: own orders under stp are met before the breaker's band is
+         * checked, so a level outside it only lets CO skip its head */
+        int outside = breaker_blocks(s, v->px);
         uint64_t shown_before = 0, whole = 0;
         for (uint32_t o = v->head; o; o = ORD(e, o)->next) {
             const struct em_order *r = ORD(e, o);
@@ -125,9 +130,13 @@ static int fok_feasible(struct em_engine *e, struct symbol *s, const struct em_o
                 /* the aggressor stops here: what precedes it, once each */
                 return avail + shown_before >= need;
             }
+            if (outside)
+                return avail >= need; /* the breaker trips here */
             shown_before += r->shown;
             whole += r->leaves;
         }
+        if (outside)
+            continue; /* only own orders, skipped (CO) */
         /* no stop in this level: icebergs come back until done (§5.4) */
         avail += whole;
         if (avail >= need)
@@ -202,14 +211,11 @@ int em_eng_aggress(struct em_engine *e, struct symbol *s, uint32_t ao)
         int64_t px = em_lvl(&e->pool, l)->px;
         if (!em_eng_crosses(a, px))
             break;
-        if (breaker_blocks(s, px)) {
-            tripped = 1;
-            break;
-        }
         uint32_t ro = em_lvl(&e->pool, l)->head;
         struct em_order *r = ORD(e, ro);
         if (a->stp && r->gw == a->gw) {
-            /* self-trade prevention, docs/alf.md E */
+            /* self-trade prevention, docs/alf.md E; before the breaker
+             * (§6, H.10): a meeting under stp prints no trade */
             if (a->stp == EM_STP_CN) {
                 stopped = 1;
                 break;
@@ -238,6 +244,10 @@ int em_eng_aggress(struct em_engine *e, struct symbol *s, uint32_t ao)
             a->leaves -= d;
             a->qty -= d;
             continue;
+        }
+        if (breaker_blocks(s, px)) {
+            tripped = 1;
+            break;
         }
         uint32_t q = a->leaves < r->shown ? a->leaves : r->shown;
         uint64_t tid = ++e->next_tid;
@@ -273,29 +283,69 @@ int em_eng_aggress(struct em_engine *e, struct symbol *s, uint32_t ao)
     return em_eng_rest(e, s, ao);
 }
 
-/* docs/alf.md D.6: trigger stops one at a time while a price printed in
- * this message reaches them, buys (lowest stop) before sells (highest
- * stop). */
+/* docs/alf.md D.6: the pending stops that the prices printed so far
+ * reach join the back of the trigger queue together, buys (lowest stop
+ * first) before sells (highest first); each stop list is in that order, so
+ * the reached stops are a prefix of it. */
+static void enqueue_reached(struct em_engine *e, struct symbol *s)
+{
+    for (int si = 0; si < 2; si++) {
+        for (;;) {
+            uint32_t o = s->stops[si];
+            if (!o || (si == 0 ? ORD(e, o)->stop > s->trig_hi : ORD(e, o)->stop < s->trig_lo))
+                break;
+            stop_remove(s, e, o);
+            struct em_order *r = ORD(e, o);
+            r->prev = s->trig_tail;
+            if (s->trig_tail)
+                ORD(e, s->trig_tail)->next = o;
+            else
+                s->trig_head = o;
+            s->trig_tail = o;
+        }
+    }
+}
+
+static uint32_t dequeue_triggered(struct em_engine *e, struct symbol *s)
+{
+    uint32_t o = s->trig_head;
+    if (!o)
+        return 0;
+    struct em_order *r = ORD(e, o);
+    s->trig_head = r->next;
+    if (s->trig_head)
+        ORD(e, s->trig_head)->prev = 0;
+    else
+        s->trig_tail = 0;
+    r->prev = r->next = 0;
+    return o;
+}
+
+/* docs/alf.md D.6: after a matching step, trigger the stops it reached in
+ * queue order, one at a time while the symbol is CONTINUOUS; the stops a
+ * triggered stop's own trades reach join behind those already waiting. A
+ * breaker trip ends the loop: the stops still waiting go back to their
+ * lists, pending (F.7). */
 int em_eng_stop_loop(struct em_engine *e, struct symbol *s)
 {
+    int rc = 0;
     while (s->phase == EM_PHASE_CONTINUOUS && s->has_last) {
-        uint32_t o = s->stops[0];
-        if (!(o && ORD(e, o)->stop <= s->trig_hi)) {
-            o = s->stops[1];
-            if (!(o && ORD(e, o)->stop >= s->trig_lo))
-                break;
-        }
+        enqueue_reached(e, s);
+        uint32_t o = dequeue_triggered(e, s);
+        if (!o)
+            break;
         struct em_order *r = ORD(e, o);
-        stop_remove(s, e, o);
         emit_simple(e, r->gw, EM_MSG_TRIGGERED, r);
         r->type = r->type == EM_OTYPE_STP ? EM_OTYPE_MKT : EM_OTYPE_LMT;
         r->seq = ++e->next_seq;
         r->state = EM_OS_ACTIVE;
-        int rc = em_eng_aggress(e, s, o);
+        rc = em_eng_aggress(e, s, o);
         if (rc)
-            return rc;
+            break;
     }
-    return 0;
+    for (uint32_t o; (o = dequeue_triggered(e, s));)
+        em_eng_stop_insert(s, e, o);
+    return rc;
 }
 
 /* ---- sorting ---- */

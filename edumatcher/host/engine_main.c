@@ -21,7 +21,7 @@
  *   5. publish the staged events, each trader's events of the batch in
  *      one bus message (fewer sends and wake-ups per order; docs/perf.md).
  * So every accepted message is in the journal before any of its effects is
- * visible (ARCHITECTURE.md, "Journal"): a trader never holds an ACK for an
+ * visible (docs/edumatcher-exchange.md, the journal): a trader never holds an ACK for an
  * order that a restart could lose.
  *
  * Determinism of restarts: the engine's clock is injected. The process
@@ -49,8 +49,14 @@
  *
  * Market data is between messages: a timer publishes, at most once per
  * symbol per --md-interval-ms and only when its book changed, a snapshot:
- *   MD sym=<s> phase=<p> last=<px|-> lastqty=<n> volume=<n> trades=<n>
- *      bids=<px>:<shown>:<orders>,... asks=...      (best --md-depth levels)
+ *   MD sym=<s> seq=<n> epoch=<n> phase=<p> last=<px|-> lastqty=<n> volume=<n>
+ *      trades=<n> bids=<px>:<shown>:<orders>,... asks=...  (best --md-depth levels)
+ * seq counts the messages of one symbol's stream from 1, without gaps, in
+ * one run of the process (epoch, its start time in ns since the epoch,
+ * changes when the engine restarts): a subscriber that sees seq skip, or
+ * the epoch change, has lost messages. A late joiner asks the query socket
+ * for `book <SYM>`: the same line for the book now, with the seq of the
+ * stream's last message, then applies the stream's messages above it.
  */
 #include "core/clock.h"
 #include "core/config.h"
@@ -60,12 +66,16 @@
 #include "edumatcher/engine/engine.h"
 #include "edumatcher/monitor/health.h"
 #include "edumatcher/bus/journal.h"
+#include "edumatcher/bus/trade_log.h"
 #include "edumatcher/engine/msg.h"
 #include "core/proc.h"
 #include "edumatcher/bus/zmq_bus.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +94,7 @@ static int64_t grace_ms = 300;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
 static int64_t snapshot_records = 1000000;
 static int64_t snapshot_interval_ms = 600000;
+static char query_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9103";
 
 static const struct core_option options[] = {
     {"pull", CORE_OPT_STRING, pull_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -115,6 +126,8 @@ static const struct core_option options[] = {
      "snapshot the state after this many journal records (0: not by count)"},
     {"snapshot-interval-ms", CORE_OPT_INT, &snapshot_interval_ms, 0, 604800000, NULL, 0,
      "snapshot the state this often when records came in (0: not by time)"},
+    {"query", CORE_OPT_STRING, query_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "endpoint to bind for queries (REP): trades by id for recovery (\"\": none)"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
@@ -146,6 +159,7 @@ struct sym_md {
     struct em_price last;
     uint32_t last_qty;
     uint64_t volume, trades;
+    uint64_t md_seq; /* md messages published in this run */
     bool changed;
 };
 
@@ -158,9 +172,11 @@ struct oinfo {
 struct engine_proc {
     uv_loop_t *loop;
     void *zctx;
-    struct em_bus_sock pull, pub;
+    struct em_bus_sock pull, pub, query;
+    bool has_query;
     struct em_health health;
     struct em_journal journal;
+    struct em_trade_log tlog; /* every trade by id, for recovery (trade_log.h) */
     struct em_engine *e;
     uv_timer_t tick_timer, md_timer, grace_timer;
     struct core_proc proc; /* signals */
@@ -194,6 +210,8 @@ struct engine_proc {
     uint64_t bus_msgs_out;
     /* metrics */
     uint64_t msgs_in, bus_msgs_in, bad_frames, events_out, trades_out, md_out, journal_errors;
+    uint64_t queries;
+    uint64_t md_epoch; /* this run's start (ns, wall clock): resets md seq */
     int64_t open_orders, last_batch;
     uint64_t replayed;
     /* schedule: operator messages due at an engine time (AT lines) */
@@ -269,6 +287,13 @@ static void flush_and_publish(void)
          * publish effects a restart would lose. */
         P.journal_errors++;
         CORE_WARN("engine: journal write failed; stopping");
+        exit(1);
+    }
+    /* After the journal (a torn trade log is refilled by replay), before
+     * publishing (a published trade can always be recovered by id). */
+    if (em_trade_log_flush(&P.tlog) != 0) {
+        P.journal_errors++;
+        CORE_WARN("engine: trade log write failed; stopping");
         exit(1);
     }
     publish_staged();
@@ -395,7 +420,9 @@ static void on_trade(uint16_t gw_a, const struct em_msg *fill_a, uint16_t gw_b,
         s->trades++;
         s->changed = true;
     }
-    if (P.replaying)
+    /* On replay only a trade the log lacks (the crash came between the
+     * journal's flush and the log's) is formatted, to be logged again. */
+    if (P.replaying && fill_b->tid < em_trade_log_next(&P.tlog))
         return;
     /* TRADE tid=<n> sym=<s> px=<p> qty=<n> buy=<gw> sell=<gw> buy_oid=<n>
      * sell_oid=<n>, formatted by hand: one per trade, inside the message,
@@ -418,6 +445,24 @@ static void on_trade(uint16_t gw_a, const struct em_msg *fill_a, uint16_t gw_b,
     p = put_u64(p, buy_oid);
     p = put_str(p, " sell_oid=");
     p = put_u64(p, sell_oid);
+    if (em_trade_log_full(&P.tlog)) {
+        /* On replay the journal is on disk already; live, it goes first
+         * (trade_log.h invariant 3), as when the arena fills. */
+        if (P.replaying ? em_trade_log_flush(&P.tlog) != 0 : (flush_and_publish(), false)) {
+            CORE_WARN("engine: trade log write failed; stopping");
+            exit(1);
+        }
+    }
+    int rc = em_trade_log_append(&P.tlog, fill_b->tid, line, (size_t)(p - line));
+    if (rc != 0) {
+        /* A gap means the log and the journal disagree: not recoverable
+         * by this process, and clearing would miss trades. */
+        CORE_WARN("engine: trade log refused trade %" PRIu64 ": %s; stopping", fill_b->tid,
+                  core_strerror(rc));
+        exit(1);
+    }
+    if (P.replaying)
+        return;
     stage(&P.trade_topic, -1, line, (size_t)(p - line));
     P.trades_out++;
 }
@@ -619,31 +664,42 @@ static int format_side(char *out, size_t cap, const char *key, const char *sym, 
 
 /* Market data between messages: one snapshot per changed symbol per
  * interval (the engine's depth read costs O(orders in the levels read)). */
+/* The MD line of symbol s with sequence number seq into line; returns its
+ * length, or -1 if it does not fit. */
+static int format_md(const struct sym_md *s, uint64_t seq, char *line, size_t cap)
+{
+    char px[32] = "";
+    uint8_t phase = 0;
+    struct em_price last;
+    int has_last = 0;
+    em_engine_symbol_state(P.e, s->name, &phase, &last, &has_last);
+    if (has_last)
+        px[em_alf_format_price(last, px)] = '\0';
+    int n = snprintf(line, cap,
+                     "MD sym=%s seq=%" PRIu64 " epoch=%" PRIu64
+                     " phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64,
+                     s->name, seq, P.md_epoch, em_phase_name(phase), has_last ? px : "-",
+                     s->last_qty, s->volume, s->trades);
+    if (md_depth > 0 && n > 0 && (size_t)n < cap) {
+        n += format_side(line + n, cap - (size_t)n, "bids", s->name, EM_SIDE_BUY);
+        if ((size_t)n < cap)
+            n += format_side(line + n, cap - (size_t)n, "asks", s->name, EM_SIDE_SELL);
+    }
+    return n > 0 && (size_t)n < cap ? n : -1;
+}
+
 static void on_md_timer(uv_timer_t *t)
 {
     for (unsigned i = 0; i < P.nsyms; i++) {
         struct sym_md *s = &P.syms[i];
         if (!s->changed)
             continue;
-        char line[4096], px[32] = "";
-        uint8_t phase = 0;
-        struct em_price last;
-        int has_last = 0;
-        em_engine_symbol_state(P.e, s->name, &phase, &last, &has_last);
-        if (has_last)
-            px[em_alf_format_price(last, px)] = '\0';
-        int n = snprintf(line, sizeof line,
-                         "MD sym=%s phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64,
-                         s->name, em_phase_name(phase), has_last ? px : "-", s->last_qty, s->volume,
-                         s->trades);
-        if (md_depth > 0 && n > 0 && (size_t)n < sizeof line) {
-            n += format_side(line + n, sizeof line - (size_t)n, "bids", s->name, EM_SIDE_BUY);
-            if ((size_t)n < sizeof line)
-                n += format_side(line + n, sizeof line - (size_t)n, "asks", s->name, EM_SIDE_SELL);
-        }
-        if (n <= 0 || (size_t)n >= sizeof line)
+        char line[4096];
+        int n = format_md(s, s->md_seq + 1, line, sizeof line);
+        if (n < 0)
             continue;
         em_bus_send(&P.pub, &s->topic, line, (size_t)n);
+        s->md_seq++;
         s->changed = false;
         P.md_out++;
     }
@@ -803,6 +859,52 @@ static int restore_snapshot(const void *data, size_t len, uint64_t seq, void *ud
     return 0;
 }
 
+/* ---- queries (REP, between messages) ---- */
+
+/* One query. Topic "trades", payload "<from tid> [<max>]": the TRADE lines
+ * of trades from that id on that are in the trade log (so already
+ * published or about to be), one per line, as many as fit one bus
+ * message; an empty answer means none yet. Topic "book", payload "<SYM>":
+ * the symbol's MD line now (see the top of this file). Anything else:
+ * topic "error". */
+static void on_query(struct em_bus_sock *s, const char *topic, size_t tl, const void *payload,
+                     size_t len, void *data)
+{
+    static const struct em_bus_topic trades_t = {6, "trades"}, error_t = {5, "error"};
+    P.queries++;
+    char arg[64];
+    size_t n = len < sizeof arg - 1 ? len : sizeof arg - 1;
+    memcpy(arg, payload, n);
+    arg[n] = '\0';
+    unsigned long long from = 0;
+    unsigned max = 1000;
+    if (tl == 6 && memcmp(topic, "trades", 6) == 0 && sscanf(arg, "%llu %u", &from, &max) >= 1) {
+        char out[EM_BUS_PAYLOAD_MAX];
+        unsigned got;
+        long w = em_trade_log_read(&P.tlog, from, max, out, sizeof out, &got);
+        if (w >= 0) {
+            em_bus_send(s, &trades_t, out, (size_t)w);
+            return;
+        }
+        em_bus_send(s, &error_t, "trade log unreadable", 20);
+        return;
+    }
+    if (tl == 4 && memcmp(topic, "book", 4) == 0) {
+        /* The book now, numbered as the stream's last message: every
+         * message above it is newer (each is a whole snapshot). */
+        static const struct em_bus_topic book_t = {4, "book"};
+        int si = sym_index(arg);
+        char line[EM_BUS_PAYLOAD_MAX];
+        int w = si >= 0 ? format_md(&P.syms[si], P.syms[si].md_seq, line, sizeof line) : -1;
+        if (w >= 0)
+            em_bus_send(s, &book_t, line, (size_t)w);
+        else
+            em_bus_send(s, &error_t, "unknown symbol", 14);
+        return;
+    }
+    em_bus_send(s, &error_t, "unknown query", 13);
+}
+
 /* ---- start-up ---- */
 
 static void on_grace_over(uv_timer_t *t)
@@ -925,6 +1027,8 @@ static void on_stop(struct core_proc *p, void *data)
     flush_and_publish();
     em_bus_close(&P.pull);
     em_bus_close(&P.pub);
+    if (P.has_query)
+        em_bus_close(&P.query);
     em_health_stop(&P.health);
     uv_close((uv_handle_t *)&P.tick_timer, NULL);
     uv_close((uv_handle_t *)&P.md_timer, NULL);
@@ -954,6 +1058,18 @@ int main(int argc, char **argv)
     if (!P.e)
         return 1;
 
+    /* The trade log lives beside the journal; replay appends to it. */
+    if (mkdir(journal_dir, 0755) != 0 && errno != EEXIST) {
+        CORE_WARN("engine: cannot create %s: %s", journal_dir, strerror(errno));
+        return 1;
+    }
+    rc = em_trade_log_open(&P.tlog, journal_dir,
+                           fsync_policy == EM_FSYNC_ALWAYS || fsync_policy == EM_FSYNC_BATCH);
+    if (rc) {
+        CORE_WARN("engine: cannot open the trade log in %s: %s", journal_dir, core_strerror(rc));
+        return 1;
+    }
+
     /* Replay before anything can arrive or be published. */
     P.replaying = true;
     struct em_journal_opts jo = {.dir = journal_dir,
@@ -968,6 +1084,10 @@ int main(int argc, char **argv)
     }
     P.replaying = false;
     P.have_pending = false;
+    if (em_trade_log_flush(&P.tlog) != 0) {
+        CORE_WARN("engine: cannot write the trade log");
+        return 1;
+    }
     P.replayed = st.records;
     CORE_INFO("engine: restored the snapshot after record %" PRIu64 " and replayed %" PRIu64
               " journal records in %.1f ms (torn bytes %" PRIu64 ", engine clock %" PRIu64 " ms)",
@@ -977,6 +1097,9 @@ int main(int argc, char **argv)
     P.snapshot_seq = (int64_t)st.snapshot_seq;
     P.base_ns = core_now_ns();
     P.base_engine_ms = P.engine_ms;
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    P.md_epoch = (uint64_t)wall.tv_sec * 1000000000u + (uint64_t)wall.tv_nsec;
 
     if (em_bus_ctx_new(&P.zctx) != 0)
         return 1;
@@ -984,6 +1107,15 @@ int main(int argc, char **argv)
     if (rc) {
         CORE_WARN("engine: cannot bind %s: %s", pub_ep, core_strerror(rc));
         return 1;
+    }
+    if (query_ep[0]) {
+        rc = em_bus_open(&P.query, P.zctx, EM_BUS_REP, query_ep, true);
+        if (rc) {
+            CORE_WARN("engine: cannot bind %s: %s", query_ep, core_strerror(rc));
+            return 1;
+        }
+        em_bus_watch(&P.query, P.loop, 16, on_query, NULL);
+        P.has_query = true;
     }
     if (symbols_file[0]) {
         bool fresh = st.records == 0 && st.snapshot_seq == 0;
@@ -1005,6 +1137,8 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "bus_msgs_out", &P.bus_msgs_out);
     core_metrics_counter(mt, "trades_out", &P.trades_out);
     core_metrics_counter(mt, "md_out", &P.md_out);
+    core_metrics_counter(mt, "queries", &P.queries);
+    core_metrics_counter(mt, "trades_logged", &P.tlog.count);
     core_metrics_counter(mt, "journal_records", &P.journal.records);
     core_metrics_counter(mt, "journal_syncs", &P.journal.syncs);
     core_metrics_gauge(mt, "open_orders", &P.open_orders);
@@ -1030,6 +1164,7 @@ int main(int argc, char **argv)
 
     uv_run(P.loop, UV_RUN_DEFAULT);
     em_journal_close(&P.journal);
+    em_trade_log_close(&P.tlog);
     core_proc_signals_close(&P.proc, P.loop);
     uv_loop_close(P.loop);
     em_bus_ctx_term(P.zctx);

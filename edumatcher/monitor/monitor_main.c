@@ -20,8 +20,9 @@
 #include "core/metrics.h"
 #include "core/prom.h"
 #include "edumatcher/monitor/health.h"
-#include "edumatcher/http.h"
+#include "core/http.h"
 #include "edumatcher/monitor/monitor_stats.h"
+#include "edumatcher/monitor/rules.h"
 #include "core/proc.h"
 #include "edumatcher/bus/zmq_bus.h"
 
@@ -36,6 +37,10 @@ static int64_t http_port = 9180;
 static int64_t beacon_ms = 1000;
 static int64_t stale_ms = 3500;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
+static int64_t stale_intervals = 3;
+static int64_t queue_depth_max = 10000;
+static int64_t mem_min_growth = 64ll << 20;
+static char drop_counters[CORE_OPT_STRLEN] = "bus_full,bad_frames,bad_events,bad_msgs,dropped";
 
 static const struct core_option options[] = {
     {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -49,6 +54,14 @@ static const struct core_option options[] = {
     {"stale-ms", CORE_OPT_INT, &stale_ms, 100, 600000, NULL, 0,
      "a process silent this long is shown stale"},
     {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
+    {"stale-intervals", CORE_OPT_INT, &stale_intervals, 1, 1000, NULL, 0,
+     "health rule: alarm after this many of a process's beacon intervals without one"},
+    {"queue-depth-max", CORE_OPT_INT, &queue_depth_max, 0, INT64_MAX, NULL, 0,
+     "health rule: alarm when a process's queue_depth gauge exceeds this"},
+    {"mem-min-growth", CORE_OPT_MEMORY, &mem_min_growth, 1, INT64_MAX, NULL, 0,
+     "health rule: warn on steady RSS growth of at least this over hours"},
+    {"drop-counters", CORE_OPT_STRING, drop_counters, 0, 0, NULL, 0,
+     "health rule: comma-separated counters that count dropped messages"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
@@ -56,10 +69,11 @@ struct monitor {
     uv_loop_t *loop;
     void *zctx;
     struct em_bus_sock sub;
-    struct em_http_server http;
+    struct core_http_server *http;
     struct em_health health;
     struct core_proc proc; /* signals */
     struct em_mon state;
+    struct em_rules_config rules;
     struct core_buf prom; /* /metrics text, reused between requests */
     uint64_t start_ms;
     uint64_t msgs_in, bad_beacons, http_requests;
@@ -83,61 +97,81 @@ static void on_beacon(struct em_bus_sock *s, const char *topic, size_t tl, const
     em_mon_ingest(&m->state, &b, now_ms());
 }
 
-/* The page polls /metrics.json and redraws a table; no external assets. */
-static const char page[] =
-    "<!doctype html><html><head><meta charset=utf-8><title>EduMatcher monitor</title>"
-    "<style>body{font:14px monospace;margin:2em}table{border-collapse:collapse}"
-    "td,th{border:1px solid #999;padding:4px 8px;text-align:right}th{background:#eee}"
-    "td:first-child{text-align:left}.stale{color:#b00}</style></head><body>"
-    "<h1>EduMatcher monitor</h1><p id=s>loading…</p><table><thead><tr><th>process</th>"
-    "<th>pid</th><th>msgs/s 1s</th><th>msgs/s 10s</th><th>msgs/s 60s</th>"
-    "<th>p50 µs</th><th>p99 µs</th><th>queue</th><th>RSS MB</th><th>up s</th>"
-    "</tr></thead><tbody id=t></tbody></table><h2>counters</h2><pre id=c></pre><script>"
-    "function f(x){return x==null?'–':x.toFixed(0)}"
-    "async function tick(){try{const r=await fetch('/metrics.json');const d=await r.json();"
-    "let h='',c='';for(const p of d.processes){"
-    "h+=`<tr class=${p.stale?'stale':''}><td>${p.proc}${p.stale?' (stale)':''}</td>"
-    "<td>${p.pid}</td><td>${f(p.msgs_per_s['1s'])}</td><td>${f(p.msgs_per_s['10s'])}</td>"
-    "<td>${f(p.msgs_per_s['60s'])}</td><td>${(p.lat_p50_ns/1000).toFixed(1)}</td>"
-    "<td>${(p.lat_p99_ns/1000).toFixed(1)}</td><td>${p.queue_depth==null?'–':p.queue_depth}</td>"
-    "<td>${(p.rss/1048576).toFixed(1)}</td><td>${(p.up_ms/1000).toFixed(0)}</td></tr>`;"
-    "for(const [k,v] of Object.entries(p.counters))c+=`${p.proc}.${k} = ${v.total}"
-    "${v.rate_10s!=null?'  ('+v.rate_10s.toFixed(1)+'/s)':''}\\n`;}"
-    "document.getElementById('t').innerHTML=h;document.getElementById('c').textContent=c;"
-    "document.getElementById('s').textContent='beacons received: '+d.beacons+' · '"
-    "+new Date().toLocaleTimeString();}catch(e){document.getElementById('s').textContent="
-    "'monitor unreachable'}}tick();setInterval(tick,1000);</script></body></html>\n";
+/* page.html, compiled in by cmake/embed.cmake (monitor_page.c). */
+extern const char em_monitor_page[];
+extern const unsigned long em_monitor_page_len;
 
-static void handle(const struct em_http_request *req, struct em_http_response *res, void *data)
+/* One handler per path (core_http_route); every request is counted. */
+static void serve_page(const struct core_http_request *req, struct core_http_response *res,
+                       void *data)
 {
     struct monitor *m = data;
     m->http_requests++;
-    if (em_http_path_is(req, "/")) {
-        res->content_type = "text/html; charset=utf-8";
-        em_http_write(res, page, sizeof page - 1);
-    } else if (em_http_path_is(req, "/metrics.json")) {
-        res->content_type = "application/json";
-        em_mon_json(&m->state, now_ms(), (uint64_t)stale_ms, res);
-    } else if (em_http_path_is(req, "/metrics")) {
-        res->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        struct core_prom_process self;
-        m->prom.len = 0;
-        em_mon_prometheus(&m->state, now_ms(), (uint64_t)stale_ms, &m->prom);
-        if (core_prom_process_read(&self) == 0)
-            core_prom_process(&m->prom, &self);
-        if (m->prom.oom) {
-            res->status = 500;
-            core_buf_free(&m->prom);
-            em_http_printf(res, "out of memory\n");
-        } else {
-            em_http_write(res, m->prom.data, m->prom.len);
-        }
-    } else if (em_http_path_is(req, "/healthz")) {
-        em_http_printf(res, "ok\n");
+    core_http_reply(res, 200, "text/html; charset=utf-8", em_monitor_page, em_monitor_page_len);
+}
+
+static void serve_json(const struct core_http_request *req, struct core_http_response *res,
+                       void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    res->content_type = "application/json";
+    em_mon_json(&m->state, now_ms(), (uint64_t)stale_ms, res);
+}
+
+/* Copy what was built in m->prom into the body, or answer 500 if building
+ * it ran out of memory. */
+static void reply_built(struct monitor *m, struct core_http_response *res)
+{
+    if (m->prom.oom) {
+        core_buf_free(&m->prom);
+        core_http_reply(res, 500, "text/plain", "out of memory\n", 14);
     } else {
-        res->status = 404;
-        em_http_printf(res, "not found\n");
+        core_http_write(res, m->prom.data, m->prom.len);
     }
+}
+
+static void serve_prometheus(const struct core_http_request *req, struct core_http_response *res,
+                             void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    res->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    struct core_prom_process self;
+    core_buf_reset(&m->prom);
+    em_mon_prometheus(&m->state, now_ms(), (uint64_t)stale_ms, &m->prom);
+    em_rules_prometheus(&m->rules, &m->state, now_ms(), &m->prom);
+    if (core_prom_process_read(&self) == 0)
+        core_prom_process(&m->prom, &self);
+    reply_built(m, res);
+}
+
+static void serve_rules(const struct core_http_request *req, struct core_http_response *res,
+                        void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    res->content_type = "application/json";
+    core_buf_reset(&m->prom);
+    em_rules_json(&m->rules, &m->state, now_ms(), &m->prom);
+    core_buf_append(&m->prom, "\n", 1);
+    reply_built(m, res);
+}
+
+static void serve_healthz(const struct core_http_request *req, struct core_http_response *res,
+                          void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    core_http_printf(res, "ok\n");
+}
+
+static void serve_other(const struct core_http_request *req, struct core_http_response *res,
+                        void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    core_http_reply(res, 404, "text/plain", "not found\n", 10);
 }
 
 /* The monitor lists itself: ingest its own beacon without the bus. */
@@ -154,7 +188,7 @@ static void on_own_beacon(uv_timer_t *t)
 static void on_stop(struct core_proc *p, void *data)
 {
     struct monitor *m = data;
-    em_http_close(&m->http);
+    core_http_stop(m->http);
     em_bus_close(&m->sub);
     em_health_stop(&m->health);
 }
@@ -170,6 +204,15 @@ int main(int argc, char **argv)
         return 1;
     m->loop = uv_default_loop();
     em_mon_init(&m->state);
+    em_rules_default(&m->rules);
+    m->rules.interval_ms = (uint64_t)beacon_ms;
+    m->rules.stale_intervals = (unsigned)stale_intervals;
+    m->rules.queue_depth_max = queue_depth_max;
+    m->rules.mem_min_growth_bytes = (uint64_t)mem_min_growth;
+    if (em_rules_set_drop_counters(&m->rules, drop_counters) != 0) {
+        fprintf(stderr, "edumatcher-monitor: --drop-counters: not a list of counter names\n");
+        return 2;
+    }
     if (em_bus_ctx_new(&m->zctx) != 0)
         return 1;
     rc = em_bus_open(&m->sub, m->zctx, EM_BUS_SUB, health_ep, true);
@@ -186,7 +229,21 @@ int main(int argc, char **argv)
     }
     em_bus_watch(&m->sub, m->loop, 0, on_beacon, m);
 
-    rc = em_http_listen(&m->http, m->loop, http_host, (int)http_port, 64, handle, m);
+    rc = core_http_new(&m->http, m->loop, 64, 0);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/", serve_page, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/metrics.json", serve_json, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/metrics", serve_prometheus, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/rules.json", serve_rules, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/healthz", serve_healthz, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, NULL, serve_other, m);
+    if (rc == 0)
+        rc = core_http_listen(m->http, http_host, (int)http_port);
     if (rc) {
         CORE_WARN("monitor: cannot listen on %s:%d: %s", http_host, (int)http_port,
                   core_strerror(rc));
@@ -203,12 +260,13 @@ int main(int argc, char **argv)
     core_proc_signals_start(&m->proc, m->loop, "monitor", on_stop, m);
 
     /* Tests and scripts read this line to find the port. */
-    printf("edumatcher-monitor http://%s:%d/ health %s\n", http_host, em_http_port(&m->http),
+    printf("edumatcher-monitor http://%s:%d/ health %s\n", http_host, core_http_port(m->http),
            health_ep);
     fflush(stdout);
     uv_run(m->loop, UV_RUN_DEFAULT);
     core_proc_signals_close(&m->proc, m->loop);
     uv_loop_close(m->loop);
+    core_http_free(m->http);
     em_bus_ctx_term(m->zctx);
     core_buf_free(&m->prom);
     free(m);

@@ -35,6 +35,32 @@ const struct core_beacon *em_mon_latest(const struct em_mon_proc *p)
     return entry(p, 0);
 }
 
+const struct core_beacon *em_mon_back(const struct em_mon_proc *p, unsigned back)
+{
+    return entry(p, back);
+}
+
+unsigned em_mon_mem_series(const struct em_mon_proc *p, struct em_mon_mem *out)
+{
+    for (unsigned i = 0; i < p->mem_count; i++)
+        out[i] = p->mem[(p->mem_head + EM_MON_MEM_HISTORY - p->mem_count + i) % EM_MON_MEM_HISTORY];
+    return p->mem_count;
+}
+
+static void mem_add(struct em_mon_proc *p, const struct core_beacon *b)
+{
+    if (p->mem_count) {
+        const struct em_mon_mem *last =
+            &p->mem[(p->mem_head + EM_MON_MEM_HISTORY - 1) % EM_MON_MEM_HISTORY];
+        if (b->up_ms < last->up_ms + EM_MON_MEM_STEP_MS)
+            return;
+    }
+    p->mem[p->mem_head] = (struct em_mon_mem){b->up_ms, b->rss};
+    p->mem_head = (p->mem_head + 1) % EM_MON_MEM_HISTORY;
+    if (p->mem_count < EM_MON_MEM_HISTORY)
+        p->mem_count++;
+}
+
 static bool find_metric(const struct core_beacon *b, const char *name, int64_t *v,
                         enum core_metric_kind *kind)
 {
@@ -80,14 +106,41 @@ int em_mon_ingest(struct em_mon *m, const struct core_beacon *b, uint64_t now_ms
         strcpy(p->proc, b->proc);
     } else if (p->count && is_restart(em_mon_latest(p), b)) {
         p->count = 0;
+        p->mem_count = 0;
         p->restarts++;
     }
+    mem_add(p, b);
     p->hist[p->head] = *b;
     p->head = (p->head + 1) % EM_MON_HISTORY;
     if (p->count < EM_MON_HISTORY)
         p->count++;
     p->last_recv_ms = now_ms;
     m->beacons++;
+    return 0;
+}
+
+/* The oldest beacon still inside the window ending at the latest (at least
+ * the previous one). p->count >= 2. */
+static const struct core_beacon *window_start(const struct em_mon_proc *p, uint64_t window_ms)
+{
+    const struct core_beacon *last = entry(p, 0), *first = entry(p, 1);
+    for (unsigned back = 2; back < p->count; back++) {
+        const struct core_beacon *b = entry(p, back);
+        if (last->up_ms - b->up_ms > window_ms)
+            break;
+        first = b;
+    }
+    return first;
+}
+
+int em_mon_delta(const struct em_mon_proc *p, const char *name, uint64_t window_ms, uint64_t *out)
+{
+    int64_t v1, v0;
+    enum core_metric_kind k;
+    if (p->count < 2 || !find_metric(entry(p, 0), name, &v1, &k) || k != CORE_METRIC_COUNTER ||
+        !find_metric(window_start(p, window_ms), name, &v0, NULL))
+        return CORE_ENOTFOUND;
+    *out = v1 > v0 ? (uint64_t)(v1 - v0) : 0;
     return 0;
 }
 
@@ -120,57 +173,65 @@ bool em_mon_value(const struct em_mon_proc *p, const char *name, int64_t *out)
 }
 
 void em_mon_json(const struct em_mon *m, uint64_t now_ms, uint64_t stale_ms,
-                 struct em_http_response *res)
+                 struct core_http_response *res)
 {
-    em_http_printf(res, "{\"beacons\":%" PRIu64 ",\"processes\":[", m->beacons);
+    core_http_printf(res, "{\"beacons\":%" PRIu64 ",\"processes\":[", m->beacons);
     for (unsigned i = 0; i < m->n; i++) {
         const struct em_mon_proc *p = &m->p[i];
         if (p->count == 0)
             continue;
         const struct core_beacon *b = em_mon_latest(p);
         uint64_t age = now_ms > p->last_recv_ms ? now_ms - p->last_recv_ms : 0;
-        em_http_printf(
-            res,
-            "%s{\"proc\":\"%s\",\"pid\":%" PRIu64 ",\"up_ms\":%" PRIu64 ",\"age_ms\":%" PRIu64
-            ",\"stale\":%s,\"restarts\":%" PRIu64 ",\"rss\":%" PRIu64 ",\"lat_n\":%" PRIu64
-            ",\"lat_p50_ns\":%" PRIu64 ",\"lat_p99_ns\":%" PRIu64 ",\"lat_max_ns\":%" PRIu64,
-            i ? "," : "", p->proc, b->pid, b->up_ms, age, age > stale_ms ? "true" : "false",
-            p->restarts, b->rss, b->lat_n, b->lat_p50, b->lat_p99, b->lat_max);
+        core_http_printf(res,
+                         "%s{\"proc\":\"%s\",\"pid\":%" PRIu64 ",\"up_ms\":%" PRIu64
+                         ",\"age_ms\":%" PRIu64 ",\"stale\":%s,\"restarts\":%" PRIu64
+                         ",\"rss\":%" PRIu64 ",\"lat_n\":%" PRIu64,
+                         i ? "," : "", p->proc, b->pid, b->up_ms, age,
+                         age > stale_ms ? "true" : "false", p->restarts, b->rss, b->lat_n);
+        /* No sample in the window is no figure, not a latency of 0. */
+        if (b->lat_n)
+            core_http_printf(res,
+                             ",\"lat_p50_ns\":%" PRIu64 ",\"lat_p99_ns\":%" PRIu64
+                             ",\"lat_max_ns\":%" PRIu64,
+                             b->lat_p50, b->lat_p99, b->lat_max);
+        else
+            core_http_printf(res, ",\"lat_p50_ns\":null,\"lat_p99_ns\":null,\"lat_max_ns\":null");
         int64_t qd;
         if (find_metric(b, "queue_depth", &qd, NULL))
-            em_http_printf(res, ",\"queue_depth\":%" PRId64, qd);
-        em_http_printf(res, ",\"msgs_per_s\":{");
+            core_http_printf(res, ",\"queue_depth\":%" PRId64, qd);
+        core_http_printf(res, ",\"msgs_per_s\":{");
         for (size_t w = 0; w < NWINDOWS; w++) {
             double r;
             if (em_mon_rate(p, "msgs_in", windows[w].ms, &r) == 0)
-                em_http_printf(res, "%s\"%s\":%.1f", w ? "," : "", windows[w].label, r);
+                core_http_printf(res, "%s\"%s\":%.1f", w ? "," : "", windows[w].label, r);
             else
-                em_http_printf(res, "%s\"%s\":null", w ? "," : "", windows[w].label);
+                core_http_printf(res, "%s\"%s\":null", w ? "," : "", windows[w].label);
         }
-        em_http_printf(res, "},\"counters\":{");
+        core_http_printf(res, "},\"counters\":{");
         bool first = true;
         for (unsigned k = 0; k < b->n; k++) {
             if (b->m[k].kind != CORE_METRIC_COUNTER)
                 continue;
             double r;
-            em_http_printf(res, "%s\"%s\":{\"total\":%" PRId64, first ? "" : ",", b->m[k].name,
-                           b->m[k].value);
+            core_http_printf(res, "%s\"%s\":{\"total\":%" PRId64, first ? "" : ",", b->m[k].name,
+                             b->m[k].value);
             if (em_mon_rate(p, b->m[k].name, 10000, &r) == 0)
-                em_http_printf(res, ",\"rate_10s\":%.1f", r);
-            em_http_printf(res, "}");
+                core_http_printf(res, ",\"rate_10s\":%.1f", r);
+            core_http_printf(res, "}");
             first = false;
         }
-        em_http_printf(res, "},\"gauges\":{");
+        core_http_printf(res, "},\"gauges\":{");
         first = true;
         for (unsigned k = 0; k < b->n; k++) {
             if (b->m[k].kind != CORE_METRIC_GAUGE)
                 continue;
-            em_http_printf(res, "%s\"%s\":%" PRId64, first ? "" : ",", b->m[k].name, b->m[k].value);
+            core_http_printf(res, "%s\"%s\":%" PRId64, first ? "" : ",", b->m[k].name,
+                             b->m[k].value);
             first = false;
         }
-        em_http_printf(res, "}}");
+        core_http_printf(res, "}}");
     }
-    em_http_printf(res, "]}\n");
+    core_http_printf(res, "]}\n");
 }
 
 /* One family per distinct metric name among the latest beacons, in first

@@ -27,9 +27,9 @@ bool gs_arg_int(struct gs_client *c, const struct gs_arg *a, int64_t *out, const
 void gs_error(struct gs_client *c, const char *msg)
 {
     size_t len = strlen(msg);
-    c->stats->error_replies++;
-    if (c->stats->detail)
-        gs_cmd_stats_error(c->stats->detail, msg, len);
+    c->shared->stats.error_replies++;
+    if (c->shared->stats.detail)
+        gs_cmd_stats_error(c->shared->stats.detail, msg, len);
     gs_reply_error(&c->w, msg, len);
 }
 

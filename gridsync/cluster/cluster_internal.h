@@ -34,6 +34,9 @@ struct gs_store;
 /* The command name of migration entries in a group's log (not a client
  * command: only this file proposes it). */
 #define MIGRATE_ENTRY "gs.migrate"
+/* The command name of active-expiry entries: [EXPIRE_ENTRY, key...], the
+ * keys a leader found expired (cluster.c, "Active expiry"). */
+#define EXPIRE_ENTRY "gs.expire"
 
 struct cnode {
     char name[GS_RING_NAME_MAX]; /* host:port, as in cluster-peers */
@@ -44,6 +47,7 @@ struct cnode {
                          * the order of the peer list */
     uint32_t mux_group; /* the number of this node's group on Raft ports */
     bool removed;       /* left the cluster (indexes are never reused) */
+    uint64_t heard_ms;  /* uv_now of its last leadership hint, 0 = never */
 };
 
 /* Per-slot migration state inside a group, changed only by entries of
@@ -68,6 +72,11 @@ struct cgroup {
     uint8_t *slot_state; /* GS_SLOTS entries while migrating out, else NULL */
     uint16_t *dest;      /* the group a blocked slot moves to */
     bool holding;        /* snapshots held for a migration (until FINISH) */
+    /* Not a member: the leader as last announced (leader_hints.c). */
+    bool hinted;
+    unsigned hint_node;
+    uint64_t hint_term, hint_ms;
+    bool expiring; /* an EXPIRE_ENTRY of this group is in flight */
 };
 
 struct gs_cluster_wait {
@@ -101,6 +110,7 @@ struct gs_cluster {
     unsigned closing;
     uv_prepare_t barrier_prep; /* one read barrier per group per iteration */
     bool prep_started;
+    struct gs_cl_hints *hints; /* leader_hints.c, NULL when off */
 };
 
 /* ---- cluster.c ---- */
@@ -128,6 +138,22 @@ void gs_cl_reply_moved(struct gs_client *c, unsigned slot, const struct cnode *t
  * waiting). */
 bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
                    size_t argc, struct gs_arg *argv);
+
+/* ---- leader_hints.c ---- */
+
+/* Send this node's leaderships to every node and learn theirs, on the
+ * node's Raft address over UDP. Returns 0 (also when the socket cannot be
+ * bound: logged, routing then falls back) or CORE_ENOMEM. */
+int gs_cl_hints_start(struct gs_cluster *cl);
+/* Close the socket and timer (asynchronously). */
+void gs_cl_hints_stop(struct gs_cluster *cl);
+/* For a group this node is not a member of: its leader as announced
+ * recently, or -1. */
+int gs_cl_hinted_leader(const struct gs_cluster *cl, const struct cgroup *grp);
+/* Where to send a client for a group this node is not a member of: the
+ * announced leader, else a member heard from recently (preferred first),
+ * else the preferred leader. */
+unsigned gs_cl_redirect_node(const struct gs_cluster *cl, const struct cgroup *grp);
 
 /* ---- cluster_migrate.c ---- */
 

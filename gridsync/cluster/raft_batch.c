@@ -265,3 +265,34 @@ int gs_mux_handshake_parse(const void *buf, size_t len, uint32_t *group, uint64_
     *addrlen = alen;
     return 0;
 }
+
+size_t gs_hint_encode(char *out, const struct gs_hint *h)
+{
+    if (h->n > GS_HINT_MAX)
+        return 0;
+    core_put_le32(out, GS_HINT_MAGIC);
+    core_put_le64(out + 4, h->sender);
+    core_put_le32(out + 12, h->n);
+    for (uint32_t i = 0; i < h->n; i++) {
+        core_put_le32(out + GS_HINT_HEADER + 12 * i, h->group[i]);
+        core_put_le64(out + GS_HINT_HEADER + 12 * i + 4, h->term[i]);
+    }
+    return GS_HINT_HEADER + 12u * h->n;
+}
+
+int gs_hint_parse(const void *buf, size_t len, struct gs_hint *h)
+{
+    const char *p = buf;
+    if (len < GS_HINT_HEADER || core_get_le32(p) != GS_HINT_MAGIC)
+        return CORE_EPROTO;
+    uint32_t n = core_get_le32(p + 12);
+    if (n > GS_HINT_MAX || len != GS_HINT_HEADER + 12u * n)
+        return CORE_EPROTO;
+    h->sender = core_get_le64(p + 4);
+    h->n = n;
+    for (uint32_t i = 0; i < n; i++) {
+        h->group[i] = core_get_le32(p + GS_HINT_HEADER + 12 * i);
+        h->term[i] = core_get_le64(p + GS_HINT_HEADER + 12 * i + 4);
+    }
+    return 0;
+}

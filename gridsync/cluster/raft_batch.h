@@ -132,4 +132,32 @@ size_t gs_mux_handshake_encode(char *out, uint32_t group, uint64_t id, const cha
 int gs_mux_handshake_parse(const void *buf, size_t len, uint32_t *group, uint64_t *id,
                            const char **address, size_t *addrlen, size_t *need);
 
+/* A leadership hint: the UDP datagram a node sends, from its Raft port to
+ * every other node's, naming the groups it leads (leader_hints.c), so that
+ * a node outside a group redirects clients to its current leader.
+ *
+ *   u32 magic "GSLH"   u64 sender raft id   u32 n (0..GS_HINT_MAX)
+ *   n x ( u32 group number on Raft ports, u64 term )
+ *
+ * The length must be exactly that; n may be 0 (a "still here").
+ */
+#define GS_HINT_MAGIC  0x484c5347u /* "GSLH" */
+#define GS_HINT_HEADER 16u
+#define GS_HINT_MAX    64u
+#define GS_HINT_BYTES  (GS_HINT_HEADER + GS_HINT_MAX * 12u)
+
+struct gs_hint {
+    uint64_t sender;
+    uint32_t n;
+    uint32_t group[GS_HINT_MAX];
+    uint64_t term[GS_HINT_MAX];
+};
+
+/* Write h into out (at least GS_HINT_BYTES). Returns the length, or 0 if
+ * h->n > GS_HINT_MAX. */
+size_t gs_hint_encode(char *out, const struct gs_hint *h);
+
+/* Parse a datagram of len bytes into *h. Returns 0 or CORE_EPROTO. */
+int gs_hint_parse(const void *buf, size_t len, struct gs_hint *h);
+
 #endif

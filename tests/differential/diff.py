@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Differential test of edumatcher-replay against em-refmodel.
 
-For each seed, em-gen writes a random replay stream (spec/ALF.md §8); both
+For each seed, em-gen writes a random replay stream (docs/alf.md §8); both
 edumatcher-replay and em-refmodel replay it, and their outputs must be the
 same byte for byte. On a mismatch the driver prints the seed and the first
 differing output line, then shrinks the input to its shortest failing
@@ -214,6 +214,9 @@ def self_test(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--version", action="version",
+        version="diff.py " + open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..", "VERSION")).read().strip())
     ap.add_argument("--gen", help="path of em-gen")
     ap.add_argument("--ref", required=True, help="path of em-refmodel")
     ap.add_argument("--engine", help="path of edumatcher-replay")

@@ -11,8 +11,8 @@ Not part of ctest (it takes a few minutes). The patterns are exact text of
 refmodel.c; when the model is edited, a mutant whose pattern no longer
 matches is reported as STALE and should be updated.
 
-    /usr/bin/python3 tests/differential/mutants.py --gen build/bin/em-gen \
-        --ref build/bin/em-refmodel [--seeds 20 --messages 50000] [NAME...]
+    /usr/bin/python3 tests/differential/mutants.py --gen build/tests/bin/em-gen \
+        --ref build/tests/bin/em-refmodel [--seeds 20 --messages 50000] [NAME...]
 """
 
 import argparse
@@ -26,7 +26,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # name: (text of refmodel.c, replacement)
 MUTANTS = {
     'iceberg_seq': ('        o->display = min64(o->peak, o->leaves);\n        o->seq = next_seq++;', '        o->display = min64(o->peak, o->leaves);'),
-    'fok_no_band': ('if (!r || !crosses(a, r) || breaker_outside(s, r->px)) /* H.10: band first */', 'if (!r || !crosses(a, r)) /* H.10: band first */'),
+    'fok_no_band': ('        if (breaker_outside(s, r->px))\n            break;', '        (void)0;'),
+    'breaker_before_stp': ('        /* E: self-trade prevention, continuous matching only. §6, H.10:', '        if (breaker_outside(s, r->px)) { s->phase = PH_AUCTION; s->resume_pending = true; s->resume_at = add_saturating(now_ms, (uint64_t)s->cb_ms); break; }\n        /* E: self-trade prevention, continuous matching only. §6, H.10:'),
+    'fok_breaker_before_stp': ('        if (!r || !crosses(a, r))\n            break;\n        if (a->stp != STP_NONE', '        if (!r || !crosses(a, r) || breaker_outside(s, r->px))\n            break;\n        if (a->stp != STP_NONE'),
+    'stops_by_priority_not_queue': ('        pick->queued = next_queue_pos++;', '        pick->queued = pick->side == BUY ? (uint64_t)pick->stop : (UINT64_C(1) << 62) - (uint64_t)pick->stop;'),
     'dc_display': ('o->display = o->leaves; /* H.9: hidden part first */', '(void)0;'),
     'uncross_ref': ('better = abs64(c - refpx) < abs64(p - refpx); /* closest to ref */', 'better = c < p;'),
     'uncross_buy_pressure': ('better = c > p;', 'better = c < p;'),
@@ -81,6 +84,9 @@ MUTANTS = {
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--version", action="version",
+        version="mutants.py " + open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..", "VERSION")).read().strip())
     ap.add_argument("--gen", required=True)
     ap.add_argument("--ref", required=True)
     ap.add_argument("--cc", default="cc")

@@ -1,6 +1,6 @@
 /*
  * em-refmodel: a deliberately simple reference model of the ALF protocol
- * (spec/ALF.md §3–8 and the project's docs/alf.md), the second
+ * (docs/alf.md: part 1 §3–8 and the choices A–H of part 2), the second
  * implementation of the differential test. It reads the replay format of
  * §8 (`<gw> <message>` per line, from a file argument or stdin) and writes
  * every event as `<gw> <event>` to stdout, as edumatcher-replay does.
@@ -9,7 +9,7 @@
  * fast: every live order sits in one array in oid order, and every
  * question ("best sell of this symbol", "order with this cl") is a linear
  * scan. The section that a rule comes from is cited next to the code
- * (§n = spec/ALF.md; A.n … H.n = docs/alf.md).
+ * (§n = docs/alf.md part 1; A.n … H.n = its part 2).
  *
  * Invariants:
  *  1. `live` holds every order that is not finished, in oid order; finished
@@ -50,6 +50,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/proc.h"
 
 #define MAX_MSG_LEN 1024 /* §1, applied to the message part (C.7) */
 #define MAX_TOKENS  1024
@@ -103,6 +105,7 @@ struct order {
     int64_t peak;     /* 0: not an iceberg */
     int64_t display;  /* icebergs only: what can trade now (§5.4) */
     uint64_t seq;     /* arrival sequence (§5.1) */
+    uint64_t queued;  /* D.6: place in the stop trigger queue, 0: not waiting */
     int state;
 };
 
@@ -113,6 +116,7 @@ static int ndisabled;
 static struct order **live;
 static size_t nlive, live_cap;
 static uint64_t next_oid = 1, next_tid = 1, next_seq = 1; /* D.1 */
+static uint64_t next_queue_pos = 1;                       /* D.6: the stop trigger queue */
 static uint64_t now_ms;                                   /* §7 TICK: the replay clock, from 0 */
 
 /* ---------------------------------------------------------------- output */
@@ -636,16 +640,9 @@ static void match(struct order *a)
         struct order *r = best_resting(a->sym, opp);
         if (!r || !crosses(a, r))
             break;
-        /* F.7: a trade outside the breaker band is not printed; H.10: this
-         * is checked before self-trade prevention, whoever's order is at
-         * the head of the level. */
-        if (breaker_outside(s, r->px)) {
-            s->phase = PH_AUCTION;
-            s->resume_pending = true;
-            s->resume_at = add_saturating(now_ms, (uint64_t)s->cb_ms);
-            break;
-        }
-        /* E: self-trade prevention, continuous matching only. */
+        /* E: self-trade prevention, continuous matching only. §6, H.10:
+         * it comes before the circuit breaker, since a meeting of two
+         * orders of one gateway under stp prints no trade. */
         if (a->stp != STP_NONE && strcmp(a->gw, r->gw) == 0) {
             if (a->stp == STP_CN) {
                 cancel_order(a, "STP");
@@ -678,6 +675,13 @@ static void match(struct order *a)
             if (a->leaves == 0)
                 return;
             continue;
+        }
+        /* F.7: a trade outside the breaker band is not printed. */
+        if (breaker_outside(s, r->px)) {
+            s->phase = PH_AUCTION;
+            s->resume_pending = true;
+            s->resume_at = add_saturating(now_ms, (uint64_t)s->cb_ms);
+            break;
         }
         /* §5.1: the trade prints at the resting order's price; §5.2: the
          * passive side's FILL first, then the aggressor's. */
@@ -717,14 +721,16 @@ static bool fok_fillable(const struct order *a)
         for (size_t i = 0; i < n; i++)
             if (copy[i].leaves > 0 && (!r || ranks_before(&copy[i], r)))
                 r = &copy[i];
-        if (!r || !crosses(a, r) || breaker_outside(s, r->px)) /* H.10: band first */
+        if (!r || !crosses(a, r))
             break;
-        if (a->stp != STP_NONE && strcmp(a->gw, r->gw) == 0) {
+        if (a->stp != STP_NONE && strcmp(a->gw, r->gw) == 0) { /* H.10: STP first */
             if (a->stp != STP_CO)
                 break;
             r->leaves = 0; /* CO: skipped, canceled during the execution */
             continue;
         }
+        if (breaker_outside(s, r->px))
+            break;
         int64_t q = min64(need, displayed(r));
         need -= q;
         r->leaves -= q;
@@ -751,20 +757,19 @@ static void execute_incoming(struct order *a)
     match(a);
 }
 
-/* D.6: after a message's own matching, trigger stops one at a time while
- * the symbol is CONTINUOUS, among those that a price printed in this
- * message (or the last trade before it) reaches: a buy stop when the
- * highest is >= stop, a sell stop when the lowest is <= stop. Buy stops
+/* D.6: the pending stops of sym that the prices printed so far reach and
+ * that are not waiting yet join the trigger queue together: buy stops
  * first (lowest stop, then arrival), then sell stops (highest stop, then
- * arrival), re-evaluated each time: a stop's own trades widen the range. */
-static void run_stops(int sym)
+ * arrival). Called after each matching step, so a step's stops join behind
+ * those already waiting. */
+static void enqueue_reached(int sym)
 {
     struct symbol *s = &symbols[sym];
-    while (s->phase == PH_CONTINUOUS && s->has_range) {
+    for (;;) {
         struct order *pick = NULL;
         for (size_t i = 0; i < nlive; i++) {
             struct order *o = live[i];
-            if (o->state != ST_PENDING_STOP || o->sym != sym || o->side != BUY ||
+            if (o->state != ST_PENDING_STOP || o->queued || o->sym != sym || o->side != BUY ||
                 s->range_hi < o->stop)
                 continue;
             if (!pick || o->stop < pick->stop || (o->stop == pick->stop && o->seq < pick->seq))
@@ -773,7 +778,7 @@ static void run_stops(int sym)
         if (!pick) {
             for (size_t i = 0; i < nlive; i++) {
                 struct order *o = live[i];
-                if (o->state != ST_PENDING_STOP || o->sym != sym || o->side != SELL ||
+                if (o->state != ST_PENDING_STOP || o->queued || o->sym != sym || o->side != SELL ||
                     s->range_lo > o->stop)
                     continue;
                 if (!pick || o->stop > pick->stop || (o->stop == pick->stop && o->seq < pick->seq))
@@ -781,7 +786,32 @@ static void run_stops(int sym)
             }
         }
         if (!pick)
+            return;
+        pick->queued = next_queue_pos++;
+    }
+}
+
+/* D.6: after a message's own matching (or an uncross into CONTINUOUS),
+ * trigger the stops it reached in queue order, one at a time while the
+ * symbol is CONTINUOUS: each TRIGGERED is followed by the stop's own
+ * matching, whose trades may reach more stops, which join the back of the
+ * queue. A breaker trip ends the loop; what still waits stays pending and
+ * leaves the queue (F.7). */
+static void run_stops(int sym)
+{
+    struct symbol *s = &symbols[sym];
+    while (s->phase == PH_CONTINUOUS && s->has_range) {
+        enqueue_reached(sym);
+        struct order *pick = NULL;
+        for (size_t i = 0; i < nlive; i++) {
+            struct order *o = live[i];
+            if (o->state == ST_PENDING_STOP && o->sym == sym && o->queued &&
+                (!pick || o->queued < pick->queued))
+                pick = o;
+        }
+        if (!pick)
             break;
+        pick->queued = 0;
         emit(pick->gw, "TRIGGERED cl=%s oid=%llu", pick->cl, (unsigned long long)pick->oid);
         /* §5.5: a market (STP) or limit (STL, at px) order with a new
          * arrival sequence; it keeps its TIF and stp (D.6). */
@@ -789,6 +819,9 @@ static void run_stops(int sym)
         pick->seq = next_seq++;
         execute_incoming(pick);
     }
+    for (size_t i = 0; i < nlive; i++)
+        if (live[i]->sym == sym)
+            live[i]->queued = 0;
 }
 
 /* --------------------------------------------------------------- uncross */
@@ -1458,16 +1491,29 @@ static void handle_line(char *line, size_t len, unsigned long lineno)
 
 int main(int argc, char **argv)
 {
+    static const char usage[] =
+        "Usage: em-refmodel [--check] [FILE | -]\n"
+        "\n"
+        "The reference model of the matching rules (docs/alf.md), written apart from\n"
+        "the engine: replay FILE (stdin when - or absent) and print the events, in\n"
+        "edumatcher-replay's format; --check verifies the model's invariants after\n"
+        "every line.\n"
+        "\n"
+        "  -h, --help   print this and exit\n"
+        "  --version    print the version and exit\n";
     FILE *in = stdin;
+    int code = core_proc_early("em-refmodel", usage, argc, argv);
+    if (code >= 0)
+        return code;
     if (argc > 1 && strcmp(argv[1], "--check") == 0) {
         check_invariants = true;
         argc--;
         argv++;
     }
-    if (argc > 2 || (argc == 2 && argv[1][0] == '-' && argv[1][1])) {
-        fprintf(stderr, "usage: em-refmodel [--check] [replay-file]\n");
-        return 2;
-    }
+    if (argc > 2)
+        return core_proc_bad_usage("em-refmodel", "at most one FILE");
+    if (argc == 2 && argv[1][0] == '-' && argv[1][1])
+        return core_proc_bad_usage("em-refmodel", "unknown option '%s'", argv[1]);
     if (argc == 2 && strcmp(argv[1], "-") != 0) {
         in = fopen(argv[1], "r");
         if (!in) {

@@ -44,6 +44,7 @@ static void test_family_and_samples(void **state)
     assert_int_equal(core_prom_family(&b, "depth", CORE_PROM_GAUGE, "Depth."), 0);
     assert_int_equal(core_prom_i64(&b, "depth", NULL, 0, -3), 0);
     assert_int_equal(core_prom_double(&b, "depth", l + 1, 1, 0.1), 0);
+    assert_int_equal(core_prom_double(&b, "depth", l + 1, 1, 20000), 0);
     assert_int_equal(core_prom_double(&b, "depth", l + 1, 1, INFINITY), 0);
     assert_int_equal(core_prom_double(&b, "depth", l + 1, 1, NAN), 0);
     assert_string_equal(text(&b), "# HELP orders_total Orders\\nin \\\\ all.\n"
@@ -54,6 +55,7 @@ static void test_family_and_samples(void **state)
                                   "# TYPE depth gauge\n"
                                   "depth -3\n"
                                   "depth{sym=\"ABC\"} 0.1\n"
+                                  "depth{sym=\"ABC\"} 20000\n"
                                   "depth{sym=\"ABC\"} +Inf\n"
                                   "depth{sym=\"ABC\"} NaN\n");
     core_buf_free(&b);

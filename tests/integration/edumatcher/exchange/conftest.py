@@ -21,9 +21,11 @@ def free_port():
 def binary(name):
     build = os.environ.get("BUILD_DIR")
     if build:
-        p = os.path.join(build, "bin", name)
-        if os.path.exists(p):
-            return p
+        # products in bin/, load generators in bench/bin/, test tools in tests/bin/
+        for sub in ("bin", "bench/bin", "tests/bin"):
+            p = os.path.join(build, sub, name)
+            if os.path.exists(p):
+                return p
     p = shutil.which(name)
     if not p:
         pytest.skip(f"{name} not built")
@@ -167,6 +169,7 @@ class Exchange:
         self.pull = f"tcp://127.0.0.1:{free_port()}"
         self.pub = f"tcp://127.0.0.1:{free_port()}"
         self.health = f"tcp://127.0.0.1:{free_port()}"
+        self.query = f"tcp://127.0.0.1:{free_port()}"
         self.journal = os.path.join(workdir, "journal")
         self.symbols = os.path.join(workdir, "symbols.alf")
         with open(self.symbols, "w") as f:
@@ -188,10 +191,18 @@ class Exchange:
                                     "--beacon-ms", "100", *gateway_args])
         assert self.gateway.ready.startswith("edumatcher-gateway"), self.gateway.stderr()
         self.clearing_port = None
+        self.clearing = None
         if clearing:
             self.clearing_port = free_port()
-            procs.start([binary("edumatcher-clearing"), "--engine-pub", self.pub,
-                         "--http-port", str(self.clearing_port), "--health", self.health])
+            self.clearing = self.start_clearing()
+
+    def start_clearing(self):
+        c = self.procs.start([binary("edumatcher-clearing"), "--engine-pub", self.pub,
+                              "--engine-query", self.query, "--recover-ms", "200",
+                              "--http-port", str(self.clearing_port), "--health", self.health,
+                              "--beacon-ms", "100"])
+        assert c.ready.startswith("edumatcher-clearing"), c.stderr()
+        return c
 
     def add_gateway(self, name):
         """Start one more gateway process on the same engine; returns its port."""
@@ -204,7 +215,8 @@ class Exchange:
 
     def start_engine(self):
         e = self.procs.start([binary("edumatcher-engine"), "--pull", self.pull, "--pub",
-                              self.pub, "--health", self.health, "--journal-dir", self.journal,
+                              self.pub, "--health", self.health, "--query", self.query,
+                              "--journal-dir", self.journal,
                               "--symbols-file", self.symbols, "--beacon-ms", "100",
                               *self.engine_args])
         assert e.ready.startswith("edumatcher-engine"), e.stderr()

@@ -14,7 +14,7 @@ def test_positions_from_trades(procs, zctx):
     pub.bind(ep)
     hport = free_port()
     c = procs.start([binary("edumatcher-clearing"), "--engine-pub", ep, "--http-port",
-                     str(hport), "--health", ""])
+                     str(hport), "--health", "", "--engine-query", ""])
     assert "edumatcher-clearing" in c.ready, c.stderr()
 
     first = b"TRADE tid=1 sym=ABC px=10.50 qty=100 buy=GW1 sell=GW2 buy_oid=2 sell_oid=1"
@@ -58,7 +58,7 @@ def test_beacon_reaches_monitor(procs, zctx):
     assert "edumatcher-monitor" in m.ready
     c = procs.start([binary("edumatcher-clearing"), "--engine-pub",
                      f"tcp://127.0.0.1:{free_port()}", "--http-port", str(cport), "--health",
-                     health, "--beacon-ms", "50"])
+                     health, "--beacon-ms", "50", "--engine-query", ""])
     assert "edumatcher-clearing" in c.ready
 
     def listed():

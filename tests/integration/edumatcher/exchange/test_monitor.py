@@ -158,3 +158,58 @@ def test_http_limits(procs):
     assert out.startswith(b"HTTP/1.1 200") and out.endswith(b"\r\n\r\n")
     # still serving
     assert http_get(hport, "/healthz")[2] == b"ok\n"
+
+
+def test_health_rules_on_page_json_and_metrics(procs, zctx):
+    """Queue depth over the limit and dropped messages raise alarms; a
+    process that stops beaconing becomes stale; all three are in
+    /rules.json and in /metrics, and the page has the table for them."""
+    hport = free_port()
+    health = f"tcp://127.0.0.1:{free_port()}"
+    m = procs.start([binary("edumatcher-monitor"), "--http-port", str(hport),
+                     "--health", health, "--beacon-ms", "100", "--queue-depth-max", "50"])
+    assert "edumatcher-monitor" in m.ready, m.stderr()
+    pub = zctx.socket(zmq.PUB)
+    pub.connect(health)
+
+    def line(proc, up_ms, depth, full):
+        return (f"health v=1 proc={proc} pid=9 seq=1 up_ms={up_ms} rss=1048576 lat_n=0 "
+                f"lat_p50=0 lat_p99=0 lat_max=0 c.bus_full={full} g.queue_depth={depth}").encode()
+
+    def rules():
+        return json.loads(http_get(hport, "/rules.json")[2])
+
+    # calm: depth under the limit, no drops (two beacons so deltas exist)
+    def calm_seen():
+        pub.send_multipart([b"health.calm", line("calm", 100, 10, 4)])
+        pub.send_multipart([b"health.calm", line("calm", 200, 10, 4)])
+        r = rules().get("calm")
+        return r
+    r = wait_until(calm_seen, timeout=10, step=0.1)
+    assert r, m.stderr()
+    assert r["queue_depth"]["level"] == "ok" and r["queue_depth"]["value"] == 10
+    assert r["dropped"]["level"] == "ok"
+
+    # busy: over the limit, and 3 messages dropped between its beacons
+    def busy_seen():
+        pub.send_multipart([b"health.busy", line("busy", 100, 80, 1)])
+        pub.send_multipart([b"health.busy", line("busy", 200, 80, 4)])
+        r = rules().get("busy")
+        return r if r and r["dropped"]["level"] == "alarm" else None
+    r = wait_until(busy_seen, timeout=10, step=0.1)
+    assert r, m.stderr()
+    assert r["queue_depth"]["level"] == "alarm" and r["queue_depth"]["value"] == 80
+    assert r["dropped"]["value"] == 3 and "bus_full" in r["dropped"]["reason"]
+
+    # calm stops: 3 of its 100 ms intervals without a beacon is stale
+    r = wait_until(lambda: rules()["calm"]["stale"]["level"] == "alarm", timeout=10, step=0.1)
+    assert r, rules()
+
+    fams = parse_prometheus(http_get(hport, "/metrics")[2].decode())
+    assert sample(fams, "edumatcher_health_rule_level", proc="busy", rule="queue_depth") == 2
+    assert sample(fams, "edumatcher_health_rule_level", proc="calm", rule="stale") == 2
+    assert sample(fams, "edumatcher_health_rule_value", proc="busy", rule="dropped") == 3
+    page = http_get(hport, "/")[2]
+    assert b"Health rules" in page and b"/rules.json" in page
+    pub.close(linger=0)
+

@@ -165,6 +165,35 @@ static void test_mux_handshake(void **state)
     assert_int_equal(gs_mux_handshake_encode(buf, 1, 1, ""), 0);
 }
 
+static void test_leader_hint(void **state)
+{
+    struct gs_hint h = {.sender = 0x1122334455667788ull, .n = 2}, back;
+    h.group[0] = 7;
+    h.term[0] = 3;
+    h.group[1] = 0xfffffffeu;
+    h.term[1] = 1ull << 40;
+    char buf[GS_HINT_BYTES];
+    size_t n = gs_hint_encode(buf, &h);
+    assert_int_equal(n, GS_HINT_HEADER + 24);
+    assert_int_equal(gs_hint_parse(buf, n, &back), 0);
+    assert_int_equal(back.sender, h.sender);
+    assert_int_equal(back.n, 2);
+    assert_int_equal(back.group[1], h.group[1]);
+    assert_true(back.term[1] == h.term[1]);
+    /* Every other length, a bad magic, a count past the maximum: refused. */
+    for (size_t len = 0; len < n + 12; len++)
+        if (len != n)
+            assert_int_equal(gs_hint_parse(buf, len, &back), CORE_EPROTO);
+    buf[0] ^= 1;
+    assert_int_equal(gs_hint_parse(buf, n, &back), CORE_EPROTO);
+    buf[0] ^= 1;
+    h.n = GS_HINT_MAX + 1;
+    assert_int_equal(gs_hint_encode(buf, &h), 0);
+    h.n = 0;
+    assert_int_equal(gs_hint_parse(buf, gs_hint_encode(buf, &h), &back), 0);
+    assert_int_equal(back.n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -172,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_batch_rejects_truncation_and_garbage),
         cmocka_unit_test(test_snapshot_round_trip_and_corruption),
         cmocka_unit_test(test_mux_handshake),
+        cmocka_unit_test(test_leader_hint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

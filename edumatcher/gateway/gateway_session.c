@@ -1,0 +1,520 @@
+/*
+ * Gateway sessions (gateway_session.h): login, AUTH, rate limit, batching
+ * towards the engine, routing of its events back.
+ */
+#include "edumatcher/gateway/gateway_session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/list.h"
+#include "core/hash.h"
+#include "edumatcher/bus/zmq_bus.h"   /* EM_BUS_PAYLOAD_MAX, EM_BUS_TOPIC_MAX */
+#include "edumatcher/engine/engine.h" /* EM_OPS_GW */
+
+#define HASH_BUCKETS 4096 /* sessions by gw; a power of two */
+
+enum sess_state { S_NEW, S_LOGGING_IN, S_LIVE, S_DONE };
+
+struct em_gw_session {
+    struct em_gw *g;
+    const struct em_gw_front *front;
+    void *fctx;
+    enum sess_state state;
+    char gw[EM_GW_MAX + 1];
+    size_t gwlen;
+    bool ops;        /* logged in as the operator */
+    bool dirty;      /* has output to flush after a bus batch */
+    uint64_t tokens; /* rate limit bucket, in 1e-6 messages */
+    uint64_t refill_ns;
+    uint64_t login_sent_ns;
+    char sub_topic[EM_BUS_TOPIC_MAX];
+    struct em_gw_session *hnext; /* hash chain */
+    struct core_list login;      /* in em_gw.logging_in while S_LOGGING_IN */
+};
+
+struct em_gw {
+    struct em_gw_config cfg;
+    /* frames for the engine not sent yet: all of one session (batch_sess),
+     * sent as one bus message when the session changes, the batch is full,
+     * or em_gw_flush is called */
+    struct em_gw_session *batch_sess;
+    size_t batch_len;
+    unsigned batch_frames;
+    uint8_t batch[EM_BUS_PAYLOAD_MAX];
+    struct em_gw_session *by_gw[HASH_BUCKETS];
+    struct core_list logging_in; /* em_gw_session.login */
+    struct em_gw_session **dirty;
+    size_t ndirty, dirty_cap;
+    struct {
+        char gw[EM_GW_MAX + 1];
+        char token[EM_TOKEN_MAX + 1];
+    } * tokens;
+    size_t ntokens, tokens_cap;
+    struct em_gw_stats st;
+};
+
+static uint64_t now_ns(const struct em_gw *g)
+{
+    return g->cfg.bus->now_ns ? g->cfg.bus->now_ns(g->cfg.bus_ctx) : core_now_ns();
+}
+
+static bool closing(const struct em_gw_session *s)
+{
+    return s->front->closing(s->fctx);
+}
+
+/* ---- sessions by gw ---- */
+
+static uint32_t gw_hash(const char *gw, size_t n)
+{
+    return core_fnv1a32(gw, n) & (HASH_BUCKETS - 1);
+}
+
+static struct em_gw_session *find_gw(struct em_gw *g, const char *gw, size_t n)
+{
+    for (struct em_gw_session *s = g->by_gw[gw_hash(gw, n)]; s; s = s->hnext)
+        if (s->gwlen == n && memcmp(s->gw, gw, n) == 0)
+            return s;
+    return NULL;
+}
+
+static void hash_remove(struct em_gw_session *s)
+{
+    struct em_gw_session **p = &s->g->by_gw[gw_hash(s->gw, s->gwlen)];
+    while (*p && *p != s)
+        p = &(*p)->hnext;
+    if (*p)
+        *p = s->hnext;
+}
+
+static void login_list_remove(struct em_gw_session *s)
+{
+    core_list_remove(&s->login);
+}
+
+/* ---- output ---- */
+
+static void reply_reject(struct em_gw_session *s, const struct em_msg *m, int code)
+{
+    struct em_msg r = {.kind = EM_MSG_REJECT, .present = EM_BIT(rej)};
+    r.rej = (uint8_t)code;
+    if (m && (m->present & EM_BIT(cl))) { /* docs/alf.md A.8: echo cl */
+        r.present |= EM_BIT(cl);
+        strcpy(r.cl, m->cl);
+    }
+    s->front->deliver(s->fctx, &r);
+    s->g->st.rejects++;
+}
+
+static void mark_dirty(struct em_gw_session *s)
+{
+    struct em_gw *g = s->g;
+    if (s->dirty)
+        return;
+    if (g->ndirty == g->dirty_cap) {
+        size_t cap = g->dirty_cap ? g->dirty_cap * 2 : 256;
+        struct em_gw_session **d = realloc(g->dirty, cap * sizeof *d);
+        if (!d)
+            return;
+        g->dirty = d;
+        g->dirty_cap = cap;
+    }
+    g->dirty[g->ndirty++] = s;
+    s->dirty = true;
+}
+
+/* ---- to the engine ---- */
+
+/*
+ * Send the pending batch: one bus message [gw][frame frame ...]. When the
+ * engine's queue is full nothing of it was sent, and each frame's order is
+ * answered RATE_LIMIT, as one refused alone would be: back off.
+ */
+void em_gw_flush(struct em_gw *g)
+{
+    struct em_gw_session *s = g->batch_sess;
+    if (!s || g->batch_len == 0)
+        return;
+    size_t len = g->batch_len;
+    unsigned frames = g->batch_frames;
+    g->batch_len = 0;
+    g->batch_frames = 0;
+    g->batch_sess = NULL;
+    if (g->cfg.bus->send(g->cfg.bus_ctx, s->gw, s->gwlen, g->batch, len) == 0) {
+        g->st.forwarded += frames;
+        g->st.bus_msgs_out++;
+        return;
+    }
+    g->st.bus_full += frames;
+    if (closing(s))
+        return;
+    for (size_t off = 0; off < len;) {
+        struct em_msg m;
+        int n = em_frame_decode(g->batch + off, len - off, &m);
+        if (n <= 0)
+            break;
+        if (m.kind != EM_MSG_LOGIN && m.kind != EM_MSG_DISCONNECT && m.kind != EM_MSG_LOGOUT)
+            reply_reject(s, &m, EM_REJ_RATE_LIMIT);
+        off += (size_t)n;
+    }
+    s->front->flush(s->fctx);
+}
+
+/* Queue m for the engine in s's batch (docs/perf.md: one bus message per
+ * read rather than per line). Returns 0 or CORE_ETOOBIG (not encodable). */
+static int forward(struct em_gw_session *s, const struct em_msg *m)
+{
+    struct em_gw *g = s->g;
+    uint8_t frame[EM_FRAME_MAX];
+    int n = em_frame_encode(m, frame, sizeof frame);
+    if (n < 0)
+        return n;
+    if (g->batch_sess != s || g->batch_len + (size_t)n > sizeof g->batch)
+        em_gw_flush(g);
+    g->batch_sess = s;
+    memcpy(g->batch + g->batch_len, frame, (size_t)n);
+    g->batch_len += (size_t)n;
+    g->batch_frames++;
+    return 0;
+}
+
+static void send_login(struct em_gw_session *s)
+{
+    struct em_msg m = {.kind = EM_MSG_LOGIN, .present = EM_BIT(gw)};
+    memcpy(m.gw, s->gw, s->gwlen + 1);
+    forward(s, &m);
+    s->login_sent_ns = now_ns(s->g);
+}
+
+void em_gw_tick(struct em_gw *g)
+{
+    uint64_t now = now_ns(g);
+    struct core_list *l, *next;
+    core_list_foreach_safe(l, next, &g->logging_in)
+    {
+        struct em_gw_session *s = CORE_CONTAINER_OF(l, struct em_gw_session, login);
+        if (now - s->login_sent_ns >= (uint64_t)g->cfg.login_retry_ms * 1000000u)
+            send_login(s);
+    }
+}
+
+/* ---- rate limit: token bucket per session ---- */
+
+static bool rate_ok(struct em_gw_session *s)
+{
+    const struct em_gw_config *c = &s->g->cfg;
+    if (c->rate_limit <= 0)
+        return true;
+    uint64_t now = now_ns(s->g);
+    uint64_t cap = (uint64_t)c->rate_burst * 1000000u;
+    /* rate msgs/s = rate * 1e6 micro-messages per 1e9 ns */
+    uint64_t add = (now - s->refill_ns) * (uint64_t)c->rate_limit / 1000u;
+    s->refill_ns = now;
+    s->tokens = s->tokens + add > cap ? cap : s->tokens + add;
+    if (s->tokens < 1000000u)
+        return false;
+    s->tokens -= 1000000u;
+    return true;
+}
+
+/* ---- tokens ---- */
+
+int em_gw_add_token(struct em_gw *g, const char *gw, const char *token)
+{
+    if ((!em_valid_gw(gw, strlen(gw)) && strcmp(gw, EM_OPS_GW) != 0) ||
+        strlen(token) > EM_TOKEN_MAX || !em_valid_token(token, strlen(token)))
+        return CORE_EINVAL;
+    if (g->ntokens == g->tokens_cap) {
+        size_t cap = g->tokens_cap ? g->tokens_cap * 2 : 16;
+        void *p = realloc(g->tokens, cap * sizeof *g->tokens);
+        if (!p)
+            return CORE_ENOMEM;
+        g->tokens = p;
+        g->tokens_cap = cap;
+    }
+    strcpy(g->tokens[g->ntokens].gw, gw);
+    strcpy(g->tokens[g->ntokens].token, token);
+    g->ntokens++;
+    return 0;
+}
+
+int em_gw_load_tokens(struct em_gw *g, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return CORE_ENOTFOUND;
+    char line[256];
+    int rc = 0;
+    while (rc != CORE_ENOMEM && fgets(line, sizeof line, f)) {
+        char gw[64], tok[128];
+        if (line[0] == '#' || sscanf(line, "%63s %127s", gw, tok) != 2)
+            continue;
+        rc = em_gw_add_token(g, gw, tok);
+    }
+    fclose(f);
+    return rc == CORE_ENOMEM ? rc : 0;
+}
+
+static const char *token_of(const struct em_gw *g, const char *gw)
+{
+    for (size_t i = 0; i < g->ntokens; i++)
+        if (strcmp(g->tokens[i].gw, gw) == 0)
+            return g->tokens[i].token;
+    return NULL;
+}
+
+/* ---- messages from the trader ---- */
+
+static void begin_login(struct em_gw_session *s, const struct em_msg *m)
+{
+    struct em_gw *g = s->g;
+    const char *want = token_of(g, m->gw);
+    bool is_ops = strcmp(m->gw, EM_OPS_GW) == 0;
+    bool token_ok = want ? (m->present & EM_BIT(token)) && strcmp(want, m->token) == 0 : !is_ops;
+    if (!token_ok || find_gw(g, m->gw, strlen(m->gw))) {
+        /* wrong or missing token; OPS without a configured token; or the
+         * gw already has a session on this gateway */
+        reply_reject(s, m, EM_REJ_AUTH);
+        return;
+    }
+    s->gwlen = strlen(m->gw);
+    memcpy(s->gw, m->gw, s->gwlen + 1);
+    s->ops = is_ops;
+    snprintf(s->sub_topic, sizeof s->sub_topic, "order.ack.%s", s->gw);
+    uint32_t h = gw_hash(s->gw, s->gwlen);
+    s->hnext = g->by_gw[h];
+    g->by_gw[h] = s;
+    s->state = S_LOGGING_IN;
+    core_list_push_front(&g->logging_in, &s->login);
+    s->tokens = (uint64_t)g->cfg.rate_burst * 1000000u;
+    s->refill_ns = now_ns(g);
+    g->cfg.bus->subscribe(g->cfg.bus_ctx, s->sub_topic);
+    send_login(s);
+}
+
+void em_gw_session_refuse(struct em_gw_session *s, int code)
+{
+    s->g->st.msgs_in++;
+    reply_reject(s, NULL, code);
+}
+
+bool em_gw_session_logging_in(const struct em_gw_session *s)
+{
+    return s->state == S_LOGGING_IN;
+}
+
+void em_gw_session_input(struct em_gw_session *s, const struct em_msg *m, int code)
+{
+    struct em_gw *g = s->g;
+    g->st.msgs_in++;
+    switch (s->state) {
+    case S_NEW:
+        if (m->kind != EM_MSG_LOGIN) {
+            reply_reject(s, m, EM_REJ_NOT_LOGGED_IN); /* ALF §3 */
+            return;
+        }
+        if (code) {
+            reply_reject(s, m, code);
+            return;
+        }
+        begin_login(s, m);
+        return;
+    case S_LOGGING_IN: /* not reached: the front end holds input meanwhile */
+    case S_DONE:
+        return;
+    case S_LIVE:
+        break;
+    }
+    if (code != EM_REJ_SYNTAX && m->kind != EM_MSG__NONE) {
+        /* docs/alf.md C.4: AUTH right after SYNTAX */
+        bool oper = em_msgs[m->kind].cls == EM_CLASS_OPER;
+        bool client = em_msgs[m->kind].cls == EM_CLASS_CLIENT;
+        if ((oper && !s->ops) || (client && s->ops && m->kind != EM_MSG_PING &&
+                                  m->kind != EM_MSG_LOGOUT && m->kind != EM_MSG_LOGIN))
+            code = EM_REJ_AUTH;
+        if (em_msgs[m->kind].cls == EM_CLASS_EVENT || m->kind == EM_MSG_DISCONNECT)
+            code = EM_REJ_SYNTAX; /* not something a trader sends */
+    }
+    if (code) {
+        reply_reject(s, m, code);
+        return;
+    }
+    switch (m->kind) {
+    case EM_MSG_PING:
+        /* Through the engine, so PONG comes after the replies to what was
+         * sent before it (a trader, or the operator, may use PING as a
+         * barrier; docs/alf.md C.4). */
+        break;
+    case EM_MSG_LOGIN:
+        reply_reject(s, m, EM_REJ_AUTH); /* one login per session */
+        return;
+    case EM_MSG_LOGOUT:
+        /* docs/alf.md C.2: cancels like a disconnect; no event */
+        forward(s, m);
+        s->state = S_DONE;
+        hash_remove(s);
+        g->cfg.bus->unsubscribe(g->cfg.bus_ctx, s->sub_topic);
+        s->front->close(s->fctx, true);
+        return;
+    default:
+        break;
+    }
+    /* PING is a heartbeat and a barrier: never refused for the rate. */
+    if (m->kind != EM_MSG_PING && !rate_ok(s)) {
+        g->st.rate_limited++;
+        reply_reject(s, m, EM_REJ_RATE_LIMIT);
+        return;
+    }
+    forward(s, m); /* a full engine queue is answered at em_gw_flush */
+}
+
+/* ---- sessions ---- */
+
+struct em_gw_session *em_gw_session_open(struct em_gw *g, const struct em_gw_front *front,
+                                         void *front_ctx)
+{
+    struct em_gw_session *s = calloc(1, sizeof *s);
+    if (s)
+        core_list_init(&s->login);
+    if (!s)
+        return NULL;
+    s->g = g;
+    s->front = front;
+    s->fctx = front_ctx;
+    g->st.sessions++;
+    return s;
+}
+
+void em_gw_session_close(struct em_gw_session *s)
+{
+    struct em_gw *g = s->g;
+    if (s->state == S_LOGGING_IN || s->state == S_LIVE) {
+        /* cancel-on-disconnect (ALF §8) */
+        struct em_msg m = {.kind = EM_MSG_DISCONNECT};
+        forward(s, &m);
+        em_gw_flush(g); /* the batch refers to s, which goes now */
+        hash_remove(s);
+        g->cfg.bus->unsubscribe(g->cfg.bus_ctx, s->sub_topic);
+    }
+    if (s->state == S_LOGGING_IN)
+        login_list_remove(s);
+    for (size_t i = 0; i < g->ndirty; i++)
+        if (g->dirty[i] == s)
+            g->dirty[i] = NULL;
+    if (g->batch_sess == s) /* NEW/DONE sessions: nothing of theirs may wait */
+        em_gw_flush(g);
+    free(s);
+    g->st.sessions--;
+}
+
+/* ---- events from the engine ---- */
+
+static void go_live(struct em_gw_session *s)
+{
+    login_list_remove(s);
+    s->state = S_LIVE;
+    struct em_msg m = {.kind = EM_MSG_LOGGEDIN, .present = EM_BIT(gw)};
+    memcpy(m.gw, s->gw, s->gwlen + 1);
+    s->front->deliver(s->fctx, &m);
+    s->front->live(s->fctx); /* input held while logging in, in order */
+}
+
+/* One event for session s. */
+static void handle_event(struct em_gw_session *s, const struct em_msg *ev)
+{
+    if (ev->kind == EM_MSG_LOGGEDIN || (s->ops && s->state == S_LOGGING_IN)) {
+        /* The engine answers a trader's LOGIN with LOGGEDIN, and the
+         * operator's with REJECT AUTH (LOGIN is a client message, docs/alf.md
+         * C.4): either proves the path. */
+        mark_dirty(s); /* first: go_live may end the session (a held LOGOUT) */
+        if (s->state == S_LOGGING_IN)
+            go_live(s);
+        return; /* a re-sent LOGIN's extra answers are dropped */
+    }
+    if (s->state != S_LIVE)
+        return;
+    if (s->ops && ev->kind == EM_MSG_REJECT && ev->rej == EM_REJ_AUTH &&
+        !(ev->present & EM_BIT(cl)))
+        return; /* a re-sent LOGIN's late answer: the session refuses the
+                   operator's client messages itself, so nothing else is */
+    s->front->deliver(s->fctx, ev);
+    s->g->st.events_out++;
+    mark_dirty(s);
+}
+
+void em_gw_bus_message(struct em_gw *g, const char *topic, size_t tl, const void *payload,
+                       size_t len)
+{
+    static const char prefix[] = "order.ack.";
+    g->st.bus_msgs_in++;
+    if (tl <= sizeof prefix - 1 || memcmp(topic, prefix, sizeof prefix - 1) != 0) {
+        g->st.unrouted++;
+        return;
+    }
+    const char *gw = topic + sizeof prefix - 1;
+    size_t gwlen = tl - (sizeof prefix - 1);
+    const uint8_t *p = payload, *end = p + len;
+    while (p < end) {
+        /* Looked up per event: an event can end the session (go_live
+         * handles held lines, a LOGOUT among them). Exact match:
+         * order.ack.GW1 is also a prefix of order.ack.GW10. */
+        struct em_gw_session *s = find_gw(g, gw, gwlen);
+        if (!s || closing(s)) {
+            g->st.unrouted++;
+            return;
+        }
+        struct em_msg ev;
+        int n = em_frame_decode(p, (size_t)(end - p), &ev);
+        if (n <= 0) {
+            g->st.bad_events++;
+            return;
+        }
+        handle_event(s, &ev);
+        p += n;
+    }
+}
+
+void em_gw_bus_batch_end(struct em_gw *g)
+{
+    for (size_t i = 0; i < g->ndirty; i++) {
+        struct em_gw_session *s = g->dirty[i];
+        if (!s)
+            continue;
+        s->dirty = false;
+        s->front->flush(s->fctx);
+    }
+    g->ndirty = 0;
+}
+
+/* ---- lifetime ---- */
+
+struct em_gw *em_gw_new(const struct em_gw_config *cfg)
+{
+    struct em_gw *g = calloc(1, sizeof *g);
+    if (g)
+        core_list_init(&g->logging_in);
+    if (!g)
+        return NULL;
+    g->cfg = *cfg;
+    if (g->cfg.rate_burst < 1)
+        g->cfg.rate_burst = 1;
+    return g;
+}
+
+void em_gw_free(struct em_gw *g)
+{
+    if (!g)
+        return;
+    free(g->dirty);
+    free(g->tokens);
+    free(g);
+}
+
+struct em_gw_stats *em_gw_stats(struct em_gw *g)
+{
+    return &g->st;
+}

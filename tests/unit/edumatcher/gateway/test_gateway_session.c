@@ -1,0 +1,416 @@
+/* gateway_session: the login state machine, AUTH, the rate limit, batching
+ * towards the engine and routing of its events, driven through fake bus
+ * and connection callbacks (the processes are tested end to end in
+ * tests/integration/edumatcher). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "core/error.h"
+#include "edumatcher/gateway/alf/alf.h"
+#include "edumatcher/gateway/gateway_session.h"
+
+/* ---- a fake bus: records what was sent, answers send with send_rc ---- */
+
+struct fake_bus {
+    uint64_t now;
+    int send_rc;
+    unsigned sends;
+    char last_topic[64];
+    char sent[64][256]; /* every frame sent, as ALF text */
+    unsigned nsent;
+    char subs[8][64];
+    unsigned nsubs;
+    unsigned unsubs;
+};
+
+static struct fake_bus B;
+
+static int bus_send(void *ctx, const char *gw, size_t gwlen, const void *frames, size_t len)
+{
+    B.sends++;
+    if (B.send_rc)
+        return B.send_rc;
+    memcpy(B.last_topic, gw, gwlen);
+    B.last_topic[gwlen] = 0;
+    const uint8_t *p = frames;
+    for (size_t off = 0; off < len;) {
+        struct em_msg m;
+        int n = em_frame_decode(p + off, len - off, &m);
+        assert_true(n > 0);
+        assert_true(B.nsent < 64);
+        B.sent[B.nsent][em_alf_format(&m, B.sent[B.nsent])] = 0;
+        B.nsent++;
+        off += (size_t)n;
+    }
+    return 0;
+}
+
+static void bus_subscribe(void *ctx, const char *topic)
+{
+    assert_true(B.nsubs < 8);
+    strcpy(B.subs[B.nsubs++], topic);
+}
+
+static void bus_unsubscribe(void *ctx, const char *topic)
+{
+    B.unsubs++;
+}
+
+static uint64_t bus_now(void *ctx)
+{
+    return B.now;
+}
+
+static const struct em_gw_bus bus = {.send = bus_send,
+                                     .subscribe = bus_subscribe,
+                                     .unsubscribe = bus_unsubscribe,
+                                     .now_ns = bus_now};
+
+/* ---- a fake connection: the lines delivered, flushes, closes ---- */
+
+struct fake_conn {
+    char out[32][256];
+    unsigned nout, flushes, lives;
+    int closed; /* 0, 1 now, 2 after reply */
+};
+
+static void deliver(void *ctx, const struct em_msg *ev)
+{
+    struct fake_conn *c = ctx;
+    assert_true(c->nout < 32);
+    c->out[c->nout][em_alf_format(ev, c->out[c->nout])] = 0;
+    c->nout++;
+}
+
+static void flush(void *ctx)
+{
+    ((struct fake_conn *)ctx)->flushes++;
+}
+
+static void live(void *ctx)
+{
+    ((struct fake_conn *)ctx)->lives++;
+}
+
+static void conn_close(void *ctx, bool after_reply)
+{
+    ((struct fake_conn *)ctx)->closed = after_reply ? 2 : 1;
+}
+
+static bool closing(void *ctx)
+{
+    return ((struct fake_conn *)ctx)->closed != 0;
+}
+
+static const struct em_gw_front front = {
+    .deliver = deliver, .flush = flush, .live = live, .close = conn_close, .closing = closing};
+
+/* ---- helpers ---- */
+
+static struct em_gw *new_gw(int64_t rate, int64_t burst)
+{
+    memset(&B, 0, sizeof B);
+    B.now = 1000000000u;
+    struct em_gw_config cfg = {
+        .bus = &bus, .rate_limit = rate, .rate_burst = burst, .login_retry_ms = 100};
+    struct em_gw *g = em_gw_new(&cfg);
+    assert_non_null(g);
+    return g;
+}
+
+static void input(struct em_gw_session *s, const char *line)
+{
+    struct em_msg m;
+    int code = em_alf_parse(line, strlen(line), &m);
+    em_gw_session_input(s, &m, code);
+}
+
+/* The engine sends `line` (an event) to gw. */
+static void engine_says(struct em_gw *g, const char *gw, const char *line)
+{
+    struct em_msg m;
+    assert_int_equal(em_alf_parse(line, strlen(line), &m), 0);
+    uint8_t frame[EM_FRAME_MAX];
+    int n = em_frame_encode(&m, frame, sizeof frame);
+    assert_true(n > 0);
+    char topic[64];
+    int tl = snprintf(topic, sizeof topic, "order.ack.%s", gw);
+    em_gw_bus_message(g, topic, (size_t)tl, frame, (size_t)n);
+    em_gw_bus_batch_end(g);
+}
+
+/* Open a session and log it in as gw (the engine answering LOGGEDIN). */
+static struct em_gw_session *logged_in(struct em_gw *g, struct fake_conn *c, const char *gw)
+{
+    struct em_gw_session *s = em_gw_session_open(g, &front, c);
+    assert_non_null(s);
+    char line[64];
+    snprintf(line, sizeof line, "LOGIN gw=%s", gw);
+    input(s, line);
+    assert_true(em_gw_session_logging_in(s));
+    em_gw_flush(g);
+    snprintf(line, sizeof line, "LOGGEDIN gw=%s", gw);
+    engine_says(g, gw, line);
+    assert_false(em_gw_session_logging_in(s));
+    return s;
+}
+
+/* ---- tests ---- */
+
+static void test_not_logged_in(void **state)
+{
+    struct em_gw *g = new_gw(0, 1);
+    struct fake_conn c = {0};
+    struct em_gw_session *s = em_gw_session_open(g, &front, &c);
+    input(s, "NEW cl=a sym=ABC side=B qty=1 px=1");
+    assert_int_equal(c.nout, 1);
+    assert_string_equal(c.out[0], "REJECT cl=a reason=NOT_LOGGED_IN");
+    em_gw_flush(g);
+    assert_int_equal(B.sends, 0);
+    em_gw_session_close(s);
+    assert_int_equal(B.sends, 0); /* never logged in: no DISCONNECT */
+    assert_int_equal(em_gw_stats(g)->sessions, 0);
+    em_gw_free(g);
+}
+
+static void test_login_goes_through_the_engine(void **state)
+{
+    struct em_gw *g = new_gw(0, 1);
+    struct fake_conn c = {0};
+    struct em_gw_session *s = em_gw_session_open(g, &front, &c);
+    input(s, "LOGIN gw=GW1");
+    assert_int_equal(B.nsubs, 1);
+    assert_string_equal(B.subs[0], "order.ack.GW1");
+    assert_int_equal(c.nout, 0); /* not before the engine answers */
+    em_gw_flush(g);
+    assert_int_equal(B.nsent, 1);
+    assert_string_equal(B.last_topic, "GW1");
+    assert_string_equal(B.sent[0], "LOGIN gw=GW1");
+    /* no answer yet: the LOGIN is re-sent after login_retry_ms */
+    em_gw_tick(g);
+    em_gw_flush(g);
+    assert_int_equal(B.nsent, 1);
+    B.now += 100 * 1000000u;
+    em_gw_tick(g);
+    em_gw_flush(g);
+    assert_int_equal(B.nsent, 2);
+    engine_says(g, "GW1", "LOGGEDIN gw=GW1");
+    assert_int_equal(c.nout, 1);
+    assert_string_equal(c.out[0], "LOGGEDIN gw=GW1");
+    assert_int_equal(c.lives, 1);
+    assert_int_equal(c.flushes, 1);
+    /* the second LOGIN's answer is dropped */
+    engine_says(g, "GW1", "LOGGEDIN gw=GW1");
+    assert_int_equal(c.nout, 1);
+    /* once live, no more retries */
+    B.now += 1000 * 1000000u;
+    em_gw_tick(g);
+    em_gw_flush(g);
+    assert_int_equal(B.nsent, 2);
+    em_gw_session_close(s);
+    em_gw_free(g);
+}
+
+static void test_batching_and_events(void **state)
+{
+    struct em_gw *g = new_gw(0, 1);
+    struct fake_conn c1 = {0}, c2 = {0};
+    struct em_gw_session *s1 = logged_in(g, &c1, "GW1");
+    struct em_gw_session *s2 = logged_in(g, &c2, "GW2");
+    unsigned sends = B.sends, sent = B.nsent;
+    input(s1, "NEW cl=a sym=ABC side=B qty=1 px=1");
+    input(s1, "NEW cl=b sym=ABC side=B qty=1 px=1");
+    assert_int_equal(B.sends, sends); /* held in the batch */
+    input(s2, "PING");                /* another session: GW1's batch goes */
+    assert_int_equal(B.sends, sends + 1);
+    assert_string_equal(B.last_topic, "GW1");
+    assert_string_equal(B.sent[sent], "NEW cl=a sym=ABC side=B qty=1 px=1");
+    em_gw_flush(g);
+    assert_int_equal(B.sends, sends + 2);
+    assert_string_equal(B.last_topic, "GW2");
+    assert_int_equal(em_gw_stats(g)->forwarded, 2 + 2 + 1); /* the LOGINs, NEWs, PING */
+    /* events are routed by exact gw: GW1's do not reach GW10 or GW2 */
+    unsigned n1 = c1.nout, n2 = c2.nout;
+    engine_says(g, "GW1", "ACK cl=a oid=1");
+    assert_int_equal(c1.nout, n1 + 1);
+    assert_string_equal(c1.out[n1], "ACK cl=a oid=1");
+    assert_int_equal(c2.nout, n2);
+    engine_says(g, "GW10", "ACK cl=a oid=2");
+    assert_int_equal(em_gw_stats(g)->unrouted, 1);
+    em_gw_session_close(s1);
+    em_gw_session_close(s2);
+    em_gw_free(g);
+}
+
+static void test_rate_limit(void **state)
+{
+    struct em_gw *g = new_gw(1, 2); /* 1 message a second, burst 2 */
+    struct fake_conn c = {0};
+    struct em_gw_session *s = logged_in(g, &c, "GW1");
+    unsigned nout = c.nout;
+    input(s, "CANCEL cl=a");
+    input(s, "CANCEL cl=b");
+    input(s, "CANCEL cl=c");
+    assert_int_equal(c.nout, nout + 1);
+    assert_string_equal(c.out[nout], "REJECT cl=c reason=RATE_LIMIT");
+    input(s, "PING"); /* a barrier is never refused for the rate */
+    assert_int_equal(c.nout, nout + 1);
+    B.now += 1000 * 1000000u; /* one more token */
+    input(s, "CANCEL cl=d");
+    assert_int_equal(c.nout, nout + 1);
+    input(s, "CANCEL cl=e");
+    assert_int_equal(c.nout, nout + 2);
+    assert_int_equal(em_gw_stats(g)->rate_limited, 2);
+    em_gw_session_close(s);
+    em_gw_free(g);
+}
+
+static void test_full_engine_queue(void **state)
+{
+    struct em_gw *g = new_gw(0, 1);
+    struct fake_conn c = {0};
+    struct em_gw_session *s = logged_in(g, &c, "GW1");
+    unsigned nout = c.nout, flushes = c.flushes;
+    B.send_rc = CORE_EAGAIN;
+    input(s, "CANCEL cl=a");
+    input(s, "CANCEL cl=b");
+    em_gw_flush(g);
+    assert_int_equal(c.nout, nout + 2);
+    assert_string_equal(c.out[nout], "REJECT cl=a reason=RATE_LIMIT");
+    assert_string_equal(c.out[nout + 1], "REJECT cl=b reason=RATE_LIMIT");
+    assert_int_equal(c.flushes, flushes + 1);
+    assert_int_equal(em_gw_stats(g)->bus_full, 2);
+    B.send_rc = 0;
+    em_gw_session_close(s);
+    em_gw_free(g);
+}
+
+static void test_auth(void **state)
+{
+    struct em_gw *g = new_gw(0, 1);
+    struct fake_conn c1 = {0}, c2 = {0}, c3 = {0}, c4 = {0};
+    /* OPS may log in only with a configured token */
+    struct em_gw_session *s1 = em_gw_session_open(g, &front, &c1);
+    input(s1, "LOGIN gw=OPS");
+    assert_string_equal(c1.out[0], "REJECT reason=AUTH");
+    assert_int_equal(em_gw_add_token(g, "OPS", "sekrit"), 0);
+    assert_int_equal(em_gw_add_token(g, "G W", "x"), CORE_EINVAL);
+    input(s1, "LOGIN gw=OPS token=wrong");
+    assert_string_equal(c1.out[1], "REJECT reason=AUTH");
+    input(s1, "LOGIN gw=OPS token=sekrit");
+    assert_true(em_gw_session_logging_in(s1));
+    em_gw_flush(g);
+    /* the engine refuses the operator's LOGIN (a client message): that
+     * proves the path as well as LOGGEDIN */
+    engine_says(g, "OPS", "REJECT reason=AUTH");
+    assert_false(em_gw_session_logging_in(s1));
+    assert_string_equal(c1.out[2], "LOGGEDIN gw=OPS");
+    /* the operator may not send client messages, a trader no operator ones */
+    input(s1, "NEW cl=a sym=ABC side=B qty=1 px=1");
+    assert_string_equal(c1.out[3], "REJECT cl=a reason=AUTH");
+    struct em_gw_session *s2 = logged_in(g, &c2, "GW1");
+    input(s2, "HALT sym=ABC");
+    assert_string_equal(c2.out[c2.nout - 1], "REJECT reason=AUTH");
+    /* a trader may not send events, nor log in twice */
+    input(s2, "ACK cl=a oid=1");
+    assert_string_equal(c2.out[c2.nout - 1], "REJECT cl=a reason=SYNTAX");
+    input(s2, "LOGIN gw=GW1");
+    assert_string_equal(c2.out[c2.nout - 1], "REJECT reason=AUTH");
+    /* one session per gw on a gateway */
+    struct em_gw_session *s3 = em_gw_session_open(g, &front, &c3);
+    input(s3, "LOGIN gw=GW1");
+    assert_string_equal(c3.out[0], "REJECT reason=AUTH");
+    assert_false(em_gw_session_logging_in(s3));
+    /* a listed gw needs its token */
+    assert_int_equal(em_gw_add_token(g, "GW7", "t7"), 0);
+    struct em_gw_session *s4 = em_gw_session_open(g, &front, &c4);
+    input(s4, "LOGIN gw=GW7");
+    assert_string_equal(c4.out[0], "REJECT reason=AUTH");
+    input(s4, "LOGIN gw=GW7 token=t7");
+    assert_true(em_gw_session_logging_in(s4));
+    em_gw_session_close(s1);
+    em_gw_session_close(s2);
+    em_gw_session_close(s3);
+    em_gw_session_close(s4);
+    em_gw_free(g);
+}
+
+static void test_logout_and_disconnect(void **state)
+{
+    struct em_gw *g = new_gw(0, 1);
+    struct fake_conn c1 = {0}, c2 = {0};
+    struct em_gw_session *s1 = logged_in(g, &c1, "GW1");
+    struct em_gw_session *s2 = logged_in(g, &c2, "GW2");
+    unsigned sent = B.nsent;
+    input(s1, "LOGOUT");
+    assert_int_equal(c1.closed, 2); /* after the reply */
+    assert_int_equal(B.unsubs, 1);
+    em_gw_flush(g);
+    assert_string_equal(B.sent[sent], "LOGOUT");
+    em_gw_session_close(s1); /* after LOGOUT: no DISCONNECT */
+    em_gw_flush(g);
+    assert_int_equal(B.nsent, sent + 1);
+    /* a dropped connection cancels: DISCONNECT goes at once */
+    em_gw_session_close(s2);
+    assert_int_equal(B.nsent, sent + 2);
+    assert_string_equal(B.last_topic, "GW2");
+    assert_string_equal(B.sent[sent + 1], "DISCONNECT");
+    assert_int_equal(B.unsubs, 2);
+    /* the gw is free again, and nothing is routed to the old session */
+    engine_says(g, "GW2", "ACK cl=a oid=1");
+    assert_int_equal(em_gw_stats(g)->unrouted, 1);
+    assert_int_equal(em_gw_stats(g)->sessions, 0);
+    em_gw_free(g);
+}
+
+static void test_refuse_and_tokens_file(void **state)
+{
+    struct em_gw *g = new_gw(0, 1);
+    struct fake_conn c = {0};
+    struct em_gw_session *s = logged_in(g, &c, "GW1");
+    uint64_t in = em_gw_stats(g)->msgs_in;
+    em_gw_session_refuse(s, EM_REJ_LINE_TOO_LONG);
+    assert_string_equal(c.out[c.nout - 1], "REJECT reason=LINE_TOO_LONG");
+    assert_int_equal(em_gw_stats(g)->msgs_in, in + 1);
+    em_gw_session_close(s);
+
+    char path[] = "/tmp/test_gw_tokensXXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("# comment\nOPS ops-token\nbad gw line with spaces\nGW9 t9\n", f);
+    fclose(f);
+    assert_int_equal(em_gw_load_tokens(g, path), 0);
+    unlink(path);
+    assert_int_equal(em_gw_load_tokens(g, path), CORE_ENOTFOUND);
+    struct fake_conn c2 = {0};
+    s = em_gw_session_open(g, &front, &c2);
+    input(s, "LOGIN gw=GW9");
+    assert_string_equal(c2.out[0], "REJECT reason=AUTH");
+    input(s, "LOGIN gw=GW9 token=t9");
+    assert_true(em_gw_session_logging_in(s));
+    em_gw_session_close(s);
+    em_gw_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_not_logged_in),
+        cmocka_unit_test(test_login_goes_through_the_engine),
+        cmocka_unit_test(test_batching_and_events),
+        cmocka_unit_test(test_rate_limit),
+        cmocka_unit_test(test_full_engine_queue),
+        cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_logout_and_disconnect),
+        cmocka_unit_test(test_refuse_and_tokens_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
