@@ -285,7 +285,7 @@ void gs_cmd_hello(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_bulk_cstr(w, "id");
     gs_reply_int(w, (int64_t)core_conn_id(c->conn));
     gs_reply_bulk_cstr(w, "mode");
-    gs_reply_bulk_cstr(w, "standalone");
+    gs_reply_bulk_cstr(w, c->node->cluster ? "cluster" : "standalone");
     gs_reply_bulk_cstr(w, "role");
     gs_reply_bulk_cstr(w, "master");
     gs_reply_bulk_cstr(w, "modules");

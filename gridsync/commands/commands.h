@@ -62,5 +62,6 @@ gs_cmd_fn gs_cmd_subscribe, gs_cmd_unsubscribe, gs_cmd_psubscribe, gs_cmd_punsub
     gs_cmd_ssubscribe, gs_cmd_sunsubscribe, gs_cmd_publish, gs_cmd_spublish,
     gs_cmd_pubsub;                        /* cmd_pubsub.c */
 gs_cmd_fn gs_cmd_slowlog, gs_cmd_latency; /* cmd_slowlog.c */
+gs_cmd_fn gs_cmd_gridsync;                /* cluster/cmd_cluster.c */
 
 #endif

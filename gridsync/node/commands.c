@@ -103,6 +103,7 @@ const struct gs_command gs_commands[] = {
     {"slowlog", -2, A | L | S, gs_cmd_slowlog, 0, 0, 0, "server", "A container for slow log commands", "2.2.12"},
     {"latency", -2, A | NS | L | S, gs_cmd_latency, 0, 0, 0, "server", "A container for latency diagnostics commands", "2.8.13"},
     /* cluster (cmd_cluster.c) */
+    {"gridsync", -2, L | S, gs_cmd_gridsync, 0, 0, 0, "cluster", "GridSync's own: GRIDSYNC GROUPS lists this node's Raft groups", "0.1.0"},
     {"cluster", -2, NS | L | S, gs_cmd_cluster, 0, 0, 0, "cluster", "A container for Redis Cluster commands", "3.0.0"},
     {"readonly", 1, L | S | F, gs_cmd_readonly, 0, 0, 0, "cluster", "Enables read queries for a connection to a cluster replica node", "3.0.0"},
     {"readwrite", 1, L | S | F, gs_cmd_readwrite, 0, 0, 0, "cluster", "Disables read queries for a connection to a cluster replica node", "3.0.0"},
