@@ -89,9 +89,13 @@ static void on_stop(struct core_proc *p, void *data)
 int main(int argc, char **argv)
 {
     struct gs_config cfg;
-    struct core_option opts[GS_NODE_NOPTS];
+    /* The node's features, in the order their hooks run: read-through
+     * first, so that cluster mode's groups copy its miss hook. */
+    static const struct gs_feature *const features[] = {&gs_origin_feature, &gs_cluster_feature,
+                                                        NULL};
+    struct core_option opts[GS_NODE_MAX_OPTS];
     gs_config_defaults(&cfg);
-    gs_config_bind(&cfg, opts);
+    gs_config_bind(&cfg, opts, features);
     struct core_buf ignored = {0};
     struct core_config_compat compat = {gs_redis_conf_ignored, note_ignored, &ignored};
     int code;
@@ -124,10 +128,6 @@ int main(int argc, char **argv)
     uv_loop_t loop;
     uv_loop_init(&loop);
     struct gs_node *node;
-    /* The node's features, in the order their hooks run: read-through
-     * first, so that cluster mode's groups copy its miss hook. */
-    static const struct gs_feature *const features[] = {&gs_origin_feature, &gs_cluster_feature,
-                                                        NULL};
     int rc = gs_node_new(&node, &loop, &cfg, features);
     if (rc) {
         uv_loop_close(&loop);

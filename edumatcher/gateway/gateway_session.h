@@ -100,6 +100,9 @@ struct em_gw_stats {
     uint64_t msgs_in, forwarded, events_out, rejects, rate_limited, bus_full, bad_events, unrouted;
     uint64_t bus_msgs_out, bus_msgs_in;
     int64_t sessions;
+    /* REJECTs written to traders by reason (enum em_rejcode): the
+     * gateway's own and the engine's */
+    uint64_t rejects_by[EM_REJ_GATEWAY_DISABLED + 1];
 };
 
 /* A gateway with no session; NULL when out of memory. cfg is copied. */

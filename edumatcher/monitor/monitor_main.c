@@ -22,6 +22,7 @@
 #include "edumatcher/monitor/health.h"
 #include "core/http.h"
 #include "edumatcher/monitor/monitor_stats.h"
+#include "edumatcher/monitor/market.h"
 #include "edumatcher/monitor/rules.h"
 #include "core/proc.h"
 #include "edumatcher/bus/zmq_bus.h"
@@ -37,6 +38,8 @@ static int64_t http_port = 9180;
 static int64_t beacon_ms = 1000;
 static int64_t stale_ms = 3500;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
+static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
+static int64_t chart_bucket_ms = 1000;
 static int64_t stale_intervals = 3;
 static int64_t queue_depth_max = 10000;
 static int64_t mem_min_growth = 64ll << 20;
@@ -54,6 +57,10 @@ static const struct core_option options[] = {
     {"stale-ms", CORE_OPT_INT, &stale_ms, 100, 600000, NULL, 0,
      "a process silent this long is shown stale"},
     {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
+    {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the engine's PUB endpoint: market data and trades for the market view (\"\": none)"},
+    {"chart-bucket-ms", CORE_OPT_INT, &chart_bucket_ms, 10, 3600000, NULL, CORE_OPT_IMMUTABLE,
+     "market view: one price/volume point per this much time"},
     {"stale-intervals", CORE_OPT_INT, &stale_intervals, 1, 1000, NULL, 0,
      "health rule: alarm after this many of a process's beacon intervals without one"},
     {"queue-depth-max", CORE_OPT_INT, &queue_depth_max, 0, INT64_MAX, NULL, 0,
@@ -74,6 +81,9 @@ struct monitor {
     struct core_proc proc; /* signals */
     struct em_mon state;
     struct em_rules_config rules;
+    struct em_bus_sock market_sub;
+    bool has_market;
+    struct em_mkt market;
     struct core_buf prom; /* /metrics text, reused between requests */
     uint64_t start_ms;
     uint64_t msgs_in, bad_beacons, http_requests;
@@ -95,6 +105,17 @@ static void on_beacon(struct em_bus_sock *s, const char *topic, size_t tl, const
         return;
     }
     em_mon_ingest(&m->state, &b, now_ms());
+}
+
+static void on_market(struct em_bus_sock *s, const char *topic, size_t tl, const void *payload,
+                      size_t len, void *data)
+{
+    struct monitor *m = data;
+    m->msgs_in++;
+    if (tl > 3 && memcmp(topic, "md.", 3) == 0)
+        em_mkt_book(&m->market, payload, len, now_ms());
+    else if (tl == 14 && memcmp(topic, "trade.executed", 14) == 0)
+        em_mkt_trade(&m->market, payload, len, now_ms());
 }
 
 /* page.html, compiled in by cmake/embed.cmake (monitor_page.c). */
@@ -158,6 +179,18 @@ static void serve_rules(const struct core_http_request *req, struct core_http_re
     reply_built(m, res);
 }
 
+static void serve_market(const struct core_http_request *req, struct core_http_response *res,
+                         void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    res->content_type = "application/json";
+    core_buf_reset(&m->prom);
+    em_mkt_json(&m->market, &m->prom);
+    core_buf_append(&m->prom, "\n", 1);
+    reply_built(m, res);
+}
+
 static void serve_healthz(const struct core_http_request *req, struct core_http_response *res,
                           void *data)
 {
@@ -190,6 +223,8 @@ static void on_stop(struct core_proc *p, void *data)
     struct monitor *m = data;
     core_http_stop(m->http);
     em_bus_close(&m->sub);
+    if (m->has_market)
+        em_bus_close(&m->market_sub);
     em_health_stop(&m->health);
 }
 
@@ -228,6 +263,18 @@ int main(int argc, char **argv)
             CORE_WARN("monitor: cannot connect %s: %s", ep, core_strerror(rc));
     }
     em_bus_watch(&m->sub, m->loop, 0, on_beacon, m);
+    em_mkt_init(&m->market, (uint64_t)chart_bucket_ms);
+    if (engine_pub[0]) {
+        rc = em_bus_open(&m->market_sub, m->zctx, EM_BUS_SUB, engine_pub, false);
+        if (rc) {
+            CORE_WARN("monitor: cannot connect %s: %s", engine_pub, core_strerror(rc));
+            return 1;
+        }
+        em_bus_subscribe(&m->market_sub, "md.");
+        em_bus_subscribe(&m->market_sub, "trade.executed");
+        em_bus_watch(&m->market_sub, m->loop, 0, on_market, m);
+        m->has_market = true;
+    }
 
     rc = core_http_new(&m->http, m->loop, 64, 0);
     if (rc == 0)
@@ -238,6 +285,8 @@ int main(int argc, char **argv)
         rc = core_http_route(m->http, "/metrics", serve_prometheus, m);
     if (rc == 0)
         rc = core_http_route(m->http, "/rules.json", serve_rules, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/market.json", serve_market, m);
     if (rc == 0)
         rc = core_http_route(m->http, "/healthz", serve_healthz, m);
     if (rc == 0)

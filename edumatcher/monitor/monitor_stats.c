@@ -199,6 +199,18 @@ void em_mon_json(const struct em_mon *m, uint64_t now_ms, uint64_t stale_ms,
         int64_t qd;
         if (find_metric(b, "queue_depth", &qd, NULL))
             core_http_printf(res, ",\"queue_depth\":%" PRId64, qd);
+        /* Handle latency over the history: [up_ms, p50, p99], null where
+         * a beacon had no sample. */
+        core_http_printf(res, ",\"lat\":[");
+        for (unsigned k = 0; k < p->count; k++) {
+            const struct core_beacon *h = entry(p, p->count - 1 - k);
+            if (h->lat_n)
+                core_http_printf(res, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", k ? "," : "",
+                                 h->up_ms, h->lat_p50, h->lat_p99);
+            else
+                core_http_printf(res, "%s[%" PRIu64 ",null,null]", k ? "," : "", h->up_ms);
+        }
+        core_http_printf(res, "]");
         core_http_printf(res, ",\"msgs_per_s\":{");
         for (size_t w = 0; w < NWINDOWS; w++) {
             double r;

@@ -35,8 +35,8 @@ static bool has_glob(const struct gs_arg *a)
 static void config_get(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
-    const struct gs_arg *as_given[GS_NODE_NOPTS] = {NULL};
-    bool match[GS_NODE_NOPTS] = {false};
+    const struct gs_arg *as_given[GS_NODE_MAX_OPTS] = {NULL};
+    bool match[GS_NODE_MAX_OPTS] = {false};
     size_t count = 0;
     for (size_t i = 2; i < argc; i++) {
         bool glob = has_glob(&argv[i]);
@@ -204,9 +204,9 @@ static void config_rewrite(struct gs_client *c)
         return;
     }
     struct gs_config dflt;
-    struct core_option dopts[GS_NODE_NOPTS];
+    struct core_option dopts[GS_NODE_MAX_OPTS];
     gs_config_defaults(&dflt);
-    gs_config_bind(&dflt, dopts);
+    gs_config_bind(&dflt, dopts, n->feature_list);
     char why[512];
     if (core_config_rewrite(n->opts, dopts, n->config_file, why, sizeof(why))) {
         CORE_WARN("CONFIG REWRITE failed: %s", why);

@@ -190,6 +190,14 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "bus_full", &st->bus_full);
     core_metrics_counter(mt, "bad_events", &st->bad_events);
     core_metrics_gauge(mt, "sessions", &st->sessions);
+    /* rej_<reason>: what the monitor shows as rejects by reason */
+    for (unsigned r = 1; r <= EM_REJ_GATEWAY_DISABLED; r++) {
+        char name[CORE_METRICS_NAME] = "rej_";
+        const char *reason = em_rejcode_name(r);
+        for (size_t i = 0; reason[i] && i + 5 < sizeof name; i++)
+            name[4 + i] = (char)(reason[i] >= 'A' && reason[i] <= 'Z' ? reason[i] + 32 : reason[i]);
+        core_metrics_counter(mt, name, &st->rejects_by[r]);
+    }
     em_health_start_or_warn("gateway", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms,
                             NULL, NULL);
 

@@ -182,7 +182,8 @@ class Exchange:
         if monitor:
             self.monitor_port = free_port()
             procs.start([binary("edumatcher-monitor"), "--http-port", str(self.monitor_port),
-                         "--health", self.health, "--beacon-ms", "100"])
+                         "--health", self.health, "--beacon-ms", "100",
+                         "--engine-pub", self.pub])
         self.engine = self.start_engine()
         self.port = free_port()
         self.gateway = procs.start([binary("edumatcher-gateway"), "--port", str(self.port),
