@@ -29,7 +29,7 @@
 #include "core/log.h"
 #include "gridsync/cluster/cluster.h"
 #include "gridsync/cluster/cluster_internal.h"
-#include "gridsync/node/node.h"
+#include "gridsync/client/node_ctx.h"
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
@@ -85,7 +85,7 @@ static bool parse_num(const char *p, size_t len, long long *out)
     tmp[len] = '\0';
     char *end;
     *out = strtoll(tmp, &end, 10);
-    return *end == '\0';
+    return end == tmp + len; /* a NUL inside the field is not a number */
 }
 
 struct key_list {
