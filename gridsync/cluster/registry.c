@@ -355,6 +355,9 @@ struct startup {
     enum step step;
     const char *self;
     int64_t size, ttl_ms;
+    json_t *live;      /* addresses of live nodes, over the pages of one Scan */
+    json_t *start_key; /* the next page's ExclusiveStartKey, or NULL */
+    bool joined;       /* the join event is recorded */
     char *peers;
     size_t peerslen;
     char *err;
@@ -376,42 +379,52 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Live nodes from one Scan page. */
-static bool collect_peers(struct startup *s, json_t *reply)
+/* Add the live nodes of one Scan page to s->live. */
+static void collect_live(struct startup *s, json_t *reply)
 {
     json_t *items = json_object_get(reply, "Items");
-    size_t n = json_array_size(items), live = 0;
-    const char **addrs = calloc(n ? n : 1, sizeof(*addrs));
-    if (addrs == NULL)
-        return false;
     int64_t now = core_wall_ms();
-    for (size_t i = 0; i < n; i++) {
-        json_t *it = json_array_get(items, i);
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it)
+    {
         const char *pk = json_string_value(json_object_get(json_object_get(it, "pk"), "S"));
-        const char *addr = json_string_value(json_object_get(json_object_get(it, "addr"), "S"));
+        json_t *addr = json_object_get(json_object_get(it, "addr"), "S");
         const char *exp =
             json_string_value(json_object_get(json_object_get(it, "expires_ms"), "N"));
-        if (!pk || strncmp(pk, "node#", 5) != 0 || !addr || !exp || strtoll(exp, NULL, 10) <= now)
+        if (!pk || strncmp(pk, "node#", 5) != 0 || !json_is_string(addr) || !exp ||
+            strtoll(exp, NULL, 10) <= now)
             continue;
-        addrs[live++] = addr;
+        json_array_append(s->live, addr);
     }
-    bool ok = false;
-    if ((int64_t)live >= s->size) {
-        qsort(addrs, live, sizeof(*addrs), cmp_str);
-        size_t used = 0;
-        s->peers[0] = '\0';
-        ok = true;
-        for (size_t i = 0; i < live; i++) {
-            int w = snprintf(s->peers + used, s->peerslen - used, "%s%s", i ? "," : "", addrs[i]);
-            if (w < 0 || (size_t)w >= s->peerslen - used) {
-                ok = false;
-                break;
-            }
-            used += (size_t)w;
+}
+
+/* After the last page: 1 if enough nodes are live (s->peers filled), 0 if
+ * not yet, CORE_ETOOBIG if their list does not fit cluster-peers. */
+static int peers_from_live(struct startup *s)
+{
+    size_t live = json_array_size(s->live);
+    if ((int64_t)live < s->size)
+        return 0;
+    const char **addrs = calloc(live ? live : 1, sizeof(*addrs));
+    if (addrs == NULL)
+        return CORE_ENOMEM;
+    for (size_t i = 0; i < live; i++)
+        addrs[i] = json_string_value(json_array_get(s->live, i));
+    qsort(addrs, live, sizeof(*addrs), cmp_str);
+    size_t used = 0;
+    int rc = 1;
+    s->peers[0] = '\0';
+    for (size_t i = 0; i < live; i++) {
+        int w = snprintf(s->peers + used, s->peerslen - used, "%s%s", i ? "," : "", addrs[i]);
+        if (w < 0 || (size_t)w >= s->peerslen - used) {
+            rc = CORE_ETOOBIG;
+            break;
         }
+        used += (size_t)w;
     }
     free(addrs);
-    return ok;
+    return rc;
 }
 
 static void on_wait(uv_timer_t *t)
@@ -446,18 +459,34 @@ static void on_startup_reply(void *arg, int err, json_t *reply, const char *msg)
             s->step = STEP_DESCRIBE;
         break;
     case STEP_PUT:
+        if (err < 0)
+            startup_fail(s, err, msg);
+        else /* the join event once; later puts only refresh the item */
+            s->step = s->joined ? STEP_SCAN : STEP_EVENT;
+        break;
     case STEP_EVENT:
         if (err < 0)
             startup_fail(s, err, msg);
-        else
-            s->step++;
+        s->joined = true;
+        s->step = err < 0 ? STEP_DONE : STEP_SCAN;
         break;
     case STEP_SCAN:
         if (err < 0) {
             startup_fail(s, err, msg);
-        } else if (collect_peers(s, reply)) {
+            break;
+        }
+        collect_live(s, reply);
+        s->start_key = json_incref(json_object_get(reply, "LastEvaluatedKey"));
+        if (s->start_key) {
+            /* another page of the same Scan */
+        } else if ((err = peers_from_live(s)) < 0) {
+            startup_fail(s, err,
+                         err == CORE_ETOOBIG ? "the live nodes' addresses do not fit cluster-peers"
+                                             : core_strerror(err));
+        } else if (err == 1) {
             s->step = STEP_DONE;
         } else {
+            json_array_clear(s->live);
             /* Not enough nodes yet: keep our registration fresh, look again. */
             s->step = STEP_PUT;
             uv_timer_start(&s->wait, on_wait, 200, 0);
@@ -496,6 +525,9 @@ static void startup_next(struct startup *s)
     case STEP_SCAN:
         op = "Scan";
         body = json_pack("{s:b}", "ConsistentRead", 1);
+        if (body && s->start_key)
+            json_object_set_new(body, "ExclusiveStartKey", s->start_key);
+        s->start_key = NULL;
         break;
     case STEP_DONE:
         return;
@@ -519,8 +551,12 @@ int gs_registry_startup(const struct gs_registry_config *cfg, const char *self, 
                         .peers = peers,
                         .peerslen = peerslen,
                         .err = err,
-                        .errlen = errlen};
+                        .errlen = errlen,
+                        .live = json_array()};
+    if (s.live == NULL)
+        return CORE_ENOMEM;
     if (uv_loop_init(&s.loop) < 0) {
+        json_decref(s.live);
         snprintf(err, errlen, "registry: cannot make a loop");
         return CORE_EIO;
     }
@@ -528,6 +564,7 @@ int gs_registry_startup(const struct gs_registry_config *cfg, const char *self, 
     if (rc < 0) {
         snprintf(err, errlen, "registry: %s", core_strerror(rc));
         uv_loop_close(&s.loop);
+        json_decref(s.live);
         return rc;
     }
     uv_timer_init(&s.loop, &s.wait);
@@ -535,10 +572,14 @@ int gs_registry_startup(const struct gs_registry_config *cfg, const char *self, 
     startup_next(&s);
     while (s.step != STEP_DONE && uv_run(&s.loop, UV_RUN_ONCE) != 0) {
     }
+    if (s.step != STEP_DONE)
+        startup_fail(&s, CORE_ESTATE, "nothing left to wait for");
     gs_registry_free(s.r);
     uv_close((uv_handle_t *)&s.wait, wait_closed);
     uv_run(&s.loop, UV_RUN_DEFAULT);
     uv_loop_close(&s.loop);
+    json_decref(s.live);
+    json_decref(s.start_key);
     return s.rc;
 }
 

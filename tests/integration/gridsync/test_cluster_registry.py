@@ -296,6 +296,9 @@ def test_three_nodes_discover_each_other(dynalite, nodes):
     peers = [f"127.0.0.1:{base + i}" for i in range(3)]
     for p in procs:
         assert "registry: cluster-peers " + ",".join(sorted(peers)) in nodes.output(p)
+    # Waiting for the others refreshed the registrations but recorded one join each.
+    joins = [it["addr"] for it in items(dynalite, "gsreg3") if it.get("kind") == "join"]
+    assert sorted(joins) == sorted(peers)
 
 
 def cluster_client(base):
