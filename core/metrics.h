@@ -4,7 +4,7 @@
  *
  * Counters are totals since the process started (never reset); the reader
  * takes differences into rates, so a lost beacon loses no information
- * (CONVENTIONS.md, "Hot paths"). Gauges are instantaneous values (queue
+ * (the monitor takes the rates). Gauges are instantaneous values (queue
  * depth, open connections). The registry holds pointers to the program's
  * own uint64_t / int64_t cells, so the hot path increments a plain field
  * and pays nothing for being exported.

@@ -12,6 +12,7 @@
 
 #include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void print_version(const char *prog)
@@ -37,6 +38,17 @@ int core_proc_early(const char *prog, const char *usage, int argc, char **argv)
     return -1;
 }
 
+bool core_proc_version(const char *prog, int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--version") == 0) {
+            print_version(prog);
+            return true;
+        }
+    }
+    return false;
+}
+
 int core_proc_bad_usage(const char *prog, const char *fmt, ...)
 {
     char reason[512];
@@ -48,15 +60,35 @@ int core_proc_bad_usage(const char *prog, const char *fmt, ...)
     return 2;
 }
 
+int core_proc_int_arg(const char *prog, const char *opt, const char *v, int64_t min, int64_t max,
+                      int64_t *out)
+{
+    int64_t x;
+    if (!v || core_parse_int64(v, strlen(v), &x) != 0 || x < min || x > max)
+        return core_proc_bad_usage(prog, "%s wants a whole number from %lld to %lld, not '%s'", opt,
+                                   (long long)min, (long long)max, v ? v : "");
+    *out = x;
+    return 0;
+}
+
+int core_proc_double_arg(const char *prog, const char *opt, const char *v, double min, double max,
+                         double *out)
+{
+    char *end = NULL;
+    double x = v && *v ? strtod(v, &end) : 0;
+    if (!v || !*v || *end || !(x >= min && x <= max))
+        return core_proc_bad_usage(prog, "%s wants a number from %g to %g, not '%s'", opt, min, max,
+                                   v ? v : "");
+    *out = x;
+    return 0;
+}
+
 bool core_proc_options(const char *prog, char role, const struct core_option *opts,
                        const char *loglevel, int argc, char **argv, int *exit_code)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--version") == 0) {
-            print_version(prog);
-            *exit_code = 0;
-            return true;
-        }
+    if (core_proc_version(prog, argc, argv)) {
+        *exit_code = 0;
+        return true;
     }
     char usage[160], err[256];
     snprintf(usage, sizeof usage, "Usage: %s [config-file] [--option value ...]", prog);

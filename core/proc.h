@@ -3,7 +3,8 @@
  * tools, load generators), so that they all behave alike:
  *
  *   - `--help` (or `-h`) prints the usage on stdout and exits 0, doing
- *     nothing else; `--version` prints "<prog> <version>" and exits 0;
+ *     nothing else; `--version` prints "<prog> <version>" (the VERSION
+ *     file at the top of the repository) and exits 0;
  *   - a bad option or value prints one line "<prog>: <reason>" on stderr
  *     and exits 2 (as getopt-based tools and Python's argparse do);
  *   - the log level is one of core_log_level_names; any other name is a
@@ -21,13 +22,11 @@
 #define CORE_PROC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <uv.h>
 
 #include "core/config.h"
-
-/* The project's version, printed by --version. */
-#define CORE_VERSION "0.1.0"
 
 /*
  * Apply argv to `opts` (core_config_parse_args; a first argument that is
@@ -51,12 +50,29 @@ bool core_proc_options(const char *prog, char role, const struct core_option *op
  */
 int core_proc_early(const char *prog, const char *usage, int argc, char **argv);
 
+/* If argv holds --version (before any "--"), print the version and return
+ * true: for tools that handle --help themselves (getopt). */
+bool core_proc_version(const char *prog, int argc, char **argv);
+
 /*
  * Print "<prog>: <reason> (see --help)" on stderr and return 2, the exit
  * code of a bad option or value: `return core_proc_bad_usage(...)`.
  */
 int core_proc_bad_usage(const char *prog, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/*
+ * Parse the value v of option opt as a whole decimal integer in
+ * [min, max] into *out. Returns 0, or 2 after printing the reason
+ * (core_proc_bad_usage), so a tool writes
+ * `if ((code = core_proc_int_arg(...)) != 0) return code;`.
+ */
+int core_proc_int_arg(const char *prog, const char *opt, const char *v, int64_t min, int64_t max,
+                      int64_t *out);
+
+/* The same for a finite decimal number in [min, max]. */
+int core_proc_double_arg(const char *prog, const char *opt, const char *v, double min, double max,
+                         double *out);
 
 struct core_proc;
 

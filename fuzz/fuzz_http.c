@@ -1,12 +1,12 @@
-/* libFuzzer target for the monitor's and clearing's HTTP request parser:
- * it must never read past its input, and what it reports must lie inside
- * it. */
+/* libFuzzer target for the HTTP request parser (core/http.h), which the
+ * monitor, the clearing and every HTTP endpoint use: it must never read
+ * past its input, and what it reports must lie inside it. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "edumatcher/http.h"
+#include "core/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -18,8 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     for (size_t i = 0; i < size; i++)
         buf[i] = (char)data[i];
-    struct em_http_request req;
-    int n = em_http_parse_request(buf, size, &req);
+    struct core_http_request req;
+    int n = core_http_parse_request(buf, size, &req);
     if (n > 0) {
         if ((size_t)n > size)
             abort();
@@ -28,9 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (req.query < buf || req.query + req.query_len > buf + size)
             abort();
         char v[64];
-        em_http_query_get(&req, "sym", v, sizeof v);
-        em_http_query_get(&req, "", v, sizeof v);
-        (void)em_http_path_is(&req, "/metrics");
+        core_http_query_get(&req, "sym", v, sizeof v);
+        core_http_query_get(&req, "", v, sizeof v);
+        (void)core_http_path_is(&req, "/metrics");
     } else if (n != CORE_EINCOMPLETE && n != CORE_ETOOBIG && n != CORE_EPROTO) {
         abort();
     }

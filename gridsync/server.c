@@ -11,7 +11,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/proc.h"
+#include "gridsync/cluster/cluster.h"
 #include "gridsync/node/node.h"
+#include "gridsync/origin/origin_node.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -41,7 +43,11 @@ int main(int argc, char **argv)
     uv_loop_t loop;
     uv_loop_init(&loop);
     struct gs_node *node;
-    int rc = gs_node_new(&node, &loop, &cfg);
+    /* The node's features, in the order their hooks run: read-through
+     * first, so that cluster mode's groups copy its miss hook. */
+    static const struct gs_feature *const features[] = {&gs_origin_feature, &gs_cluster_feature,
+                                                        NULL};
+    int rc = gs_node_new(&node, &loop, &cfg, features);
     if (rc) {
         uv_loop_close(&loop);
         return 1;

@@ -32,6 +32,7 @@
  * OrigClOrdID) or the OrderCancelReject of a cancel, in request order as
  * with ALF, so the two gateways are timed on the same requests.
  */
+#include "core/proc.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/error.h"
@@ -569,14 +570,9 @@ static void run(void)
 
 int main(int argc, char **argv)
 {
-    char err[256];
-    int rc = core_config_parse_args(options, argc, argv, "em-load [--opt val]", err, sizeof err);
-    if (rc == 1)
-        return 0;
-    if (rc < 0) {
-        fprintf(stderr, "em-load: %s\n", err);
-        return 2;
-    }
+    int code;
+    if (core_proc_options("em-load", 'L', options, NULL, argc, argv, &code))
+        return code;
     L.n = (int)nconns;
     L.fix = !strcmp(proto, "fix");
     if (!L.fix && strcmp(proto, "alf") != 0) {

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/proc.h"
 #include "core/clock.h"
 #include "edumatcher/engine/engine.h"
 #include "edumatcher/bus/journal.h"
@@ -88,19 +89,37 @@ static void journal_add(struct em_journal *j, const char *gw, const struct em_ms
 
 int main(int argc, char **argv)
 {
+    static const char usage[] =
+        "Usage: em-snap [--orders N] [--churn K] [--journal DIR]\n"
+        "\n"
+        "Benchmark the engine snapshot: rest N orders (default 1000000), cancel and\n"
+        "replace K of them, then time em_engine_snapshot and em_engine_restore (and,\n"
+        "with --journal, writing the snapshot durably into a journal in DIR).\n"
+        "\n"
+        "  -h, --help   print this and exit\n"
+        "  --version    print the version and exit\n";
     uint32_t norders = 1000000, churn = 0;
     const char *jdir = NULL;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--orders"))
-            norders = (uint32_t)strtoul(argv[i + 1], NULL, 10);
-        else if (!strcmp(argv[i], "--churn"))
-            churn = (uint32_t)strtoul(argv[i + 1], NULL, 10);
-        else if (!strcmp(argv[i], "--journal"))
+    int code = core_proc_early("em-snap", usage, argc, argv);
+    if (code >= 0)
+        return code;
+    for (int i = 1; i < argc; i += 2) {
+        const char *a = argv[i];
+        int64_t v;
+        if (strcmp(a, "--orders") && strcmp(a, "--churn") && strcmp(a, "--journal"))
+            return core_proc_bad_usage("em-snap", "unknown option '%s'", a);
+        if (i + 1 >= argc)
+            return core_proc_bad_usage("em-snap", "%s needs a value", a);
+        if (!strcmp(a, "--journal")) {
             jdir = argv[i + 1];
-        else {
-            fprintf(stderr, "usage: em-snap [--orders N] [--churn K] [--journal DIR]\n");
-            return 2;
+            continue;
         }
+        if ((code = core_proc_int_arg("em-snap", a, argv[i + 1], 0, UINT32_MAX, &v)) != 0)
+            return code;
+        if (!strcmp(a, "--orders"))
+            norders = (uint32_t)v;
+        else
+            churn = (uint32_t)v;
     }
     struct em_journal j;
     if (jdir) {

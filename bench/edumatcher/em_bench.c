@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/proc.h"
 #include "core/clock.h"
 #include "core/histogram.h"
 #include "edumatcher/gateway/alf/alf.h"
@@ -603,22 +604,46 @@ static void callgrind_passes(size_t n)
 
 int main(int argc, char **argv)
 {
+    static const char usage[] =
+        "Usage: em-bench [--messages N] [--only mix|text|fix|million] [--spread T] [--callgrind]\n"
+        "\n"
+        "In-process micro-benchmark of the matching engine: N generated messages\n"
+        "(default 2000000) through em_engine_submit, the ALF text path, the FIX path,\n"
+        "and a book of a\n"
+        "million orders; --spread T sets the price spread in ticks; --callgrind runs\n"
+        "the passes that bench/edumatcher/compare counts instructions of.\n"
+        "\n"
+        "  -h, --help   print this and exit\n"
+        "  --version    print the version and exit\n";
     size_t n = 2000000;
     const char *only = NULL;
+    int code = core_proc_early("em-bench", usage, argc, argv);
+    if (code >= 0)
+        return code;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--messages") && i + 1 < argc)
-            n = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+        int64_t v;
+        const char *a = argv[i];
+        if ((!strcmp(a, "--messages") || !strcmp(a, "--only") || !strcmp(a, "--spread")) &&
+            i + 1 >= argc)
+            return core_proc_bad_usage("em-bench", "%s needs a value", a);
+        if (!strcmp(a, "--messages")) {
+            if ((code = core_proc_int_arg("em-bench", a, argv[++i], 1, INT64_MAX, &v)) != 0)
+                return code;
+            n = (size_t)v;
+        } else if (!strcmp(a, "--only")) {
             only = argv[++i];
-        else if (!strcmp(argv[i], "--spread") && i + 1 < argc)
-            spread = strtoll(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--callgrind"))
+            if (strcmp(only, "mix") && strcmp(only, "text") && strcmp(only, "fix") &&
+                strcmp(only, "million"))
+                return core_proc_bad_usage("em-bench",
+                                           "--only is mix, text, fix or million, not '%s'", only);
+        } else if (!strcmp(a, "--spread")) {
+            if ((code = core_proc_int_arg("em-bench", a, argv[++i], 1, 1000000, &v)) != 0)
+                return code;
+            spread = v;
+        } else if (!strcmp(a, "--callgrind")) {
             only = "callgrind";
-        else {
-            fprintf(stderr,
-                    "usage: em-bench [--messages N] [--only mix|text|fix|million] [--spread T] "
-                    "[--callgrind]\n");
-            return 2;
+        } else {
+            return core_proc_bad_usage("em-bench", "unknown option '%s'", a);
         }
     }
     templates();

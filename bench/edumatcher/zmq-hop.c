@@ -18,6 +18,7 @@
  *
  *   zmq-hop [--messages N] [--warmup N] [--size BYTES] [--raw yes]
  */
+#include "core/proc.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/histogram.h"
@@ -147,10 +148,9 @@ static int raw_main(void)
 
 int main(int argc, char **argv)
 {
-    char err[256];
-    int rc = core_config_parse_args(options, argc, argv, "zmq-hop [--opt val]", err, sizeof err);
-    if (rc)
-        return rc == 1 ? 0 : 2;
+    int code;
+    if (core_proc_options("zmq-hop", 'Z', options, NULL, argc, argv, &code))
+        return code;
     if (raw)
         return raw_main();
     em_bus_ctx_new(&ctx);

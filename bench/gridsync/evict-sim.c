@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/proc.h"
 #include "evict_models.h"
 #include "gridsync/store/entry.h"
 #include "gridsync/store/evict.h"
@@ -137,15 +138,36 @@ static double simulate(int which, const uint32_t *stream, uint32_t requests, uin
 
 int main(int argc, char **argv)
 {
-    uint32_t keys = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 100000;
-    uint32_t requests = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 2000000;
-    double s = argc > 3 ? strtod(argv[3], NULL) : 1.1;
-    double scan = argc > 4 ? strtod(argv[4], NULL) : 0.0;
-    rng_state = argc > 5 ? strtoull(argv[5], NULL, 10) : 1;
-    if (keys < 2 || requests < 1) {
-        fprintf(stderr, "usage: evict-sim [KEYS [REQUESTS [ZIPF_S [SCAN_FRACTION [SEED]]]]]\n");
-        return 2;
-    }
+    static const char usage[] =
+        "Usage: evict-sim [KEYS [REQUESTS [ZIPF_S [SCAN_FRACTION [SEED]]]]]\n"
+        "\n"
+        "Trace-driven simulation of the eviction policies (LRU, SLRU, W-TinyLFU,\n"
+        "S3-FIFO) on one Zipf key stream: KEYS distinct keys (default 100000),\n"
+        "REQUESTS requests (2000000), exponent ZIPF_S (1.1), a SCAN_FRACTION of\n"
+        "one-off scan keys (0), SEED (1); prints each policy's miss ratio per cache size.\n"
+        "\n"
+        "  -h, --help   print this and exit\n"
+        "  --version    print the version and exit\n";
+    int code = core_proc_early("evict-sim", usage, argc, argv);
+    if (code >= 0)
+        return code;
+    if (argc > 6)
+        return core_proc_bad_usage("evict-sim", "too many arguments");
+    int64_t keys64 = 100000, requests64 = 2000000, seed64 = 1;
+    double s = 1.1, scan = 0.0;
+    if ((argc > 1 && (code = core_proc_int_arg("evict-sim", "KEYS", argv[1], 2, UINT32_MAX / 2,
+                                               &keys64)) != 0) ||
+        (argc > 2 && (code = core_proc_int_arg("evict-sim", "REQUESTS", argv[2], 1, UINT32_MAX,
+                                               &requests64)) != 0) ||
+        (argc > 3 &&
+         (code = core_proc_double_arg("evict-sim", "ZIPF_S", argv[3], 0, 10, &s)) != 0) ||
+        (argc > 4 &&
+         (code = core_proc_double_arg("evict-sim", "SCAN_FRACTION", argv[4], 0, 1, &scan)) != 0) ||
+        (argc > 5 &&
+         (code = core_proc_int_arg("evict-sim", "SEED", argv[5], 0, INT64_MAX, &seed64)) != 0))
+        return code;
+    uint32_t keys = (uint32_t)keys64, requests = (uint32_t)requests64;
+    rng_state = (uint64_t)seed64;
     uint32_t ids;
     uint32_t *stream = make_stream(keys, requests, s, scan, &ids);
     static const double sizes[] = {0.001, 0.005, 0.01, 0.05, 0.10, 0.25, 0.50};

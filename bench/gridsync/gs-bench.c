@@ -45,6 +45,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/proc.h"
 #include "bench/gridsync/reply.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -188,7 +189,8 @@ static int parse_options(int argc, char **argv, struct options *o)
     };
     int c, err = 0;
     uint64_t u;
-    while ((c = getopt_long(argc, argv, "s:p:c:P:k:z:d:g:t:n:w:r:h", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":s:p:c:P:k:z:d:g:t:n:w:r:h", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
             o->host = optarg;
@@ -264,7 +266,10 @@ static int parse_options(int argc, char **argv, struct options *o)
             usage(stdout);
             return 1;
         default:
-            usage(stderr);
+            /* One line, as every tool of the project (getopt's own message
+             * is off: opterr = 0 below). */
+            fprintf(stderr, "gs-bench: %s '%s' (see --help)\n",
+                    c == ':' ? "a value is missing after" : "unknown option", argv[optind - 1]);
             return CORE_EINVAL;
         }
         if (err) {
@@ -1184,6 +1189,8 @@ static int setup(struct bench *b)
 int main(int argc, char **argv)
 {
     struct bench *b = &bench;
+    if (core_proc_version("gs-bench", argc, argv))
+        return 0;
     int rc = parse_options(argc, argv, &b->o);
     if (rc)
         return rc > 0 ? 0 : 2;

@@ -18,6 +18,8 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+
+#include "core/proc.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,24 +170,38 @@ static void on_signal(uv_signal_t *s, int signum)
 
 int main(int argc, char **argv)
 {
-    int port = 0;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--port") == 0)
-            port = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--delay-ms") == 0)
-            delay_ms = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--value-size") == 0)
-            value_size = (size_t)atol(argv[i + 1]);
-        else {
-            fprintf(stderr, "usage: origin-storm-stub --port N [--delay-ms MS] "
-                            "[--value-size BYTES]\n");
-            return 2;
-        }
+    static const char usage[] =
+        "Usage: origin-storm-stub --port N [--delay-ms MS] [--value-size BYTES]\n"
+        "\n"
+        "A minimal HTTP origin for bench/gridsync/origin-storm: answers every GET\n"
+        "/item/<key> after MS milliseconds (default 0) with a BYTES-long value\n"
+        "(default 128), counting the requests it served.\n"
+        "\n"
+        "  -h, --help   print this and exit\n"
+        "  --version    print the version and exit\n";
+    int port = 0, code = core_proc_early("origin-storm-stub", usage, argc, argv);
+    if (code >= 0)
+        return code;
+    for (int i = 1; i < argc; i += 2) {
+        const char *a = argv[i];
+        int64_t v;
+        if (strcmp(a, "--port") && strcmp(a, "--delay-ms") && strcmp(a, "--value-size"))
+            return core_proc_bad_usage("origin-storm-stub", "unknown option '%s'", a);
+        if (i + 1 >= argc)
+            return core_proc_bad_usage("origin-storm-stub", "%s needs a value", a);
+        int64_t max = !strcmp(a, "--port") ? 65535 : 1 << 30;
+        if ((code = core_proc_int_arg("origin-storm-stub", a, argv[i + 1], !strcmp(a, "--port"),
+                                      max, &v)) != 0)
+            return code;
+        if (!strcmp(a, "--port"))
+            port = (int)v;
+        else if (!strcmp(a, "--delay-ms"))
+            delay_ms = (int)v;
+        else
+            value_size = (size_t)v;
     }
-    if (port <= 0 || port > 65535 || delay_ms < 0) {
-        fprintf(stderr, "origin-storm-stub: --port 1..65535 is required\n");
-        return 2;
-    }
+    if (port == 0)
+        return core_proc_bad_usage("origin-storm-stub", "--port is required");
     value = malloc(value_size ? value_size : 1);
     if (value == NULL)
         return 1;

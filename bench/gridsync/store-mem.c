@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/proc.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "gridsync/store/store.h"
@@ -37,11 +38,32 @@ static long rss_bytes(void)
 
 int main(int argc, char **argv)
 {
+    static const char usage[] =
+        "Usage: store-mem [--resp] [KEYS [VALUE_BYTES [TTL_S]]]\n"
+        "\n"
+        "Fill a store with KEYS keys (default 1000000) of VALUE_BYTES (default 128),\n"
+        "with a TTL of TTL_S seconds when not 0, and print the memory it accounts\n"
+        "and the process RSS; --resp prints the same keys as RESP SET commands\n"
+        "instead (for loading a Redis to compare with).\n"
+        "\n"
+        "  -h, --help   print this and exit\n"
+        "  --version    print the version and exit\n";
+    int code = core_proc_early("store-mem", usage, argc, argv);
+    if (code >= 0)
+        return code;
     int resp = argc > 1 && strcmp(argv[1], "--resp") == 0;
     int a = resp ? 2 : 1;
-    unsigned long keys = argc > a ? strtoul(argv[a], NULL, 10) : 1000000;
-    size_t vlen = argc > a + 1 ? strtoul(argv[a + 1], NULL, 10) : 128;
-    unsigned long ttl_s = argc > a + 2 ? strtoul(argv[a + 2], NULL, 10) : 0;
+    if (argc > a + 3)
+        return core_proc_bad_usage("store-mem", "too many arguments");
+    int64_t nums[3] = {1000000, 128, 0};
+    static const char *const names[] = {"KEYS", "VALUE_BYTES", "TTL_S"};
+    for (int i = 0; i < 3 && a + i < argc; i++)
+        if ((code = core_proc_int_arg("store-mem", names[i], argv[a + i], i == 0, 1 << 30,
+                                      &nums[i])) != 0)
+            return code;
+    unsigned long keys = (unsigned long)nums[0];
+    size_t vlen = (size_t)nums[1];
+    unsigned long ttl_s = (unsigned long)nums[2];
     char *val = malloc(vlen + 1);
     if (!val)
         return 1;

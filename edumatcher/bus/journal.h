@@ -2,7 +2,7 @@
  * The engine's journal: an append-only log of the binary frames it accepted,
  * plus snapshots that bound replay time.
  *
- * Rule (ARCHITECTURE.md, "Journal"): every accepted inbound message is
+ * Rule (docs/edumatcher-exchange.md, the journal): every accepted inbound message is
  * appended before its effects are published. The engine appends each
  * message as it handles it, and calls em_journal_flush before it publishes
  * the events of a batch; the flush writes and, per the fsync policy,

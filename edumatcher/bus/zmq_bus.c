@@ -137,6 +137,10 @@ int em_bus_open(struct em_bus_sock *s, void *ctx, enum em_bus_kind kind, const c
     int hwm = 100000;
     zmq_setsockopt(s->zsock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s->zsock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    /* IPv6 wherever IPv4 works: libzmq takes tcp://[::1]:port only with
+     * this set (IPv4 endpoints keep working). */
+    int ipv6 = 1;
+    zmq_setsockopt(s->zsock, ZMQ_IPV6, &ipv6, sizeof ipv6);
     if (kind == EM_BUS_REQ) {
         /* A peer that died with our request must not wedge the socket:
          * allow a new request, and drop a late reply to an old one. */

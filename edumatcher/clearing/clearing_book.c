@@ -279,13 +279,13 @@ static int cmp_acct(const void *x, const void *y)
 }
 
 void em_clearing_json(const struct em_clearing *c, const char *gw, const char *sym,
-                      struct em_http_response *res)
+                      struct core_http_response *res)
 {
     /* Sorted output for stable answers; a query is rare, so sort a list of
      * pointers per request. */
     const struct em_clr_account **list = malloc(EM_CLR_ACCOUNTS * sizeof *list);
     if (!list) {
-        res->oom = true;
+        res->body.oom = true;
         return;
     }
     size_t n = 0;
@@ -297,20 +297,20 @@ void em_clearing_json(const struct em_clearing *c, const char *gw, const char *s
         list[n++] = a;
     }
     qsort(list, n, sizeof *list, cmp_acct);
-    em_http_printf(res,
-                   "{\"trades\":%" PRIu64 ",\"last_tid\":%" PRIu64 ",\"duplicates\":%" PRIu64
-                   ",\"refused\":%" PRIu64 ",\"accounts\":[",
-                   c->trades, c->last_tid, c->duplicates, c->refused);
+    core_http_printf(res,
+                     "{\"trades\":%" PRIu64 ",\"last_tid\":%" PRIu64 ",\"duplicates\":%" PRIu64
+                     ",\"refused\":%" PRIu64 ",\"accounts\":[",
+                     c->trades, c->last_tid, c->duplicates, c->refused);
     for (size_t i = 0; i < n; i++) {
         const struct em_clr_account *a = list[i];
         char cash[64];
         em_clr_format_amount(a->cash, a->dec, cash, sizeof cash);
-        em_http_printf(
+        core_http_printf(
             res,
             "%s{\"gw\":\"%s\",\"sym\":\"%s\",\"position\":%" PRId64 ",\"bought\":%" PRId64
             ",\"sold\":%" PRId64 ",\"cash\":\"%s\",\"trades\":%" PRIu64 "}",
             i ? "," : "", a->gw, a->sym, a->position, a->bought, a->sold, cash, a->trades);
     }
-    em_http_printf(res, "]}\n");
+    core_http_printf(res, "]}\n");
     free(list);
 }

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "edumatcher/http.h"
+#include "core/http.h"
 
 #define EM_CLR_ACCOUNTS 4096 /* a power of two */
 #define EM_CLR_NAME     17   /* gw 16, sym 12, + NUL */
@@ -83,6 +83,6 @@ void em_clr_format_amount(__int128 v, unsigned dec, char *out, size_t outlen);
 /* Render accounts as JSON, filtered by gw and/or sym when not NULL/empty,
  * in (gw, sym) order. */
 void em_clearing_json(const struct em_clearing *c, const char *gw, const char *sym,
-                      struct em_http_response *res);
+                      struct core_http_response *res);
 
 #endif

@@ -29,7 +29,7 @@
 #include "core/log.h"
 #include "edumatcher/clearing/clearing_book.h"
 #include "edumatcher/monitor/health.h"
-#include "edumatcher/http.h"
+#include "core/http.h"
 #include "core/proc.h"
 #include "edumatcher/bus/zmq_bus.h"
 
@@ -71,7 +71,7 @@ struct clearing {
     bool asking;     /* a request is in flight */
     uint64_t asked_ns;
     uv_timer_t recover_timer;
-    struct em_http_server http;
+    struct core_http_server *http;
     struct em_health health;
     struct core_proc proc; /* signals */
     struct em_clearing book;
@@ -156,26 +156,35 @@ static void on_trade(struct em_bus_sock *s, const char *topic, size_t tl, const 
         core_metrics_record(&c->health.metrics, core_now_ns() - t0);
 }
 
-static void handle(const struct em_http_request *req, struct em_http_response *res, void *data)
+static void serve_positions(const struct core_http_request *req, struct core_http_response *res,
+                            void *data)
 {
     struct clearing *c = data;
     c->http_requests++;
-    if (em_http_path_is(req, "/positions")) {
-        char gw[32] = "", sym[32] = "";
-        if (em_http_query_get(req, "gw", gw, sizeof gw) == CORE_ETOOBIG ||
-            em_http_query_get(req, "sym", sym, sizeof sym) == CORE_ETOOBIG) {
-            res->status = 400;
-            em_http_printf(res, "bad query\n");
-            return;
-        }
-        res->content_type = "application/json";
-        em_clearing_json(&c->book, gw, sym, res);
-    } else if (em_http_path_is(req, "/healthz")) {
-        em_http_printf(res, "ok\n");
-    } else {
-        res->status = 404;
-        em_http_printf(res, "not found\n");
+    char gw[32] = "", sym[32] = "";
+    if (core_http_query_get(req, "gw", gw, sizeof gw) == CORE_ETOOBIG ||
+        core_http_query_get(req, "sym", sym, sizeof sym) == CORE_ETOOBIG) {
+        core_http_reply(res, 400, "text/plain", "bad query\n", 10);
+        return;
     }
+    res->content_type = "application/json";
+    em_clearing_json(&c->book, gw, sym, res);
+}
+
+static void serve_healthz(const struct core_http_request *req, struct core_http_response *res,
+                          void *data)
+{
+    struct clearing *c = data;
+    c->http_requests++;
+    core_http_printf(res, "ok\n");
+}
+
+static void serve_other(const struct core_http_request *req, struct core_http_response *res,
+                        void *data)
+{
+    struct clearing *c = data;
+    c->http_requests++;
+    core_http_reply(res, 404, "text/plain", "not found\n", 10);
 }
 
 static void on_health(struct em_health *h, void *data)
@@ -187,7 +196,7 @@ static void on_health(struct em_health *h, void *data)
 static void on_stop(struct core_proc *p, void *data)
 {
     struct clearing *c = data;
-    em_http_close(&c->http);
+    core_http_stop(c->http);
     em_bus_close(&c->sub);
     if (c->recovering) {
         em_bus_close(&c->req);
@@ -229,7 +238,15 @@ int main(int argc, char **argv)
         /* at once: a fresh process rebuilds everything from trade 1 */
         uv_timer_start(&c->recover_timer, on_recover_timer, 0, (uint64_t)recover_ms);
     }
-    rc = em_http_listen(&c->http, c->loop, http_host, (int)http_port, 64, handle, c);
+    rc = core_http_new(&c->http, c->loop, 64, 0);
+    if (rc == 0)
+        rc = core_http_route(c->http, "/positions", serve_positions, c);
+    if (rc == 0)
+        rc = core_http_route(c->http, "/healthz", serve_healthz, c);
+    if (rc == 0)
+        rc = core_http_route(c->http, NULL, serve_other, c);
+    if (rc == 0)
+        rc = core_http_listen(c->http, http_host, (int)http_port);
     if (rc) {
         CORE_WARN("clearing: cannot listen on %s:%d: %s", http_host, (int)http_port,
                   core_strerror(rc));
@@ -252,11 +269,12 @@ int main(int argc, char **argv)
     core_proc_signals_start(&c->proc, c->loop, "clearing", on_stop, c);
 
     printf("edumatcher-clearing http://%s:%d/positions engine %s\n", http_host,
-           em_http_port(&c->http), engine_pub);
+           core_http_port(c->http), engine_pub);
     fflush(stdout);
     uv_run(c->loop, UV_RUN_DEFAULT);
     core_proc_signals_close(&c->proc, c->loop);
     uv_loop_close(c->loop);
+    core_http_free(c->http);
     em_bus_ctx_term(c->zctx);
     free(c);
     return 0;

@@ -1,5 +1,5 @@
 /*
- * EduMatcher matching engine (spec/ALF.md §3–7, docs/alf.md B–G).
+ * EduMatcher matching engine (docs/alf.md §3–7 and B–G).
  *
  * Life cycle of an order (the function behind each transition; events in
  * brackets):

@@ -1,6 +1,6 @@
 /*
  * EduMatcher matching engine: every symbol's book, stops, phases, timers,
- * and the rules of spec/ALF.md §3–7 as settled by docs/alf.md.
+ * and the rules of docs/alf.md (§3–7 and the choices B–G).
  *
  * Single-threaded and deterministic: em_engine_submit() takes one message
  * and runs it to completion, emitting its events, in the spec's order,

@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/list.h"
 #include "core/hash.h"
 #include "edumatcher/bus/zmq_bus.h"   /* EM_BUS_PAYLOAD_MAX, EM_BUS_TOPIC_MAX */
 #include "edumatcher/engine/engine.h" /* EM_OPS_GW */
@@ -31,8 +32,8 @@ struct em_gw_session {
     uint64_t refill_ns;
     uint64_t login_sent_ns;
     char sub_topic[EM_BUS_TOPIC_MAX];
-    struct em_gw_session *hnext;         /* hash chain */
-    struct em_gw_session *lnext, *lprev; /* sessions logging in */
+    struct em_gw_session *hnext; /* hash chain */
+    struct core_list login;      /* in em_gw.logging_in while S_LOGGING_IN */
 };
 
 struct em_gw {
@@ -45,7 +46,7 @@ struct em_gw {
     unsigned batch_frames;
     uint8_t batch[EM_BUS_PAYLOAD_MAX];
     struct em_gw_session *by_gw[HASH_BUCKETS];
-    struct em_gw_session *logging_in;
+    struct core_list logging_in; /* em_gw_session.login */
     struct em_gw_session **dirty;
     size_t ndirty, dirty_cap;
     struct {
@@ -92,14 +93,7 @@ static void hash_remove(struct em_gw_session *s)
 
 static void login_list_remove(struct em_gw_session *s)
 {
-    struct em_gw *g = s->g;
-    if (s->lprev)
-        s->lprev->lnext = s->lnext;
-    else if (g->logging_in == s)
-        g->logging_in = s->lnext;
-    if (s->lnext)
-        s->lnext->lprev = s->lprev;
-    s->lnext = s->lprev = NULL;
+    core_list_remove(&s->login);
 }
 
 /* ---- output ---- */
@@ -201,9 +195,13 @@ static void send_login(struct em_gw_session *s)
 void em_gw_tick(struct em_gw *g)
 {
     uint64_t now = now_ns(g);
-    for (struct em_gw_session *s = g->logging_in; s; s = s->lnext)
+    struct core_list *l, *next;
+    core_list_foreach_safe(l, next, &g->logging_in)
+    {
+        struct em_gw_session *s = CORE_CONTAINER_OF(l, struct em_gw_session, login);
         if (now - s->login_sent_ns >= (uint64_t)g->cfg.login_retry_ms * 1000000u)
             send_login(s);
+    }
 }
 
 /* ---- rate limit: token bucket per session ---- */
@@ -293,10 +291,7 @@ static void begin_login(struct em_gw_session *s, const struct em_msg *m)
     s->hnext = g->by_gw[h];
     g->by_gw[h] = s;
     s->state = S_LOGGING_IN;
-    s->lnext = g->logging_in;
-    if (g->logging_in)
-        g->logging_in->lprev = s;
-    g->logging_in = s;
+    core_list_push_front(&g->logging_in, &s->login);
     s->tokens = (uint64_t)g->cfg.rate_burst * 1000000u;
     s->refill_ns = now_ns(g);
     g->cfg.bus->subscribe(g->cfg.bus_ctx, s->sub_topic);
@@ -385,6 +380,8 @@ struct em_gw_session *em_gw_session_open(struct em_gw *g, const struct em_gw_fro
                                          void *front_ctx)
 {
     struct em_gw_session *s = calloc(1, sizeof *s);
+    if (s)
+        core_list_init(&s->login);
     if (!s)
         return NULL;
     s->g = g;
@@ -502,6 +499,8 @@ void em_gw_bus_batch_end(struct em_gw *g)
 struct em_gw *em_gw_new(const struct em_gw_config *cfg)
 {
     struct em_gw *g = calloc(1, sizeof *g);
+    if (g)
+        core_list_init(&g->logging_in);
     if (!g)
         return NULL;
     g->cfg = *cfg;

@@ -21,7 +21,7 @@
  *   5. publish the staged events, each trader's events of the batch in
  *      one bus message (fewer sends and wake-ups per order; docs/perf.md).
  * So every accepted message is in the journal before any of its effects is
- * visible (ARCHITECTURE.md, "Journal"): a trader never holds an ACK for an
+ * visible (docs/edumatcher-exchange.md, the journal): a trader never holds an ACK for an
  * order that a restart could lose.
  *
  * Determinism of restarts: the engine's clock is injected. The process

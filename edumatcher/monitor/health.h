@@ -4,7 +4,7 @@
  * Each process owns a core_metrics registry and a PUB socket that connects
  * to the monitor's health endpoint (many publishers, one bound SUB: the
  * usual zmq fan-in). A libuv timer publishes `health.<proc>` every
- * interval, between messages, never inside one (ARCHITECTURE.md).
+ * interval, between messages, never inside one.
  */
 #ifndef EM_HEALTH_H
 #define EM_HEALTH_H

@@ -20,7 +20,7 @@
 #include "core/metrics.h"
 #include "core/prom.h"
 #include "edumatcher/monitor/health.h"
-#include "edumatcher/http.h"
+#include "core/http.h"
 #include "edumatcher/monitor/monitor_stats.h"
 #include "edumatcher/monitor/market.h"
 #include "edumatcher/monitor/rules.h"
@@ -76,7 +76,7 @@ struct monitor {
     uv_loop_t *loop;
     void *zctx;
     struct em_bus_sock sub;
-    struct em_http_server http;
+    struct core_http_server *http;
     struct em_health health;
     struct core_proc proc; /* signals */
     struct em_mon state;
@@ -122,59 +122,89 @@ static void on_market(struct em_bus_sock *s, const char *topic, size_t tl, const
 extern const char em_monitor_page[];
 extern const unsigned long em_monitor_page_len;
 
-static void handle(const struct em_http_request *req, struct em_http_response *res, void *data)
+/* One handler per path (core_http_route); every request is counted. */
+static void serve_page(const struct core_http_request *req, struct core_http_response *res,
+                       void *data)
 {
     struct monitor *m = data;
     m->http_requests++;
-    if (em_http_path_is(req, "/")) {
-        res->content_type = "text/html; charset=utf-8";
-        em_http_write(res, em_monitor_page, em_monitor_page_len);
-    } else if (em_http_path_is(req, "/metrics.json")) {
-        res->content_type = "application/json";
-        em_mon_json(&m->state, now_ms(), (uint64_t)stale_ms, res);
-    } else if (em_http_path_is(req, "/metrics")) {
-        res->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        struct core_prom_process self;
-        m->prom.len = 0;
-        em_mon_prometheus(&m->state, now_ms(), (uint64_t)stale_ms, &m->prom);
-        em_rules_prometheus(&m->rules, &m->state, now_ms(), &m->prom);
-        if (core_prom_process_read(&self) == 0)
-            core_prom_process(&m->prom, &self);
-        if (m->prom.oom) {
-            res->status = 500;
-            core_buf_free(&m->prom);
-            em_http_printf(res, "out of memory\n");
-        } else {
-            em_http_write(res, m->prom.data, m->prom.len);
-        }
-    } else if (em_http_path_is(req, "/rules.json")) {
-        res->content_type = "application/json";
-        m->prom.len = 0;
-        em_rules_json(&m->rules, &m->state, now_ms(), &m->prom);
-        core_buf_append(&m->prom, "\n", 1);
-        if (m->prom.oom) {
-            res->status = 500;
-            core_buf_free(&m->prom);
-        } else {
-            em_http_write(res, m->prom.data, m->prom.len);
-        }
-    } else if (em_http_path_is(req, "/market.json")) {
-        res->content_type = "application/json";
-        m->prom.len = 0;
-        em_mkt_json(&m->market, &m->prom);
-        core_buf_append(&m->prom, "\n", 1);
-        if (m->prom.oom) {
-            res->status = 500;
-            core_buf_free(&m->prom);
-        } else {
-            em_http_write(res, m->prom.data, m->prom.len);
-        }
-    } else if (em_http_path_is(req, "/healthz")) {
-        em_http_printf(res, "ok\n");
+    core_http_reply(res, 200, "text/html; charset=utf-8", em_monitor_page, em_monitor_page_len);
+}
+
+static void serve_json(const struct core_http_request *req, struct core_http_response *res,
+                       void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    res->content_type = "application/json";
+    em_mon_json(&m->state, now_ms(), (uint64_t)stale_ms, res);
+}
+
+/* Copy what was built in m->prom into the body, or answer 500 if building
+ * it ran out of memory. */
+static void reply_built(struct monitor *m, struct core_http_response *res)
+{
+    if (m->prom.oom) {
+        core_buf_free(&m->prom);
+        core_http_reply(res, 500, "text/plain", "out of memory\n", 14);
     } else {
-        res->status = 404;
-        em_http_printf(res, "not found\n");
+        core_http_write(res, m->prom.data, m->prom.len);
     }
+}
+
+static void serve_prometheus(const struct core_http_request *req, struct core_http_response *res,
+                             void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    res->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    struct core_prom_process self;
+    core_buf_reset(&m->prom);
+    em_mon_prometheus(&m->state, now_ms(), (uint64_t)stale_ms, &m->prom);
+    em_rules_prometheus(&m->rules, &m->state, now_ms(), &m->prom);
+    if (core_prom_process_read(&self) == 0)
+        core_prom_process(&m->prom, &self);
+    reply_built(m, res);
+}
+
+static void serve_rules(const struct core_http_request *req, struct core_http_response *res,
+                        void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    res->content_type = "application/json";
+    core_buf_reset(&m->prom);
+    em_rules_json(&m->rules, &m->state, now_ms(), &m->prom);
+    core_buf_append(&m->prom, "\n", 1);
+    reply_built(m, res);
+}
+
+static void serve_market(const struct core_http_request *req, struct core_http_response *res,
+                         void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    res->content_type = "application/json";
+    core_buf_reset(&m->prom);
+    em_mkt_json(&m->market, &m->prom);
+    core_buf_append(&m->prom, "\n", 1);
+    reply_built(m, res);
+}
+
+static void serve_healthz(const struct core_http_request *req, struct core_http_response *res,
+                          void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    core_http_printf(res, "ok\n");
+}
+
+static void serve_other(const struct core_http_request *req, struct core_http_response *res,
+                        void *data)
+{
+    struct monitor *m = data;
+    m->http_requests++;
+    core_http_reply(res, 404, "text/plain", "not found\n", 10);
 }
 
 /* The monitor lists itself: ingest its own beacon without the bus. */
@@ -191,7 +221,7 @@ static void on_own_beacon(uv_timer_t *t)
 static void on_stop(struct core_proc *p, void *data)
 {
     struct monitor *m = data;
-    em_http_close(&m->http);
+    core_http_stop(m->http);
     em_bus_close(&m->sub);
     if (m->has_market)
         em_bus_close(&m->market_sub);
@@ -246,7 +276,23 @@ int main(int argc, char **argv)
         m->has_market = true;
     }
 
-    rc = em_http_listen(&m->http, m->loop, http_host, (int)http_port, 64, handle, m);
+    rc = core_http_new(&m->http, m->loop, 64, 0);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/", serve_page, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/metrics.json", serve_json, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/metrics", serve_prometheus, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/rules.json", serve_rules, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/market.json", serve_market, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, "/healthz", serve_healthz, m);
+    if (rc == 0)
+        rc = core_http_route(m->http, NULL, serve_other, m);
+    if (rc == 0)
+        rc = core_http_listen(m->http, http_host, (int)http_port);
     if (rc) {
         CORE_WARN("monitor: cannot listen on %s:%d: %s", http_host, (int)http_port,
                   core_strerror(rc));
@@ -263,12 +309,13 @@ int main(int argc, char **argv)
     core_proc_signals_start(&m->proc, m->loop, "monitor", on_stop, m);
 
     /* Tests and scripts read this line to find the port. */
-    printf("edumatcher-monitor http://%s:%d/ health %s\n", http_host, em_http_port(&m->http),
+    printf("edumatcher-monitor http://%s:%d/ health %s\n", http_host, core_http_port(m->http),
            health_ep);
     fflush(stdout);
     uv_run(m->loop, UV_RUN_DEFAULT);
     core_proc_signals_close(&m->proc, m->loop);
     uv_loop_close(m->loop);
+    core_http_free(m->http);
     em_bus_ctx_term(m->zctx);
     core_buf_free(&m->prom);
     free(m);

@@ -173,76 +173,77 @@ bool em_mon_value(const struct em_mon_proc *p, const char *name, int64_t *out)
 }
 
 void em_mon_json(const struct em_mon *m, uint64_t now_ms, uint64_t stale_ms,
-                 struct em_http_response *res)
+                 struct core_http_response *res)
 {
-    em_http_printf(res, "{\"beacons\":%" PRIu64 ",\"processes\":[", m->beacons);
+    core_http_printf(res, "{\"beacons\":%" PRIu64 ",\"processes\":[", m->beacons);
     for (unsigned i = 0; i < m->n; i++) {
         const struct em_mon_proc *p = &m->p[i];
         if (p->count == 0)
             continue;
         const struct core_beacon *b = em_mon_latest(p);
         uint64_t age = now_ms > p->last_recv_ms ? now_ms - p->last_recv_ms : 0;
-        em_http_printf(res,
-                       "%s{\"proc\":\"%s\",\"pid\":%" PRIu64 ",\"up_ms\":%" PRIu64
-                       ",\"age_ms\":%" PRIu64 ",\"stale\":%s,\"restarts\":%" PRIu64
-                       ",\"rss\":%" PRIu64 ",\"lat_n\":%" PRIu64,
-                       i ? "," : "", p->proc, b->pid, b->up_ms, age,
-                       age > stale_ms ? "true" : "false", p->restarts, b->rss, b->lat_n);
+        core_http_printf(res,
+                         "%s{\"proc\":\"%s\",\"pid\":%" PRIu64 ",\"up_ms\":%" PRIu64
+                         ",\"age_ms\":%" PRIu64 ",\"stale\":%s,\"restarts\":%" PRIu64
+                         ",\"rss\":%" PRIu64 ",\"lat_n\":%" PRIu64,
+                         i ? "," : "", p->proc, b->pid, b->up_ms, age,
+                         age > stale_ms ? "true" : "false", p->restarts, b->rss, b->lat_n);
         /* No sample in the window is no figure, not a latency of 0. */
         if (b->lat_n)
-            em_http_printf(res,
-                           ",\"lat_p50_ns\":%" PRIu64 ",\"lat_p99_ns\":%" PRIu64
-                           ",\"lat_max_ns\":%" PRIu64,
-                           b->lat_p50, b->lat_p99, b->lat_max);
+            core_http_printf(res,
+                             ",\"lat_p50_ns\":%" PRIu64 ",\"lat_p99_ns\":%" PRIu64
+                             ",\"lat_max_ns\":%" PRIu64,
+                             b->lat_p50, b->lat_p99, b->lat_max);
         else
-            em_http_printf(res, ",\"lat_p50_ns\":null,\"lat_p99_ns\":null,\"lat_max_ns\":null");
+            core_http_printf(res, ",\"lat_p50_ns\":null,\"lat_p99_ns\":null,\"lat_max_ns\":null");
         int64_t qd;
         if (find_metric(b, "queue_depth", &qd, NULL))
-            em_http_printf(res, ",\"queue_depth\":%" PRId64, qd);
+            core_http_printf(res, ",\"queue_depth\":%" PRId64, qd);
         /* Handle latency over the history: [up_ms, p50, p99], null where
          * a beacon had no sample. */
-        em_http_printf(res, ",\"lat\":[");
+        core_http_printf(res, ",\"lat\":[");
         for (unsigned k = 0; k < p->count; k++) {
             const struct core_beacon *h = entry(p, p->count - 1 - k);
             if (h->lat_n)
-                em_http_printf(res, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", k ? "," : "",
-                               h->up_ms, h->lat_p50, h->lat_p99);
+                core_http_printf(res, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", k ? "," : "",
+                                 h->up_ms, h->lat_p50, h->lat_p99);
             else
-                em_http_printf(res, "%s[%" PRIu64 ",null,null]", k ? "," : "", h->up_ms);
+                core_http_printf(res, "%s[%" PRIu64 ",null,null]", k ? "," : "", h->up_ms);
         }
-        em_http_printf(res, "]");
-        em_http_printf(res, ",\"msgs_per_s\":{");
+        core_http_printf(res, "]");
+        core_http_printf(res, ",\"msgs_per_s\":{");
         for (size_t w = 0; w < NWINDOWS; w++) {
             double r;
             if (em_mon_rate(p, "msgs_in", windows[w].ms, &r) == 0)
-                em_http_printf(res, "%s\"%s\":%.1f", w ? "," : "", windows[w].label, r);
+                core_http_printf(res, "%s\"%s\":%.1f", w ? "," : "", windows[w].label, r);
             else
-                em_http_printf(res, "%s\"%s\":null", w ? "," : "", windows[w].label);
+                core_http_printf(res, "%s\"%s\":null", w ? "," : "", windows[w].label);
         }
-        em_http_printf(res, "},\"counters\":{");
+        core_http_printf(res, "},\"counters\":{");
         bool first = true;
         for (unsigned k = 0; k < b->n; k++) {
             if (b->m[k].kind != CORE_METRIC_COUNTER)
                 continue;
             double r;
-            em_http_printf(res, "%s\"%s\":{\"total\":%" PRId64, first ? "" : ",", b->m[k].name,
-                           b->m[k].value);
+            core_http_printf(res, "%s\"%s\":{\"total\":%" PRId64, first ? "" : ",", b->m[k].name,
+                             b->m[k].value);
             if (em_mon_rate(p, b->m[k].name, 10000, &r) == 0)
-                em_http_printf(res, ",\"rate_10s\":%.1f", r);
-            em_http_printf(res, "}");
+                core_http_printf(res, ",\"rate_10s\":%.1f", r);
+            core_http_printf(res, "}");
             first = false;
         }
-        em_http_printf(res, "},\"gauges\":{");
+        core_http_printf(res, "},\"gauges\":{");
         first = true;
         for (unsigned k = 0; k < b->n; k++) {
             if (b->m[k].kind != CORE_METRIC_GAUGE)
                 continue;
-            em_http_printf(res, "%s\"%s\":%" PRId64, first ? "" : ",", b->m[k].name, b->m[k].value);
+            core_http_printf(res, "%s\"%s\":%" PRId64, first ? "" : ",", b->m[k].name,
+                             b->m[k].value);
             first = false;
         }
-        em_http_printf(res, "}}");
+        core_http_printf(res, "}}");
     }
-    em_http_printf(res, "]}\n");
+    core_http_printf(res, "]}\n");
 }
 
 /* One family per distinct metric name among the latest beacons, in first

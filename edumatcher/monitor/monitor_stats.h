@@ -24,7 +24,7 @@
 
 #include "core/buf.h"
 #include "core/metrics.h"
-#include "edumatcher/http.h"
+#include "core/http.h"
 
 #define EM_MON_PROCS       32
 #define EM_MON_HISTORY     64
@@ -89,7 +89,7 @@ bool em_mon_value(const struct em_mon_proc *p, const char *name, int64_t *out);
 /* Render the whole state as JSON. A process silent for more than stale_ms
  * is marked stale. */
 void em_mon_json(const struct em_mon *m, uint64_t now_ms, uint64_t stale_ms,
-                 struct em_http_response *res);
+                 struct core_http_response *res);
 
 /* Append the state to out in the Prometheus text format (core/prom.h):
  * edumatcher_up (0 once silent for more than stale_ms), beacon age,

@@ -24,7 +24,7 @@ bool gs_arg_int(struct gs_client *c, const struct gs_arg *a, int64_t *out, const
 
 void gs_error(struct gs_client *c, const char *msg)
 {
-    c->stats->error_replies++;
+    c->shared->stats.error_replies++;
     gs_reply_error(&c->w, msg, strlen(msg));
 }
 

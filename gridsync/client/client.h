@@ -27,8 +27,12 @@
 #include "gridsync/protocol/resp.h"
 #include "gridsync/store/store.h"
 
+#include "core/buf.h"
+
 #include <stdbool.h>
 #include <stdint.h>
+
+struct gs_client;
 
 /* The number of databases a node has today (SELECT 0 only). The node keeps
  * them in an array indexed by database number (gs_node's dbs). */
@@ -39,19 +43,42 @@
  * cluster those of its Raft groups (and one per applied entry, on the
  * stack, for the duration of the entry). */
 struct gs_db {
-    struct gs_store *store; /* the keyspace (never NULL) */
-    int64_t now_ms;         /* "now" of the running command, Unix ms */
-    unsigned id;            /* database number (0 today) */
+    struct gs_store *store;         /* the keyspace (never NULL) */
+    int64_t now_ms;                 /* "now" of the running command, Unix ms */
+    unsigned id;                    /* database number (0 today) */
+    const struct gs_miss_ops *miss; /* NULL: no read-through */
+    void *miss_ctx;
 };
 
 /* Counters every command updates (INFO's total_commands_processed and
- * total_error_replies). The node owns them; clients point at them. */
+ * total_error_replies). */
 struct gs_stats {
     uint64_t commands;
     uint64_t error_replies;
 };
 
+/* Node-wide state a command may use beside its database. The node owns
+ * it (and keeps it in step with its configuration); every client, and in
+ * cluster mode the client of each applied entry, points at it. */
+struct gs_shared {
+    struct gs_stats stats;
+    /* Reusable between commands (KEYS, RENAME, BITOP, INFO text): a
+     * command may use it from start to end, never across a wait. A command
+     * that grew it far should free it (core_buf_free) when done. */
+    struct core_buf scratch;
+    int64_t proto_max_bulk_len; /* the largest string a command may build */
+};
+
+/* What a database does on a read miss: read-through (origin/origin_node.h)
+ * installs these. Each returns true when it answered the command (now, or
+ * later through a held reply) and false when the miss is a plain miss. */
+struct gs_miss_ops {
+    bool (*get)(void *ctx, struct gs_client *c, const struct gs_arg *key);
+    bool (*mget)(void *ctx, struct gs_client *c, size_t argc, struct gs_arg *argv);
+};
+
 struct gs_node;
+struct gs_client;
 struct gs_held;
 struct gs_cluster_wait;
 struct core_conn;
@@ -60,10 +87,10 @@ struct core_conn;
  * with a feature are owned by that feature (origin/origin_node.h,
  * cluster/cluster.h, commands/multi.h). */
 struct gs_client {
-    struct gs_node *node;   /* server-wide commands (CONFIG, INFO, CLIENT) */
-    struct gs_db *db;       /* the database context (invariant 1) */
-    struct gs_stats *stats; /* the node's counters */
-    struct core_conn *conn; /* NULL for a client that runs a log entry */
+    struct gs_node *node;     /* server-wide commands (CONFIG, INFO, CLIENT) */
+    struct gs_db *db;         /* the database context (invariant 1) */
+    struct gs_shared *shared; /* the node's counters, scratch and limits */
+    struct core_conn *conn;   /* NULL for a client that runs a log entry */
     struct gs_writer w;
     struct gs_resp_parser parser;
     bool authenticated;
@@ -75,6 +102,7 @@ struct gs_client {
     /* Cluster mode: READONLY, and the replicated write this client waits
      * for; its next requests are not parsed until it completes. */
     bool readonly;
+    bool asking; /* ASKING: the next keyed command may use a slot being imported */
     struct gs_cluster_wait *wait;
     /* Linearizable reads: the read waits unconsumed for a barrier
      * (replay: on_data leaves it in the input), then runs when parsed
@@ -92,7 +120,7 @@ bool gs_arg_is(const struct gs_arg *a, const char *lit);
  * not NULL) and return false. */
 bool gs_arg_int(struct gs_client *c, const struct gs_arg *a, int64_t *out, const char *msg);
 
-/* Error replies; counted in c->stats->error_replies. msg starts with the
+/* Error replies; counted in c->shared->stats.error_replies. msg starts with the
  * error class ("ERR ...", "WRONGTYPE ..."). */
 void gs_error(struct gs_client *c, const char *msg);
 void gs_errorf(struct gs_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -34,6 +35,7 @@
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
+#include "gridsync/store/store.h"
 
 /* ---------------------------------------------------------------- setup */
 
@@ -163,6 +165,9 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
             return rc;
         grp->own_store = true;
     }
+    /* The group's reads miss as the node's database 0 does (read-through). */
+    grp->db.miss = n->dbs[0].miss;
+    grp->db.miss_ctx = n->dbs[0].miss_ctx;
     char dir[CORE_OPT_STRLEN + GS_RING_NAME_MAX + 16];
     snprintf(dir, sizeof(dir), "%s/group-%s", n->cfg.dir[0] ? n->cfg.dir : ".",
              cl->nodes[grp->g].name);
@@ -407,12 +412,104 @@ void gs_cluster_free(struct gs_cluster *cl)
  * handler, against the group's store and at the entry's time (invariant
  * 3). The handler writes into a client that has no connection. */
 
+/* ---- active expiry ------------------------------------------------------
+ *
+ * Only a group's leader decides that keys have expired: on each cron tick
+ * it looks up the due keys of every group it leads (gs_store_due, which
+ * removes nothing) and proposes one EXPIRE_ENTRY naming them. Every member
+ * applying the entry deletes each key that is expired at the entry's time
+ * (a lookup at that time, the same on every replica), so a write ordered
+ * before the entry (a SET that cleared the TTL) wins. Followers never
+ * expire on their own clock: their deletions come through the log, as
+ * Redis replicas wait for the master's DEL. At most one entry per group is
+ * in flight, so a slow commit does not propose the same keys again. */
+
+#define EXPIRE_BATCH 128 /* keys per entry (one entry per group per tick) */
+
+static void apply_expire(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned nkeys,
+                         const char *const *keys, const size_t *klen, struct core_buf *out)
+{
+    grp->last_entry_ms = now_ms;
+    struct gs_store_stats before, after;
+    gs_store_stats(store, &before);
+    for (unsigned i = 0; i < nkeys; i++)
+        (void)gs_store_lookup(store, keys[i], klen[i], now_ms, GS_LOOKUP_NOTOUCH);
+    gs_store_stats(store, &after);
+    char reply[32];
+    int len =
+        snprintf(reply, sizeof(reply), ":%llu\r\n", (unsigned long long)(before.keys - after.keys));
+    core_buf_append(out, reply, (size_t)len);
+}
+
+struct due_keys {
+    const char *argv[EXPIRE_BATCH + 2];
+    size_t len[EXPIRE_BATCH + 2];
+    unsigned n;
+};
+
+static void collect_due(void *arg, const struct gs_entry *e)
+{
+    struct due_keys *d = arg;
+    d->argv[d->n] = gs_entry_key(e, &d->len[d->n]);
+    d->n++;
+}
+
+static void on_expire_done(void *data, int status, const char *reply, size_t len)
+{
+    struct cgroup *grp = data;
+    (void)status;
+    (void)reply;
+    (void)len;
+    grp->expiring = false; /* failed or not, the next tick looks again */
+}
+
+/* The cluster's cron: propose the expiry of each led group's due keys, and
+ * give every group's store its periodic upkeep (rehash steps, shrinking;
+ * gs_store_expire_cycle at a time before any TTL expires nothing). */
+static void cluster_cron(struct gs_cluster *cl, int64_t now_ms)
+{
+    for (unsigned g = 0; g < cl->n; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        if (!grp->raft)
+            continue;
+        if (!gs_group_is_leader(grp->raft)) {
+            /* Only what is expired at the log's own time (the last applied
+             * entry, stamped by the leader), as a READONLY read judges it:
+             * this removes keys a leader's read deleted without an entry
+             * once the group's next entry has passed their TTL. */
+            (void)gs_store_expire_cycle(
+                grp->db.store, grp->last_entry_ms > 0 ? grp->last_entry_ms : INT64_MIN, 200);
+            continue;
+        }
+        (void)gs_store_expire_cycle(grp->db.store, INT64_MIN, 200);
+        if (grp->expiring)
+            continue;
+        struct due_keys d;
+        d.argv[0] = "2";
+        d.len[0] = 1;
+        d.argv[1] = EXPIRE_ENTRY;
+        d.len[1] = sizeof(EXPIRE_ENTRY) - 1;
+        d.n = 2;
+        gs_store_due(grp->db.store, now_ms, EXPIRE_BATCH, collect_due, &d);
+        if (d.n == 2)
+            continue;
+        /* The keys point into the store: gs_fsm_submit copies them. */
+        if (gs_fsm_submit(gs_group_fsm(grp->raft), d.n, d.argv, d.len, on_expire_done, grp) == 0)
+            grp->expiring = true;
+    }
+}
+
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
                          const char *const *argv, const size_t *argvlen, struct core_buf *out)
 {
     struct cgroup *grp = ctx;
     struct gs_cluster *cl = grp->cl;
     struct gs_node *n = cl->node;
+    if (argc >= 2 && argvlen[1] == sizeof(EXPIRE_ENTRY) - 1 &&
+        memcmp(argv[1], EXPIRE_ENTRY, argvlen[1]) == 0) {
+        apply_expire(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
+        return;
+    }
     if (argc >= 3 && argvlen[1] == sizeof(MIGRATE_ENTRY) - 1 &&
         memcmp(argv[1], MIGRATE_ENTRY, argvlen[1]) == 0) {
         gs_cl_migrate_exec(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
@@ -454,7 +551,7 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     struct gs_client fc = {0};
     fc.node = n;
     fc.db = &edb;
-    fc.stats = &n->stats;
+    fc.shared = &n->shared;
     cl->xout.len = 0;
     fc.w.buf = &cl->xout;
     fc.w.proto = argvlen[0] == 1 && argv[0][0] == '3' ? 3 : 2;
@@ -650,7 +747,52 @@ bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
         return true;
     }
     c->wait = w;
-    cl->node->stats.commands++; /* counted on the node the client sent it to */
+    cl->node->shared.stats.commands++; /* counted on the node the client sent it to */
+    return true;
+}
+
+/* Does any of the command's keys exist in grp's store (live now)? */
+static bool any_key_here(struct cgroup *grp, int64_t now, size_t argc, struct gs_arg *argv,
+                         size_t first, size_t last, size_t step)
+{
+    for (size_t i = first; i <= last && i < argc; i += step)
+        if (gs_store_lookup(grp->db.store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH))
+            return true;
+    return false;
+}
+
+static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                   const struct gs_command *cmd, size_t argc, struct gs_arg *argv);
+
+/* A keyed command at grp's leader: a write is proposed, a read served
+ * now or parked for a barrier (gs_fsm_read_now). barrier is the outcome
+ * of the read's barrier when it is parsed again (1 passed, -1 failed).
+ * Returns false when this node is no longer the leader (the caller
+ * redirects). */
+static bool serve_at_leader(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                            const struct gs_command *cmd, unsigned slot, bool write, int barrier,
+                            bool asking, size_t argc, struct gs_arg *argv)
+{
+    if (barrier) {
+        if (barrier > 0 && gs_group_is_leader(grp->raft)) {
+            run_on(cl, grp, c, cmd, argc, argv);
+            return true;
+        }
+        if (!asking)
+            return false;
+        gs_error(c, "TRYAGAIN leadership is changing");
+        return true;
+    }
+    if (!gs_group_is_leader(grp->raft))
+        return false;
+    if (write)
+        return gs_cl_propose(cl, grp, c, slot, argc, argv);
+    if (!gs_fsm_read_now(gs_group_fsm(grp->raft),
+                         (enum gs_read_mode)cl->node->cfg.cluster_read_mode)) {
+        c->asking = asking; /* for the replay */
+        return defer_read(cl, grp, c, slot);
+    }
+    run_on(cl, grp, c, cmd, argc, argv);
     return true;
 }
 
@@ -667,7 +809,7 @@ static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
          * find the same keys here as everywhere (invariant 3). */
         grp->db.now_ms = grp->last_entry_ms;
     }
-    n->stats.commands++;
+    n->shared.stats.commands++;
     c->last_cmd = cmd->name;
     /* The command runs against the group's database, whatever the client
      * has selected; the selection is back once it returns. */
@@ -789,16 +931,25 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
      * (linearizable reads); it concerns this request only. */
     int barrier = c->read_barrier;
     c->read_barrier = 0;
+    /* ASKING concerns the one command after it (kept for a read parked
+     * for a barrier, which runs when parsed again). */
+    bool asking = c->asking;
+    c->asking = false;
     if (cl->target) {
         /* A slot coming to a group this node leads, before the group has
-         * taken it over: the old owner sends clients here already, so
-         * answer "retry" rather than MOVED back there. */
+         * taken it over. A client sent by the old owner's -ASK (ASKING) is
+         * served by that group: the old owner answers -ASK only for keys
+         * it no longer holds and will never write again (see "Join and
+         * leave"). Others get "retry" rather than MOVED back there. */
         unsigned to = cl->tmap[gs_ring_owner_of_slot(cl->target, slot)];
         struct cgroup *tg = &cl->groups[to];
-        if (to != g && tg->raft && gs_group_is_leader(tg->raft) &&
-            (!grp->raft || (grp->slot_state && grp->slot_state[slot] == SLOT_GONE))) {
-            gs_error(c, "TRYAGAIN the slot is moving to this node");
-            return true;
+        if (to != g && tg->raft && gs_group_is_leader(tg->raft)) {
+            if (asking && serve_at_leader(cl, tg, c, cmd, slot, write, barrier, true, argc, argv))
+                return true;
+            if (!grp->raft || (grp->slot_state && grp->slot_state[slot] == SLOT_GONE)) {
+                gs_error(c, "TRYAGAIN the slot is moving to this node");
+                return true;
+            }
         }
     }
     if (!grp->raft) {
@@ -806,16 +957,22 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         return true;
     }
     if (grp->slot_state && grp->slot_state[slot] != SLOT_SERVING) {
-        /* Migrating out (see "Join and leave"): reads are still served
-         * here until the switch, writes wait for the new owner. */
-        if (grp->slot_state[slot] == SLOT_GONE) {
+        /* Migrating out (see "Join and leave"). After the switch every key
+         * is at the new owner; before, the keys still here are served for
+         * reads (writes wait: they would miss the copy), and a key not
+         * here is the new owner's already (this group writes none in a
+         * blocked slot): -ASK there, as Redis Cluster's source does. */
+        bool gone = grp->slot_state[slot] == SLOT_GONE;
+        if (gone || (gs_group_is_leader(grp->raft) &&
+                     !any_key_here(grp, c->db->now_ms, argc, argv, first, last, step))) {
             unsigned to = grp->dest[slot];
             if (to == NO_GROUP) {
                 gs_error(c, "TRYAGAIN the slot has moved to another node");
                 return true;
             }
             int l = gs_cl_leader_of(cl, &cl->groups[to]);
-            gs_cl_reply_moved(c, slot, &cl->nodes[l >= 0 ? (unsigned)l : to]);
+            const struct cnode *nd = &cl->nodes[l >= 0 ? (unsigned)l : to];
+            gs_errorf(c, "ASK %u %s:%d", slot, nd->host, nd->port);
             return true;
         }
         if (write) {
@@ -823,20 +980,9 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
             return true;
         }
     }
-    if (barrier) {
-        bool passed = barrier > 0;
-        if (passed && gs_group_is_leader(grp->raft)) {
-            run_on(cl, grp, c, cmd, argc, argv);
+    if (barrier || gs_group_is_leader(grp->raft)) {
+        if (serve_at_leader(cl, grp, c, cmd, slot, write, barrier, false, argc, argv))
             return true;
-        }
-    } else if (gs_group_is_leader(grp->raft)) {
-        if (write)
-            return gs_cl_propose(cl, grp, c, slot, argc, argv);
-        if (!gs_fsm_read_now(gs_group_fsm(grp->raft),
-                             (enum gs_read_mode)cl->node->cfg.cluster_read_mode))
-            return defer_read(cl, grp, c, slot);
-        run_on(cl, grp, c, cmd, argc, argv);
-        return true;
     }
     if (!write && c->readonly) {
         run_on(cl, grp, c, cmd, argc, argv); /* a replica read: may be stale */
@@ -857,12 +1003,6 @@ void gs_cluster_apply_config(struct gs_cluster *cl)
         if (cl->groups[g].own_store)
             gs_store_configure(cl->groups[g].db.store, (uint64_t)cfg->maxmemory,
                                (enum gs_evict_policy)cfg->maxmemory_policy);
-}
-
-bool gs_cluster_may_expire(struct gs_cluster *cl)
-{
-    struct cgroup *own = &cl->groups[cl->self];
-    return own->raft && gs_group_is_leader(own->raft);
 }
 
 void gs_cluster_client_closed(struct gs_client *c)
@@ -905,6 +1045,16 @@ unsigned gs_cluster_slot_group(const struct gs_cluster *cl, unsigned slot)
     return cl->serve[slot];
 }
 
+int gs_cluster_slot_importer(const struct gs_cluster *cl, unsigned slot)
+{
+    if (!cl->target)
+        return -1;
+    unsigned to = cl->tmap[gs_ring_owner_of_slot(cl->target, slot)];
+    if (to == cl->serve[slot])
+        return -1;
+    return (int)gs_cluster_group_leader(cl, to);
+}
+
 bool gs_cluster_node_live(const struct gs_cluster *cl, unsigned i)
 {
     return !cl->nodes[i].removed;
@@ -935,13 +1085,101 @@ void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
             continue;
         uint64_t term, commit, applied;
         gs_group_raft_info(grp->raft, &term, &commit, &applied);
-        int n = snprintf(out + used, outlen - used,
-                         "group_%s:role=%s,member=%d,term=%llu,commit=%llu,applied=%llu\r\n",
-                         cl->nodes[g].name, gs_group_is_leader(grp->raft) ? "leader" : "follower",
-                         grp->role, (unsigned long long)term, (unsigned long long)commit,
-                         (unsigned long long)applied);
+        struct gs_store_stats keys;
+        gs_store_stats(grp->db.store, &keys);
+        int n =
+            snprintf(out + used, outlen - used,
+                     "group_%s:role=%s,member=%d,term=%llu,commit=%llu,applied=%llu,keys=%llu\r\n",
+                     cl->nodes[g].name, gs_group_is_leader(grp->raft) ? "leader" : "follower",
+                     grp->role, (unsigned long long)term, (unsigned long long)commit,
+                     (unsigned long long)applied, (unsigned long long)keys.keys);
         if (n < 0)
             break;
         used += (size_t)n;
     }
 }
+
+/* ------------------------------------------------------------- the feature */
+
+static int feature_start(struct gs_node *n, void **self)
+{
+    if (!n->cfg.cluster_enabled)
+        return 0;
+    int rc = gs_cluster_new(&n->cluster, n);
+    *self = n->cluster; /* set on a failure after some groups started */
+    return rc;
+}
+
+static bool feature_route(void *self, struct gs_client *c, const struct gs_command *cmd,
+                          size_t argc, struct gs_arg *argv)
+{
+    return gs_cluster_route(self, c, cmd, argc, argv);
+}
+
+static bool feature_cron(void *self, int64_t now_ms)
+{
+    cluster_cron(self, now_ms);
+    return true; /* the node's own expiry would bypass the logs */
+}
+
+static void on_fill_done(void *data, int status, const char *reply, size_t len)
+{
+    (void)data;
+    (void)status; /* a fill that did not commit is only a later miss */
+    (void)reply;
+    (void)len;
+}
+
+/* A read-through fill (origin/origin_node.h, invariant 3): proposed like a
+ * client's SET NX through the key's group on its leader, never written into
+ * a store directly, so replicas cannot diverge. */
+static bool feature_fill(void *self, const char *key, size_t klen, const char *val, size_t vlen,
+                         int64_t expire_ms)
+{
+    struct gs_cluster *cl = self;
+    struct cgroup *grp = &cl->groups[cl->serve[gs_key_slot(key, klen)]];
+    if (!grp->raft || !gs_group_is_leader(grp->raft))
+        return true; /* not this node's to write: served, not kept */
+    char when[24];
+    int wl = snprintf(when, sizeof(when), "%lld", (long long)expire_ms);
+    const char *argv[] = {"2", "SET", key, val, "NX", "PXAT", when};
+    size_t len[] = {1, 3, klen, vlen, 2, 4, (size_t)wl};
+    unsigned argc = expire_ms >= 0 ? 7 : 5;
+    (void)gs_fsm_submit(gs_group_fsm(grp->raft), argc, argv, len, on_fill_done, NULL);
+    return true;
+}
+
+static void feature_client_closed(void *self, struct gs_client *c)
+{
+    (void)self;
+    gs_cluster_client_closed(c);
+}
+
+static void feature_apply_config(void *self)
+{
+    gs_cluster_apply_config(self);
+}
+
+static void feature_stop(void *self)
+{
+    gs_cluster_stop(self);
+}
+
+static void feature_free(void *self)
+{
+    struct gs_cluster *cl = self;
+    cl->node->cluster = NULL;
+    gs_cluster_free(cl);
+}
+
+const struct gs_feature gs_cluster_feature = {
+    .name = "cluster",
+    .start = feature_start,
+    .route = feature_route,
+    .cron = feature_cron,
+    .client_closed = feature_client_closed,
+    .fill = feature_fill,
+    .apply_config = feature_apply_config,
+    .stop = feature_stop,
+    .free = feature_free,
+};

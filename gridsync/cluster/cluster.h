@@ -38,6 +38,15 @@ struct gs_arg;
 struct gs_cluster;
 struct gs_cluster_wait;
 
+/* Cluster mode as a node feature (node/node.h): on when cluster-enabled;
+ * it starts the groups (gs_cluster_new), routes commands with keys
+ * (gs_cluster_route), expires the keys of the groups this node leads
+ * through their logs (followers never expire on their own clock; see
+ * cluster.c, "Active expiry"), applies CONFIG SET to the groups' stores, and
+ * stops and frees the groups with the node. */
+struct gs_feature;
+extern const struct gs_feature gs_cluster_feature;
+
 /* Create the cluster state of node n from n->cfg (cluster-peers, dir,
  * cluster-replicas, port, bind) and start this node's Raft groups; the
  * group this node prefers to lead uses the node's database 0. Returns 0 or
@@ -63,12 +72,6 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
  * of the other groups this node is a member of (the node's own store is
  * the node's to configure). */
 void gs_cluster_apply_config(struct gs_cluster *cl);
-
-/* May the node's own store be expired actively (on the local clock)? Only
- * while this node leads that shard: a follower deleting on its own clock
- * could diverge from what the leader's entries (stamped with the leader's
- * clock) expect. Followers expire lazily, at entry time. */
-bool gs_cluster_may_expire(struct gs_cluster *cl);
 
 /* The client is going away: a write it waits for will find nobody to
  * answer. */
@@ -104,6 +107,9 @@ int gs_cluster_node_port(const struct gs_cluster *cl, unsigned i);
 const char *gs_cluster_node_id(const struct gs_cluster *cl, unsigned i);
 /* The group (= its preferred leader's node index) that holds slot. */
 unsigned gs_cluster_slot_group(const struct gs_cluster *cl, unsigned slot);
+/* During a membership change, the node a client following -ASK for slot
+ * goes to (the leader of the group the slot moves to), else -1. */
+int gs_cluster_slot_importer(const struct gs_cluster *cl, unsigned slot);
 /* The node that leads group g as far as this node knows: the Raft leader
  * when this node is a member and one is known, else the preferred one. */
 unsigned gs_cluster_group_leader(const struct gs_cluster *cl, unsigned g);

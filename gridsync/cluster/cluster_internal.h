@@ -34,6 +34,9 @@ struct gs_store;
 /* The command name of migration entries in a group's log (not a client
  * command: only this file proposes it). */
 #define MIGRATE_ENTRY "gs.migrate"
+/* The command name of active-expiry entries: [EXPIRE_ENTRY, key...], the
+ * keys a leader found expired (cluster.c, "Active expiry"). */
+#define EXPIRE_ENTRY "gs.expire"
 
 struct cnode {
     char name[GS_RING_NAME_MAX]; /* host:port, as in cluster-peers */
@@ -73,6 +76,7 @@ struct cgroup {
     bool hinted;
     unsigned hint_node;
     uint64_t hint_term, hint_ms;
+    bool expiring; /* an EXPIRE_ENTRY of this group is in flight */
 };
 
 struct gs_cluster_wait {

@@ -155,6 +155,11 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
                 continue;
             if (d >= 0 && d <= now_ms)
                 continue; /* expired on the way */
+            /* A live key here was written by a client sent with -ASK, for
+             * a key the source no longer held (it expired there after it
+             * was exported): that write is newer than this copy. */
+            if (gs_store_lookup(store, argv[i], argvlen[i], now_ms, GS_LOOKUP_NOTOUCH))
+                continue;
             gs_store_set(store, argv[i], argvlen[i], argv[i + 1], argvlen[i + 1], d < 0 ? -1 : d,
                          NULL);
         }

@@ -43,12 +43,14 @@ void gs_cmd_readwrite(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_ok(&c->w);
 }
 
-/* We never answer -ASK (a moving slot answers -TRYAGAIN to writes until
- * its new owner serves it), so ASKING has nothing to enable. */
+/* After -ASK (a slot moving out answers it for keys it no longer holds),
+ * lets the next keyed command run on the group importing the slot
+ * (gs_cluster_route). */
 void gs_cmd_asking(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     if (!require_cluster(c))
         return;
+    c->asking = true;
     gs_reply_ok(&c->w);
 }
 
@@ -77,25 +79,49 @@ static void reply_node_triple(struct gs_client *c, struct gs_cluster *cl, unsign
     gs_reply_bulk_cstr(&c->w, gs_cluster_node_id(cl, i));
 }
 
-/* One CLUSTER SLOTS range: [start, end, leader]. The group's other
- * members are not listed as replicas: in Redis Cluster a node is either a
- * master or a replica, and clients rely on it (redis-py types a node by
- * its last appearance, so a node that leads one range and follows in
- * another would drop out of the "primaries" that DBSIZE, FLUSHALL and
- * SCAN across the cluster visit). CLUSTER SHARDS shows the members. */
+/* Nodes that lead some range, for the CLUSTER SLOTS being written. */
+static bool slots_primary[GS_RING_MAX_NODES];
+
+/* One CLUSTER SLOTS range: [start, end, leader, importers...]. The group's
+ * other members are not listed as replicas: in Redis Cluster a node is
+ * either a master or a replica, and clients rely on it (redis-py types a
+ * node by its last appearance, so a node that leads one range and follows
+ * in another would drop out of the "primaries" that DBSIZE, FLUSHALL and
+ * SCAN across the cluster visit). CLUSTER SHARDS shows the members.
+ * During a join, though, the node that slots of the range are moving to
+ * and that leads no range yet is listed after the leader: a client that
+ * gets -ASK to it must know it (redis-py 4.3 looks the -ASK address up in
+ * the nodes it learnt from CLUSTER SLOTS), and a node listed only there
+ * cannot hide a primary. */
 static void slots_range(struct gs_client *c, unsigned start, unsigned end, unsigned g)
 {
     struct gs_cluster *cl = c->node->cluster;
-    gs_reply_array(&c->w, 3);
+    int extra = -1;
+    for (unsigned s = start; s <= end && extra < 0; s++) {
+        int to = gs_cluster_slot_importer(cl, s);
+        if (to >= 0 && !slots_primary[to])
+            extra = to;
+    }
+    gs_reply_array(&c->w, extra >= 0 ? 4 : 3);
     gs_reply_int(&c->w, start);
     gs_reply_int(&c->w, end);
     reply_node_triple(c, cl, gs_cluster_group_leader(cl, g));
+    if (extra >= 0)
+        reply_node_triple(c, cl, (unsigned)extra);
+}
+
+static void mark_primary(struct gs_client *c, unsigned start, unsigned end, unsigned g)
+{
+    (void)start;
+    (void)end;
+    slots_primary[gs_cluster_group_leader(c->node->cluster, g)] = true;
 }
 
 static void cluster_slots(struct gs_client *c)
 {
     struct gs_cluster *cl = c->node->cluster;
-    gs_reply_array(&c->w, for_each_range(cl, NULL, c));
+    memset(slots_primary, 0, sizeof(slots_primary));
+    gs_reply_array(&c->w, for_each_range(cl, mark_primary, c));
     for_each_range(cl, slots_range, c);
 }
 
@@ -120,7 +146,7 @@ static void cluster_nodes(struct gs_client *c)
 {
     struct gs_cluster *cl = c->node->cluster;
     struct gs_node *n = c->node;
-    n->scratch.len = 0;
+    n->shared.scratch.len = 0;
     for (unsigned i = 0; i < gs_cluster_nodes(cl); i++) {
         if (!gs_cluster_node_live(cl, i))
             continue;
@@ -129,15 +155,15 @@ static void cluster_nodes(struct gs_client *c)
                            gs_cluster_node_id(cl, i), gs_cluster_node_host(cl, i),
                            gs_cluster_node_port(cl, i), gs_cluster_node_port(cl, i) + 10000,
                            i == gs_cluster_self(cl) ? "myself,master" : "master", i + 1);
-        core_buf_append(&n->scratch, line, (size_t)len);
-        node_slot_text(cl, i, &n->scratch);
-        core_buf_append(&n->scratch, "\n", 1);
+        core_buf_append(&n->shared.scratch, line, (size_t)len);
+        node_slot_text(cl, i, &n->shared.scratch);
+        core_buf_append(&n->shared.scratch, "\n", 1);
     }
-    if (n->scratch.oom) {
+    if (n->shared.scratch.oom) {
         gs_error_oom(c);
         return;
     }
-    gs_reply_verbatim(&c->w, n->scratch.data, n->scratch.len, "txt");
+    gs_reply_verbatim(&c->w, n->shared.scratch.data, n->shared.scratch.len, "txt");
 }
 
 static void shards_node(struct gs_client *c, struct gs_cluster *cl, unsigned i, bool master)

@@ -14,14 +14,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/error.h"
+#include "core/proc.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
 
-static void usage(FILE *f)
+static const char usage[] =
+    "Usage: gridsync-placement [--vnodes V] [--replicas RF] [--add NAME | --remove NAME]\n"
+    "                          [--slots] NODE...\n"
+    "\n"
+    "Print how the consistent-hash ring places the 16384 slots on NODEs (slots per\n"
+    "node, and with --add/--remove how many move); --slots lists every slot.\n"
+    "\n"
+    "  -h, --help   print this and exit\n"
+    "  --version    print the version and exit\n";
+
+#define PROG "gridsync-placement"
+
+static int count_arg(const char *opt, const char *v, unsigned *out)
 {
-    fprintf(f, "usage: gridsync-placement [--vnodes V] [--replicas RF] "
-               "[--add NAME | --remove NAME] [--slots] node...\n");
+    int64_t x;
+    if (core_parse_int64(v, strlen(v), &x) != 0 || x < 0 || x > 1000000)
+        return core_proc_bad_usage(PROG, "%s wants a number, not '%s'", opt, v);
+    *out = (unsigned)x;
+    return 0;
 }
 
 static void print_ring(const struct gs_ring *r)
@@ -75,36 +92,38 @@ int main(int argc, char **argv)
     int slots = 0;
     const char *names[GS_RING_MAX_NODES];
     unsigned n = 0;
+    int code = core_proc_early(PROG, usage, argc, argv);
+    if (code >= 0)
+        return code;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if ((!strcmp(a, "--vnodes") || !strcmp(a, "--replicas") || !strcmp(a, "--add") ||
-             !strcmp(a, "--remove")) &&
-            i + 1 < argc) {
+        if (!strcmp(a, "--vnodes") || !strcmp(a, "--replicas") || !strcmp(a, "--add") ||
+            !strcmp(a, "--remove")) {
+            if (i + 1 >= argc)
+                return core_proc_bad_usage(PROG, "%s needs a value", a);
             const char *v = argv[++i];
-            if (!strcmp(a, "--vnodes"))
-                cfg.vnodes = (unsigned)strtoul(v, NULL, 10);
-            else if (!strcmp(a, "--replicas"))
-                cfg.replicas = (unsigned)strtoul(v, NULL, 10);
-            else if (!strcmp(a, "--add"))
+            if (!strcmp(a, "--vnodes") && (code = count_arg(a, v, &cfg.vnodes)) != 0)
+                return code;
+            if (!strcmp(a, "--replicas") && (code = count_arg(a, v, &cfg.replicas)) != 0)
+                return code;
+            if (!strcmp(a, "--add"))
                 add = v;
-            else
+            else if (!strcmp(a, "--remove"))
                 remove = v;
         } else if (!strcmp(a, "--slots")) {
             slots = 1;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
         } else if (a[0] == '-') {
-            usage(stderr);
-            return 2;
+            return core_proc_bad_usage(PROG, "unknown option '%s'", a);
         } else if (n < GS_RING_MAX_NODES) {
             names[n++] = a;
+        } else {
+            return core_proc_bad_usage(PROG, "at most %d nodes", GS_RING_MAX_NODES);
         }
     }
-    if (n == 0 || (add && remove)) {
-        usage(stderr);
-        return 2;
-    }
+    if (n == 0)
+        return core_proc_bad_usage(PROG, "no NODE given");
+    if (add && remove)
+        return core_proc_bad_usage(PROG, "--add and --remove exclude each other");
     struct gs_ring *r;
     int rc = gs_ring_new(&r, names, n, &cfg);
     if (rc) {

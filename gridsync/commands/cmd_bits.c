@@ -7,7 +7,8 @@
  * an empty string; SETBIT grows the value with zero bytes. Offsets are
  * bounded by proto-max-bulk-len (in bytes), as Redis bounds them.
  */
-#include "gridsync/node/node.h"
+#include "gridsync/client/client.h"
+#include "gridsync/commands/commands.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@
 static bool bit_offset(struct gs_client *c, const struct gs_arg *a, uint64_t *out)
 {
     int64_t v;
-    if (!gs_string2ll(a->p, a->len, &v) || v < 0 || (v >> 3) >= c->node->cfg.proto_max_bulk_len) {
+    if (!gs_string2ll(a->p, a->len, &v) || v < 0 || (v >> 3) >= c->shared->proto_max_bulk_len) {
         gs_error(c, "ERR bit offset is not an integer or out of range");
         return false;
     }
@@ -276,7 +277,6 @@ result:
  * bytes; an empty result deletes destkey. Replies the result's length. */
 void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_node *n = c->node;
     enum { AND, OR, XOR, NOT } op;
     if (gs_arg_is(&argv[1], "and"))
         op = AND;
@@ -312,10 +312,10 @@ void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_reply_int(&c->w, 0);
         return;
     }
-    n->scratch.len = 0;
-    unsigned char *res = (unsigned char *)core_buf_reserve(&n->scratch, maxlen);
+    c->shared->scratch.len = 0;
+    unsigned char *res = (unsigned char *)core_buf_reserve(&c->shared->scratch, maxlen);
     if (!res) {
-        core_buf_free(&n->scratch);
+        core_buf_free(&c->shared->scratch);
         gs_error_oom(c);
         return;
     }
@@ -337,8 +337,8 @@ void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
         }
     }
     int rc = gs_store_set(c->db->store, argv[2].p, argv[2].len, res, maxlen, -1, NULL);
-    if (n->scratch.cap > 256 * 1024) /* as scratch_done in cmd_keys.c */
-        core_buf_free(&n->scratch);
+    if (c->shared->scratch.cap > 256 * 1024) /* as scratch_done in cmd_keys.c */
+        core_buf_free(&c->shared->scratch);
     if (rc) {
         gs_error_oom(c);
         return;

@@ -5,7 +5,8 @@
  * One database: SELECT 0 (and COPY ... DB 0) work; any other index is
  * "ERR DB index is out of range", as a Redis with `databases 1`.
  */
-#include "gridsync/node/node.h"
+#include "gridsync/client/client.h"
+#include "gridsync/commands/commands.h"
 
 #include "gridsync/commands/glob.h"
 
@@ -19,10 +20,10 @@
  * for good, outside used_memory and maxmemory. */
 #define SCRATCH_KEEP (256 * 1024)
 
-static void scratch_done(struct gs_node *n)
+static void scratch_done(struct gs_shared *sh)
 {
-    if (n->scratch.cap > SCRATCH_KEEP)
-        core_buf_free(&n->scratch);
+    if (sh->scratch.cap > SCRATCH_KEEP)
+        core_buf_free(&sh->scratch);
 }
 
 void gs_cmd_del(struct gs_client *c, size_t argc, struct gs_arg *argv)
@@ -66,19 +67,19 @@ void gs_cmd_type(struct gs_client *c, size_t argc, struct gs_arg *argv)
  * failure replies OOM and returns false. */
 static bool copy_entry(struct gs_client *c, struct gs_entry *e, const struct gs_arg *dst)
 {
-    struct gs_node *n = c->node;
     size_t vlen;
     const char *v = gs_entry_value(e, &vlen);
     int64_t expire = gs_entry_expire_ms(e);
-    n->scratch.len = 0;
-    core_buf_append(&n->scratch, v, vlen);
-    if (n->scratch.oom) {
-        core_buf_free(&n->scratch);
+    c->shared->scratch.len = 0;
+    core_buf_append(&c->shared->scratch, v, vlen);
+    if (c->shared->scratch.oom) {
+        core_buf_free(&c->shared->scratch);
         gs_error_oom(c);
         return false;
     }
-    int rc = gs_store_set(c->db->store, dst->p, dst->len, n->scratch.data, vlen, expire, NULL);
-    scratch_done(n);
+    int rc =
+        gs_store_set(c->db->store, dst->p, dst->len, c->shared->scratch.data, vlen, expire, NULL);
+    scratch_done(c->shared);
     if (rc) {
         gs_error_oom(c);
         return false;
@@ -213,27 +214,25 @@ static bool is_star(const struct gs_arg *a)
 
 void gs_cmd_keys(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_node *n = c->node;
-    n->scratch.len = 0;
-    struct collect col = {&n->scratch, is_star(&argv[1]) ? NULL : &argv[1]};
+    c->shared->scratch.len = 0;
+    struct collect col = {&c->shared->scratch, is_star(&argv[1]) ? NULL : &argv[1]};
     uint64_t cursor = 0;
     int64_t now = c->db->now_ms;
     do
         cursor = gs_store_scan(c->db->store, cursor, 1024, now, collect_key, &col);
     while (cursor != 0);
-    if (n->scratch.oom) {
-        core_buf_free(&n->scratch);
+    if (c->shared->scratch.oom) {
+        core_buf_free(&c->shared->scratch);
         gs_error_oom(c);
         return;
     }
-    reply_collected(c, &n->scratch);
-    scratch_done(n);
+    reply_collected(c, &c->shared->scratch);
+    scratch_done(c->shared);
 }
 
 /* Redis's scanGenericCommand for the key space. */
 void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_node *n = c->node;
     /* parseScanCursorOrReply: strtoul semantics, no leading space; an
      * empty cursor is 0, as strtoul reads it. */
     char tmp[32];
@@ -272,20 +271,20 @@ void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
             return;
         }
     }
-    n->scratch.len = 0;
-    struct collect col = {&n->scratch, pattern};
+    c->shared->scratch.len = 0;
+    struct collect col = {&c->shared->scratch, pattern};
     cursor = gs_store_scan(c->db->store, cursor, (size_t)count, c->db->now_ms, collect_key, &col);
-    if (n->scratch.oom) {
-        core_buf_free(&n->scratch);
+    if (c->shared->scratch.oom) {
+        core_buf_free(&c->shared->scratch);
         gs_error_oom(c);
         return;
     }
     if (type_none)
-        n->scratch.len = 0;
+        c->shared->scratch.len = 0;
     gs_reply_array(&c->w, 2);
     gs_reply_bulk_int(&c->w, (int64_t)cursor); /* Redis sends it as a string */
-    reply_collected(c, &n->scratch);
-    scratch_done(n);
+    reply_collected(c, &c->shared->scratch);
+    scratch_done(c->shared);
 }
 
 void gs_cmd_randomkey(struct gs_client *c, size_t argc, struct gs_arg *argv)

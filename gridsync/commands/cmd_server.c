@@ -1,13 +1,14 @@
 /*
- * Connection and server commands: PING, ECHO, AUTH, HELLO, QUIT, SELECT is
- * in cmd_keys.c; INFO, CONFIG, COMMAND, SHUTDOWN; CLIENT. Replies and
- * errors as Redis 7.0's server.c, config.c, networking.c and acl.c.
+ * Connection and server commands: PING, ECHO, TIME, QUIT, SHUTDOWN, AUTH,
+ * HELLO, and the helpers the other server command files share
+ * (cmd_server.h). INFO, CONFIG, COMMAND and CLIENT have a file each;
+ * SELECT is in cmd_keys.c. Replies and errors as Redis 7.0's server.c,
+ * config.c, networking.c and acl.c.
  *
  * None of these is on the hot path: they may format into the node's
  * scratch buffer and take O(clients) or O(options) time.
  */
-#include "gridsync/node/node.h"
-#include "gridsync/origin/origin_node.h"
+#include "gridsync/commands/cmd_server.h"
 
 #include "core/error.h"
 #include "core/log.h"
@@ -23,10 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void sbprintf(struct core_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void sbprintf(struct core_buf *b, const char *fmt, ...)
+void gs_sbprintf(struct core_buf *b, const char *fmt, ...)
 {
     /* Formats straight into the buffer, however long the result: a line
      * cut short (a long client name in CLIENT LIST) would lose its '\n'
@@ -49,40 +47,26 @@ static void sbprintf(struct core_buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-/* The node's scratch buffer serves every client; one KEYS over a big key
- * space or a RENAME of a big value would otherwise keep it at that size
- * for good, outside used_memory and maxmemory. */
-#define SCRATCH_KEEP (256 * 1024)
-
-static void scratch_done(struct gs_node *n)
+void gs_scratch_done(struct gs_node *n)
 {
-    if (n->scratch.cap > SCRATCH_KEEP)
-        core_buf_free(&n->scratch);
+    if (n->shared.scratch.cap > GS_SCRATCH_KEEP)
+        core_buf_free(&n->shared.scratch);
 }
 
-static void unknown_subcommand(struct gs_client *c, const struct gs_arg *sub, const char *cmd)
+void gs_unknown_subcommand(struct gs_client *c, const struct gs_arg *sub, const char *cmd)
 {
     gs_errorf(c, "ERR unknown subcommand '%.*s'. Try %s HELP.",
               (int)(sub->len < 128 ? sub->len : 128), sub->p, cmd);
 }
 
-/* A container command's subcommand, with Redis 7.0's arity for it (its
- * commands.def): the same convention as the command table, counting the
- * container's name. */
-struct subcommand {
-    const char *name;
-    int arity;
-    const char *fullname; /* "client|list": arity errors and CLIENT LIST's cmd= */
-};
-
 /* Redis 7's processCommand for container commands: an unknown subcommand
  * is "unknown subcommand", a known one with the wrong argument count is
  * "wrong number of arguments for 'client|getname' command". Returns false
  * after replying with the error. */
-static bool subcommand_ok(struct gs_client *c, size_t argc, struct gs_arg *argv,
-                          const struct subcommand *table, const char *container)
+bool gs_subcommand_ok(struct gs_client *c, size_t argc, struct gs_arg *argv,
+                      const struct gs_subcommand *table, const char *container)
 {
-    for (const struct subcommand *s = table; s->name; s++) {
+    for (const struct gs_subcommand *s = table; s->name; s++) {
         if (!gs_arg_is(&argv[1], s->name))
             continue;
         if ((s->arity > 0 && argc != (size_t)s->arity) ||
@@ -93,11 +77,11 @@ static bool subcommand_ok(struct gs_client *c, size_t argc, struct gs_arg *argv,
         c->last_cmd = s->fullname;
         return true;
     }
-    unknown_subcommand(c, &argv[1], container);
+    gs_unknown_subcommand(c, &argv[1], container);
     return false;
 }
 
-static void reply_help(struct gs_client *c, const char *cmd, const char *const *lines)
+void gs_reply_help(struct gs_client *c, const char *cmd, const char *const *lines)
 {
     size_t n = 0;
     while (lines[n])
@@ -109,6 +93,31 @@ static void reply_help(struct gs_client *c, const char *cmd, const char *const *
     gs_reply_simple(&c->w, head, strlen(head));
     for (size_t i = 0; i < n; i++)
         gs_reply_simple(&c->w, lines[i], strlen(lines[i]));
+}
+
+/* Redis's validateClientName: printable ASCII without spaces. */
+bool gs_client_name_valid(const struct gs_arg *a)
+{
+    for (size_t i = 0; i < a->len; i++)
+        if (a->p[i] < '!' || a->p[i] > '~')
+            return false;
+    return true;
+}
+
+char *gs_arg_dup(const struct gs_arg *a)
+{
+    char *s = malloc(a->len + 1);
+    if (s) {
+        memcpy(s, a->p, a->len);
+        s[a->len] = 0;
+    }
+    return s;
+}
+
+void gs_client_set_name(struct gs_client *c, const struct gs_arg *a)
+{
+    free(c->name);
+    c->name = a->len ? gs_arg_dup(a) : NULL;
 }
 
 /* ------------------------------------------------------------ PING .. */
@@ -166,31 +175,6 @@ void gs_cmd_shutdown(struct gs_client *c, size_t argc, struct gs_arg *argv)
 }
 
 /* ------------------------------------------------------- AUTH, HELLO */
-
-/* Redis's validateClientName: printable ASCII without spaces. */
-static bool valid_name(const struct gs_arg *a)
-{
-    for (size_t i = 0; i < a->len; i++)
-        if (a->p[i] < '!' || a->p[i] > '~')
-            return false;
-    return true;
-}
-
-static char *dup_arg(const struct gs_arg *a)
-{
-    char *s = malloc(a->len + 1);
-    if (s) {
-        memcpy(s, a->p, a->len);
-        s[a->len] = 0;
-    }
-    return s;
-}
-
-static void set_name(struct gs_client *c, const struct gs_arg *a)
-{
-    free(c->name);
-    c->name = a->len ? dup_arg(a) : NULL;
-}
 
 /* The default user's credentials: with requirepass set, the password must
  * match; without, the default user has no password and any is accepted
@@ -255,7 +239,7 @@ void gs_cmd_hello(struct gs_client *c, size_t argc, struct gs_arg *argv)
             j += 2;
         } else if (gs_arg_is(&argv[j], "setname") && more) {
             name = &argv[j + 1];
-            if (!valid_name(name)) {
+            if (!gs_client_name_valid(name)) {
                 gs_error(c, "ERR Client names cannot contain spaces, newlines or special "
                             "characters.");
                 return;
@@ -281,7 +265,7 @@ void gs_cmd_hello(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     if (name)
-        set_name(c, name);
+        gs_client_set_name(c, name);
     if (ver)
         c->w.proto = (int)ver;
     struct gs_writer *w = &c->w;
@@ -300,848 +284,4 @@ void gs_cmd_hello(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_bulk_cstr(w, "master");
     gs_reply_bulk_cstr(w, "modules");
     gs_reply_array(w, 0);
-}
-
-/* ---------------------------------------------------------------- INFO */
-
-static void human_bytes(char *out, size_t len, uint64_t n)
-{
-    /* Redis's bytesToHuman */
-    double d = (double)n;
-    if (n < 1024)
-        snprintf(out, len, "%" PRIu64 "B", n);
-    else if (n < 1024ULL * 1024)
-        snprintf(out, len, "%.2fK", d / 1024);
-    else if (n < 1024ULL * 1024 * 1024)
-        snprintf(out, len, "%.2fM", d / (1024 * 1024));
-    else
-        snprintf(out, len, "%.2fG", d / (1024.0 * 1024 * 1024));
-}
-
-static bool want(size_t argc, struct gs_arg *argv, const char *section, bool dflt)
-{
-    if (argc < 2)
-        return dflt;
-    for (size_t i = 1; i < argc; i++) {
-        if (gs_arg_is(&argv[i], section) || gs_arg_is(&argv[i], "all") ||
-            gs_arg_is(&argv[i], "everything") || (dflt && gs_arg_is(&argv[i], "default")))
-            return true;
-    }
-    return false;
-}
-
-static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct gs_arg *argv)
-{
-    /* Database 0's figures (the only database today). */
-    struct gs_store_stats st;
-    gs_store_stats(n->dbs[0].store, &st);
-    struct core_server_stats ss;
-    core_server_get_stats(n->srv, &ss);
-    int64_t now = gs_node_now_ms(n);
-    int64_t uptime = (now - n->start_wall_ms) / 1000;
-    bool first = true;
-#define SECTION(name)                                                                              \
-    do {                                                                                           \
-        sbprintf(b, "%s# %s\r\n", first ? "" : "\r\n", name);                                      \
-        first = false;                                                                             \
-    } while (0)
-    if (want(argc, argv, "server", true)) {
-        struct utsname u;
-        uname(&u);
-        SECTION("Server");
-        sbprintf(b,
-                 "redis_version:%s\r\ngridsync_version:%s\r\nredis_mode:%s\r\n"
-                 "os:%s %s %s\r\narch_bits:%d\r\nmultiplexing_api:libuv\r\nprocess_id:%d\r\n"
-                 "tcp_port:%lld\r\nuptime_in_seconds:%lld\r\nuptime_in_days:%lld\r\nhz:%lld\r\n"
-                 "config_file:%s\r\n",
-                 GS_REDIS_VERSION, GS_VERSION, n->cluster ? "cluster" : "standalone", u.sysname,
-                 u.release, u.machine, (int)(sizeof(void *) * 8), (int)getpid(),
-                 (long long)n->cfg.port, (long long)uptime, (long long)(uptime / 86400),
-                 (long long)n->cfg.hz, n->config_file);
-    }
-    if (want(argc, argv, "clients", true)) {
-        SECTION("Clients");
-        sbprintf(b, "connected_clients:%" PRIu64 "\r\nmaxclients:%lld\r\nblocked_clients:0\r\n",
-                 ss.connected, (long long)n->cfg.maxclients);
-    }
-    if (want(argc, argv, "memory", true)) {
-        char used[32], maxm[32];
-        human_bytes(used, sizeof(used), st.used_memory);
-        human_bytes(maxm, sizeof(maxm), (uint64_t)n->cfg.maxmemory);
-        static const char *const pol[] = {"noeviction", "slru", "allkeys-lru"};
-        SECTION("Memory");
-        sbprintf(b,
-                 "used_memory:%" PRIu64 "\r\nused_memory_human:%s\r\nmaxmemory:%lld\r\n"
-                 "maxmemory_human:%s\r\nmaxmemory_policy:%s\r\n",
-                 st.used_memory, used, (long long)n->cfg.maxmemory, maxm,
-                 pol[n->cfg.maxmemory_policy]);
-    }
-    if (want(argc, argv, "persistence", true)) {
-        SECTION("Persistence");
-        sbprintf(b, "loading:0\r\nrdb_changes_since_last_save:0\r\naof_enabled:0\r\n");
-    }
-    if (want(argc, argv, "stats", true)) {
-        SECTION("Stats");
-        sbprintf(b,
-                 "total_connections_received:%" PRIu64 "\r\ntotal_commands_processed:%" PRIu64
-                 "\r\ntotal_net_input_bytes:%" PRIu64 "\r\ntotal_net_output_bytes:%" PRIu64
-                 "\r\nrejected_connections:%" PRIu64 "\r\nexpired_keys:%" PRIu64
-                 "\r\nevicted_keys:%" PRIu64 "\r\nkeyspace_hits:%" PRIu64
-                 "\r\nkeyspace_misses:%" PRIu64 "\r\ntotal_error_replies:%" PRIu64
-                 "\r\nclient_query_buffer_limit_disconnections:%" PRIu64
-                 "\r\nclient_output_buffer_limit_disconnections:%" PRIu64 "\r\n",
-                 ss.total_connections, n->stats.commands, ss.total_net_input_bytes,
-                 ss.total_net_output_bytes, ss.rejected_connections, st.expired_keys,
-                 st.evicted_keys, st.hits, st.misses, n->stats.error_replies,
-                 ss.closed_by_query_limit, ss.closed_by_output_limit);
-    }
-    if (want(argc, argv, "replication", true)) {
-        SECTION("Replication");
-        sbprintf(b, "role:master\r\nconnected_slaves:0\r\n");
-    }
-    if (want(argc, argv, "origin", true)) { /* gs-origin: the section writes its own header */
-        sbprintf(b, "%s", first ? "" : "\r\n");
-        first = false;
-        gs_origin_node_info(n, b);
-    }
-    if (want(argc, argv, "cluster", true)) {
-        /* Cluster clients (redis-py's RedisCluster) check this first. */
-        SECTION("Cluster");
-        sbprintf(b, "cluster_enabled:%d\r\n", n->cluster ? 1 : 0);
-    }
-    if (want(argc, argv, "keyspace", true)) {
-        SECTION("Keyspace");
-        if (st.keys)
-            sbprintf(b, "db0:keys=%" PRIu64 ",expires=%" PRIu64 ",avg_ttl=0\r\n", st.keys,
-                     st.keys_with_expire);
-    }
-#undef SECTION
-}
-
-void gs_cmd_info(struct gs_client *c, size_t argc, struct gs_arg *argv)
-{
-    struct gs_node *n = c->node;
-    n->scratch.len = 0;
-    info_text(n, &n->scratch, argc, argv);
-    if (n->scratch.oom) {
-        core_buf_free(&n->scratch);
-        gs_error_oom(c);
-        return;
-    }
-    gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
-    scratch_done(n);
-}
-
-/* -------------------------------------------------------------- CONFIG */
-
-static bool has_glob(const struct gs_arg *a)
-{
-    for (size_t i = 0; i < a->len; i++)
-        if (a->p[i] == '*' || a->p[i] == '?' || a->p[i] == '[')
-            return true;
-    return false;
-}
-
-/* Redis 7.0's configGetCommand: each option once, however many patterns
- * match it; a name given without glob characters is echoed as the client
- * spelt it (CONFIG GET MAXMEMORY answers "MAXMEMORY"), a glob match with
- * the option's own name. */
-static void config_get(struct gs_client *c, size_t argc, struct gs_arg *argv)
-{
-    struct gs_node *n = c->node;
-    const struct gs_arg *as_given[GS_NODE_NOPTS] = {NULL};
-    bool match[GS_NODE_NOPTS] = {false};
-    size_t count = 0;
-    for (size_t i = 2; i < argc; i++) {
-        bool glob = has_glob(&argv[i]);
-        for (size_t k = 0; n->opts[k].name; k++) {
-            const char *name = n->opts[k].name;
-            if (!match[k] && gs_glob_match(argv[i].p, argv[i].len, name, strlen(name), true)) {
-                match[k] = true;
-                as_given[k] = glob ? NULL : &argv[i];
-                count++;
-            }
-        }
-    }
-    gs_reply_map(&c->w, count);
-    for (size_t k = 0; n->opts[k].name; k++) {
-        if (!match[k])
-            continue;
-        char val[CORE_OPT_STRLEN + 32];
-        core_config_format(&n->opts[k], val, sizeof(val));
-        if (as_given[k])
-            gs_reply_bulk(&c->w, as_given[k]->p, as_given[k]->len);
-        else
-            gs_reply_bulk_cstr(&c->w, n->opts[k].name);
-        gs_reply_bulk_cstr(&c->w, val);
-    }
-}
-
-/* Check one CONFIG SET value as Redis 7.0's config.c does, with its error
- * texts (core_config_set's are written for the command line); `hz` is
- * clamped into [1, 500] as Redis's updateHz does. Returns false after
- * writing the reason into why. */
-static bool config_value_ok(const struct core_option *o, char *value, char *why, size_t len)
-{
-    int64_t v;
-    int rc;
-    switch (o->type) {
-    case CORE_OPT_INT:
-        if (core_parse_int64(value, strlen(value), &v)) {
-            snprintf(why, len, "argument couldn't be parsed into an integer");
-            return false;
-        }
-        if (strcmp(o->name, "hz") == 0) {
-            if (v < 0 || v > INT32_MAX) {
-                snprintf(why, len, "argument must be between 0 and 2147483647 inclusive");
-                return false;
-            }
-            snprintf(value, CORE_OPT_STRLEN, "%lld",
-                     (long long)(v < o->min   ? o->min
-                                 : v > o->max ? o->max
-                                              : v));
-            return true;
-        }
-        rc = 0;
-        break;
-    case CORE_OPT_MEMORY:
-        rc = core_parse_memory(value, &v);
-        if (rc) { /* Redis's memtoull: also for negative and overflowing values */
-            snprintf(why, len, "argument must be a memory value");
-            return false;
-        }
-        break;
-    case CORE_OPT_BOOL:
-        if (strcasecmp(value, "yes") && strcasecmp(value, "no")) {
-            snprintf(why, len, "argument must be 'yes' or 'no'");
-            return false;
-        }
-        return true;
-    case CORE_OPT_ENUM: {
-        for (size_t i = 0; o->choices[i]; i++)
-            if (strcasecmp(o->choices[i], value) == 0)
-                return true;
-        size_t used = (size_t)snprintf(why, len, "argument(s) must be one of the following: ");
-        for (size_t i = 0; o->choices[i] && used < len; i++)
-            used += (size_t)snprintf(why + used, len - used, "%s%s", i ? ", " : "", o->choices[i]);
-        return false;
-    }
-    default:
-        return true;
-    }
-    if (rc || v < o->min || v > o->max) {
-        snprintf(why, len, "argument must be between %lld and %lld inclusive", (long long)o->min,
-                 (long long)o->max);
-        return false;
-    }
-    return true;
-}
-
-static void config_set(struct gs_client *c, size_t argc, struct gs_arg *argv)
-{
-    struct gs_node *n = c->node;
-    if (argc % 2 != 0) { /* Redis 7.0's configSetCommand */
-        gs_error_syntax(c);
-        return;
-    }
-    /* All or nothing, as Redis 7: restore the old values on any failure. */
-    struct gs_config saved = n->cfg;
-    for (size_t i = 2; i < argc; i += 2) {
-        char name[128], value[CORE_OPT_STRLEN + 1], why[512];
-        if (argv[i].len >= sizeof(name) || argv[i + 1].len >= sizeof(value)) {
-            n->cfg = saved;
-            gs_errorf(c,
-                      "ERR CONFIG SET failed (possibly related to argument '%.*s') - "
-                      "argument too long",
-                      (int)(argv[i].len < 64 ? argv[i].len : 64), argv[i].p);
-            return;
-        }
-        memcpy(name, argv[i].p, argv[i].len);
-        name[argv[i].len] = 0;
-        memcpy(value, argv[i + 1].p, argv[i + 1].len);
-        value[argv[i + 1].len] = 0;
-        const struct core_option *o = core_config_find(n->opts, name);
-        bool dup = false;
-        for (size_t j = 2; j < i && o; j += 2)
-            dup |= argv[j].len == argv[i].len && strncasecmp(argv[j].p, name, argv[i].len) == 0;
-        int rc = 0;
-        if (dup) {
-            snprintf(why, sizeof(why), "duplicate parameter");
-            rc = CORE_EINVAL;
-        } else if (o && !(o->flags & CORE_OPT_IMMUTABLE) &&
-                   !config_value_ok(o, value, why, sizeof(why))) {
-            rc = CORE_EINVAL;
-        } else {
-            rc = core_config_set(n->opts, name, value, false, why, sizeof(why));
-            if (rc == CORE_EINVAL && o && (o->flags & CORE_OPT_IMMUTABLE))
-                snprintf(why, sizeof(why), "can't set immutable config");
-        }
-        if (rc) {
-            n->cfg = saved;
-            if (rc == CORE_ENOTFOUND)
-                gs_errorf(c, "ERR %s", why);
-            else
-                gs_errorf(c, "ERR CONFIG SET failed (possibly related to argument '%s') - %s", name,
-                          why);
-            return;
-        }
-    }
-    gs_node_apply_config(n);
-    gs_reply_ok(&c->w);
-}
-
-static const struct subcommand config_subs[] = {
-    {"get", -3, "config|get"},
-    {"set", -4, "config|set"},
-    {"resetstat", 2, "config|resetstat"},
-    {"rewrite", 2, "config|rewrite"},
-    {"help", 2, "config|help"},
-    {NULL, 0, NULL},
-};
-
-void gs_cmd_config(struct gs_client *c, size_t argc, struct gs_arg *argv)
-{
-    struct gs_arg *sub = &argv[1];
-    if (!subcommand_ok(c, argc, argv, config_subs, "CONFIG"))
-        return;
-    if (gs_arg_is(sub, "get")) {
-        if (argc < 3)
-            gs_error_arity(c, "config|get");
-        else
-            config_get(c, argc, argv);
-    } else if (gs_arg_is(sub, "set")) {
-        config_set(c, argc, argv);
-    } else if (gs_arg_is(sub, "resetstat")) {
-        if (argc != 2) {
-            gs_error_arity(c, "config|resetstat");
-            return;
-        }
-        for (unsigned d = 0; d < c->node->n_dbs; d++)
-            gs_store_reset_stats(c->node->dbs[d].store);
-        memset(&c->node->stats, 0, sizeof(c->node->stats));
-        gs_origin_node_reset_stats(c->node); /* gs-origin */
-        gs_reply_ok(&c->w);
-    } else if (gs_arg_is(sub, "rewrite")) {
-        gs_error(c, "ERR The server is running without a config file");
-    } else if (gs_arg_is(sub, "help")) {
-        static const char *const lines[] = {
-            "GET <pattern>",
-            "    Return parameters matching the glob-like <pattern> and their values.",
-            "SET <directive> <value>",
-            "    Set the configuration <directive> to <value>.",
-            "RESETSTAT",
-            "    Reset statistics reported by the INFO command.",
-            "HELP",
-            "    Print this help.",
-            NULL};
-        reply_help(c, "CONFIG", lines);
-    } else {
-        unknown_subcommand(c, sub, "CONFIG");
-    }
-}
-
-/* ------------------------------------------------------------- COMMAND */
-
-static size_t count_flags(unsigned f)
-{
-    return (size_t)__builtin_popcount(f);
-}
-
-static void reply_command_info(struct gs_client *c, const struct gs_command *cmd)
-{
-    struct gs_writer *w = &c->w;
-    static const struct {
-        unsigned flag;
-        const char *name;
-    } names[] = {
-        {GS_CMD_WRITE, "write"}, {GS_CMD_READONLY, "readonly"}, {GS_CMD_DENYOOM, "denyoom"},
-        {GS_CMD_ADMIN, "admin"}, {GS_CMD_NOSCRIPT, "noscript"}, {GS_CMD_LOADING, "loading"},
-        {GS_CMD_STALE, "stale"}, {GS_CMD_FAST, "fast"},         {GS_CMD_NOAUTH, "no_auth"}};
-    gs_reply_array(w, 10);
-    gs_reply_bulk_cstr(w, cmd->name);
-    gs_reply_int(w, cmd->arity);
-    gs_reply_set(w, count_flags(cmd->flags));
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (cmd->flags & names[i].flag)
-            gs_reply_simple(w, names[i].name, strlen(names[i].name));
-    gs_reply_int(w, cmd->first_key);
-    gs_reply_int(w, cmd->last_key);
-    gs_reply_int(w, cmd->key_step);
-    gs_reply_set(w, 0);   /* ACL categories */
-    gs_reply_array(w, 0); /* tips */
-    gs_reply_array(w, 0); /* key specs */
-    gs_reply_array(w, 0); /* subcommands */
-}
-
-static void reply_command_docs(struct gs_client *c, const struct gs_command *cmd)
-{
-    struct gs_writer *w = &c->w;
-    gs_reply_bulk_cstr(w, cmd->name);
-    gs_reply_map(w, 3);
-    gs_reply_bulk_cstr(w, "summary");
-    gs_reply_bulk_cstr(w, cmd->summary);
-    gs_reply_bulk_cstr(w, "since");
-    gs_reply_bulk_cstr(w, cmd->since);
-    gs_reply_bulk_cstr(w, "group");
-    gs_reply_bulk_cstr(w, cmd->group);
-}
-
-static size_t command_count(void)
-{
-    size_t n = 0;
-    while (gs_commands[n].name)
-        n++;
-    return n;
-}
-
-/* The ACL categories COMMAND LIST FILTERBY ACLCAT knows, derived from a
- * command's flags and group (there are no ACLs here; COMMAND INFO leaves
- * categories empty). */
-static bool in_aclcat(const struct gs_command *cmd, const struct gs_arg *cat)
-{
-    return (gs_arg_is(cat, "read") && (cmd->flags & GS_CMD_READONLY)) ||
-           (gs_arg_is(cat, "write") && (cmd->flags & GS_CMD_WRITE)) ||
-           (gs_arg_is(cat, "fast") && (cmd->flags & GS_CMD_FAST)) ||
-           (gs_arg_is(cat, "slow") && !(cmd->flags & GS_CMD_FAST)) ||
-           (gs_arg_is(cat, "admin") && (cmd->flags & GS_CMD_ADMIN)) ||
-           (gs_arg_is(cat, "dangerous") && (cmd->flags & GS_CMD_ADMIN)) ||
-           (gs_arg_is(cat, "string") && strcmp(cmd->group, "string") == 0) ||
-           (gs_arg_is(cat, "keyspace") && strcmp(cmd->group, "generic") == 0) ||
-           (gs_arg_is(cat, "connection") && strcmp(cmd->group, "connection") == 0);
-}
-
-/* Redis 7.0's commandListCommand: COMMAND LIST [FILTERBY MODULE m |
- * ACLCAT c | PATTERN p]; any other shape is a syntax error. */
-static void command_list(struct gs_client *c, size_t argc, struct gs_arg *argv)
-{
-    const struct gs_arg *module = NULL, *aclcat = NULL, *pattern = NULL;
-    for (size_t i = 2; i < argc; i++) {
-        if (gs_arg_is(&argv[i], "filterby") && argc - 1 - i == 2) {
-            if (gs_arg_is(&argv[i + 1], "module"))
-                module = &argv[i + 2];
-            else if (gs_arg_is(&argv[i + 1], "aclcat"))
-                aclcat = &argv[i + 2];
-            else if (gs_arg_is(&argv[i + 1], "pattern"))
-                pattern = &argv[i + 2];
-            else {
-                gs_error_syntax(c);
-                return;
-            }
-            i += 2;
-        } else {
-            gs_error_syntax(c);
-            return;
-        }
-    }
-    size_t n = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1)
-            gs_reply_array(&c->w, n);
-        for (const struct gs_command *cmd = gs_commands; cmd->name; cmd++) {
-            if (module || (aclcat && !in_aclcat(cmd, aclcat)) ||
-                (pattern &&
-                 !gs_glob_match(pattern->p, pattern->len, cmd->name, strlen(cmd->name), true)))
-                continue; /* no command comes from a module */
-            if (pass == 0)
-                n++;
-            else
-                gs_reply_bulk_cstr(&c->w, cmd->name);
-        }
-    }
-}
-
-/* Redis 7.0's getKeysSubcommandImpl: the keys of a full command line,
- * from the table's first/last/step positions. */
-static void command_getkeys(struct gs_client *c, size_t argc, struct gs_arg *argv)
-{
-    const struct gs_command *cmd = gs_command_lookup(c->node, argv[2].p, argv[2].len);
-    size_t n = argc - 2; /* the inner command's argc */
-    if (!cmd) {
-        gs_error(c, "ERR Invalid command specified");
-        return;
-    }
-    if (cmd->first_key == 0) {
-        gs_error(c, "ERR The command has no key arguments");
-        return;
-    }
-    if ((cmd->arity > 0 && n != (size_t)cmd->arity) ||
-        (cmd->arity < 0 && n < (size_t)-cmd->arity)) {
-        gs_error(c, "ERR Invalid number of arguments specified for command");
-        return;
-    }
-    size_t first = (size_t)cmd->first_key, step = (size_t)cmd->key_step;
-    size_t last = cmd->last_key < 0 ? n - (size_t)-cmd->last_key : (size_t)cmd->last_key;
-    if (last >= n) /* MSET a: a key without its value */
-        last = n - 1;
-    gs_reply_array(&c->w, (last - first) / step + 1);
-    for (size_t i = first; i <= last; i += step)
-        gs_reply_bulk(&c->w, argv[2 + i].p, argv[2 + i].len);
-}
-
-static const struct subcommand command_subs[] = {
-    {"count", 2, "command|count"},
-    {"list", -2, "command|list"},
-    {"info", -2, "command|info"},
-    {"docs", -2, "command|docs"},
-    {"getkeys", -4, "command|getkeys"},
-    {"help", 2, "command|help"},
-    {NULL, 0, NULL},
-};
-
-void gs_cmd_command(struct gs_client *c, size_t argc, struct gs_arg *argv)
-{
-    struct gs_node *n = c->node;
-    if (argc == 1) {
-        gs_reply_array(&c->w, command_count());
-        for (const struct gs_command *cmd = gs_commands; cmd->name; cmd++)
-            reply_command_info(c, cmd);
-        return;
-    }
-    struct gs_arg *sub = &argv[1];
-    if (!subcommand_ok(c, argc, argv, command_subs, "COMMAND"))
-        return;
-    if (gs_arg_is(sub, "count") && argc == 2) {
-        gs_reply_int(&c->w, (int64_t)command_count());
-    } else if (gs_arg_is(sub, "list")) {
-        command_list(c, argc, argv);
-    } else if (gs_arg_is(sub, "getkeys")) {
-        command_getkeys(c, argc, argv);
-    } else if (gs_arg_is(sub, "info")) {
-        if (argc == 2) {
-            gs_reply_array(&c->w, command_count());
-            for (const struct gs_command *cmd = gs_commands; cmd->name; cmd++)
-                reply_command_info(c, cmd);
-            return;
-        }
-        gs_reply_array(&c->w, argc - 2);
-        for (size_t i = 2; i < argc; i++) {
-            const struct gs_command *cmd = gs_command_lookup(n, argv[i].p, argv[i].len);
-            if (cmd)
-                reply_command_info(c, cmd);
-            else
-                gs_reply_null(&c->w); /* Redis's addReplyNull: $-1 in RESP2 */
-        }
-    } else if (gs_arg_is(sub, "docs")) {
-        if (argc == 2) {
-            gs_reply_map(&c->w, command_count());
-            for (const struct gs_command *cmd = gs_commands; cmd->name; cmd++)
-                reply_command_docs(c, cmd);
-            return;
-        }
-        size_t found = 0;
-        for (size_t i = 2; i < argc; i++)
-            found += gs_command_lookup(n, argv[i].p, argv[i].len) != NULL;
-        gs_reply_map(&c->w, found);
-        for (size_t i = 2; i < argc; i++) {
-            const struct gs_command *cmd = gs_command_lookup(n, argv[i].p, argv[i].len);
-            if (cmd)
-                reply_command_docs(c, cmd);
-        }
-    } else if (gs_arg_is(sub, "help")) {
-        static const char *const lines[] = {
-            "(no subcommand)",
-            "    Return details about all commands.",
-            "COUNT",
-            "    Return the total number of commands.",
-            "DOCS [<command-name> ...]",
-            "    Return documentation details about commands.",
-            "INFO [<command-name> ...]",
-            "    Return details about the given commands.",
-            "GETKEYS <full-command>",
-            "    Return the keys from a full Redis command.",
-            "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
-            "    Return a list of all commands in this Redis server.",
-            NULL};
-        reply_help(c, "COMMAND", lines);
-    } else {
-        unknown_subcommand(c, sub, "COMMAND");
-    }
-}
-
-/* -------------------------------------------------------------- CLIENT */
-
-static void client_line(struct gs_node *n, struct core_conn *conn, struct core_buf *b)
-{
-    struct gs_client *c = core_conn_data(conn);
-    uint64_t now = uv_now(n->loop);
-    size_t qbuf = core_conn_input_pending(conn), qcap = core_conn_input_capacity(conn);
-    size_t omem = core_conn_output_pending(conn);
-    /* Redis's getClientInfoString: x = in MULTI, d = a watched key changed. */
-    char flags[4], *f = flags;
-    long long multi = -1;
-    size_t multi_mem = 0;
-    if (c && c->multi.active) {
-        *f++ = 'x';
-        multi = (long long)c->multi.count;
-        multi_mem = c->multi.queue.cap;
-    }
-    if (c && c->multi.watch_dirty)
-        *f++ = 'd';
-    if (f == flags)
-        *f++ = 'N';
-    *f = 0;
-    sbprintf(b,
-             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=0 sub=0 "
-             "psub=0 ssub=0 multi=%lld qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=%zu rbs=%zu "
-             "rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=default redir=-1 "
-             "resp=%d lib-name=%s lib-ver=%s\n",
-             (unsigned long long)core_conn_id(conn), core_conn_peer(conn), core_conn_local(conn),
-             core_conn_fd(conn), c && c->name ? c->name : "",
-             (unsigned long long)((now - core_conn_created_ms(conn)) / 1000),
-             (unsigned long long)((now - core_conn_last_active_ms(conn)) / 1000), flags, multi,
-             qbuf, qcap - qbuf, multi_mem, qcap, qcap, omem, qcap + omem + multi_mem + sizeof(*c),
-             c ? c->last_cmd : "NULL", c ? c->w.proto : 2, c && c->lib_name ? c->lib_name : "",
-             c && c->lib_ver ? c->lib_ver : "");
-}
-
-struct list_ctx {
-    struct gs_node *node;
-    struct core_buf *buf;
-};
-
-static void list_one(struct core_conn *conn, void *arg)
-{
-    struct list_ctx *ctx = arg;
-    client_line(ctx->node, conn, ctx->buf);
-}
-
-/* Redis's getClientTypeByName: every client here is a normal one, the
- * other types are valid names that match nobody. Returns false for an
- * unknown name. */
-static bool client_type(const struct gs_arg *a, bool *normal)
-{
-    *normal = gs_arg_is(a, "normal");
-    return *normal || gs_arg_is(a, "slave") || gs_arg_is(a, "replica") || gs_arg_is(a, "pubsub") ||
-           gs_arg_is(a, "master");
-}
-
-/* Redis 7.0's CLIENT LIST [TYPE t | ID id ...]: IDs are listed in the
- * order given (an unknown ID is skipped). */
-static void client_list(struct gs_client *c, size_t argc, struct gs_arg *argv)
-{
-    struct gs_node *n = c->node;
-    struct list_ctx ctx = {n, &n->scratch};
-    bool normal = true;
-    n->scratch.len = 0;
-    if (argc == 4 && gs_arg_is(&argv[2], "type")) {
-        if (!client_type(&argv[3], &normal)) {
-            gs_errorf(c, "ERR Unknown client type '%.*s'", (int)argv[3].len, argv[3].p);
-            return;
-        }
-        if (normal)
-            core_server_foreach(n->srv, list_one, &ctx);
-    } else if (argc > 3 && gs_arg_is(&argv[2], "id")) {
-        for (size_t i = 3; i < argc; i++) {
-            int64_t id;
-            if (!gs_arg_int(c, &argv[i], &id, "ERR Invalid client ID"))
-                return;
-        }
-        for (size_t i = 3; i < argc; i++) {
-            int64_t id;
-            gs_string2ll(argv[i].p, argv[i].len, &id);
-            struct core_conn *conn = id > 0 ? core_server_find(n->srv, (uint64_t)id) : NULL;
-            if (conn)
-                client_line(n, conn, &n->scratch);
-        }
-    } else if (argc != 2) {
-        gs_error_syntax(c);
-        return;
-    } else {
-        core_server_foreach(n->srv, list_one, &ctx);
-    }
-    if (n->scratch.oom) {
-        core_buf_free(&n->scratch);
-        gs_error_oom(c);
-        return;
-    }
-    gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
-    scratch_done(n);
-}
-
-struct kill_ctx {
-    struct gs_client *self;
-    int64_t id; /* 0 = any */
-    const struct gs_arg *addr, *laddr;
-    bool skipme;
-    bool nobody; /* a filter no client here can match */
-    int64_t killed;
-};
-
-static bool arg_equals_str(const struct gs_arg *a, const char *s)
-{
-    return a->len == strlen(s) && memcmp(a->p, s, a->len) == 0;
-}
-
-static void kill_one(struct core_conn *conn, void *arg)
-{
-    struct kill_ctx *k = arg;
-    if (k->nobody)
-        return;
-    if (k->id && (uint64_t)k->id != core_conn_id(conn))
-        return;
-    if (k->addr && !arg_equals_str(k->addr, core_conn_peer(conn)))
-        return;
-    if (k->laddr && !arg_equals_str(k->laddr, core_conn_local(conn)))
-        return;
-    if (conn == k->self->conn) {
-        if (k->skipme)
-            return;
-        core_conn_close_after_reply(conn); /* after this command's reply */
-    } else {
-        core_conn_close(conn);
-    }
-    k->killed++;
-}
-
-static void client_kill(struct gs_client *c, size_t argc, struct gs_arg *argv)
-{
-    struct kill_ctx k = {.self = c, .skipme = true};
-    if (argc == 3) { /* the old form: CLIENT KILL addr:port */
-        k.addr = &argv[2];
-        k.skipme = false;
-        core_server_foreach(c->node->srv, kill_one, &k);
-        if (k.killed)
-            gs_reply_ok(&c->w);
-        else
-            gs_error(c, "ERR No such client");
-        return;
-    }
-    if (argc % 2 != 0) {
-        gs_error_syntax(c);
-        return;
-    }
-    for (size_t i = 2; i < argc; i += 2) {
-        struct gs_arg *v = &argv[i + 1];
-        if (gs_arg_is(&argv[i], "id")) {
-            if (!gs_string2ll(v->p, v->len, &k.id) || k.id <= 0) {
-                gs_error(c, "ERR client-id should be greater than 0");
-                return;
-            }
-        } else if (gs_arg_is(&argv[i], "addr")) {
-            k.addr = v;
-        } else if (gs_arg_is(&argv[i], "laddr")) {
-            k.laddr = v;
-        } else if (gs_arg_is(&argv[i], "skipme")) {
-            if (gs_arg_is(v, "yes"))
-                k.skipme = true;
-            else if (gs_arg_is(v, "no"))
-                k.skipme = false;
-            else {
-                gs_error_syntax(c);
-                return;
-            }
-        } else if (gs_arg_is(&argv[i], "user")) {
-            if (!gs_arg_is(v, "default")) {
-                gs_errorf(c, "ERR No such user '%.*s'", (int)v->len, v->p);
-                return;
-            }
-        } else if (gs_arg_is(&argv[i], "type")) {
-            bool normal;
-            if (!client_type(v, &normal)) {
-                gs_errorf(c, "ERR Unknown client type '%.*s'", (int)v->len, v->p);
-                return;
-            }
-            if (!normal)
-                k.nobody = true; /* no replica or pubsub clients here */
-        } else {
-            gs_error_syntax(c);
-            return;
-        }
-    }
-    core_server_foreach(c->node->srv, kill_one, &k);
-    gs_reply_int(&c->w, k.killed);
-}
-
-static const struct subcommand client_subs[] = {
-    {"id", 2, "client|id"},
-    {"setname", 3, "client|setname"},
-    {"getname", 2, "client|getname"},
-    {"setinfo", 4, "client|setinfo"},
-    {"list", -2, "client|list"},
-    {"info", 2, "client|info"},
-    {"kill", -3, "client|kill"},
-    {"help", 2, "client|help"},
-    {NULL, 0, NULL},
-};
-
-void gs_cmd_client(struct gs_client *c, size_t argc, struct gs_arg *argv)
-{
-    struct gs_node *n = c->node;
-    struct gs_arg *sub = &argv[1];
-    if (!subcommand_ok(c, argc, argv, client_subs, "CLIENT"))
-        return;
-    if (gs_arg_is(sub, "id") && argc == 2) {
-        gs_reply_int(&c->w, (int64_t)core_conn_id(c->conn));
-    } else if (gs_arg_is(sub, "setname")) {
-        if (argc != 3) {
-            gs_error_arity(c, "client|setname");
-            return;
-        }
-        if (!valid_name(&argv[2])) {
-            gs_error(c, "ERR Client names cannot contain spaces, newlines or special characters.");
-            return;
-        }
-        set_name(c, &argv[2]);
-        gs_reply_ok(&c->w);
-    } else if (gs_arg_is(sub, "getname") && argc == 2) {
-        if (c->name)
-            gs_reply_bulk_cstr(&c->w, c->name);
-        else
-            gs_reply_null(&c->w);
-    } else if (gs_arg_is(sub, "setinfo")) {
-        if (argc != 4) {
-            gs_error_arity(c, "client|setinfo");
-            return;
-        }
-        char **slot;
-        if (gs_arg_is(&argv[2], "lib-name"))
-            slot = &c->lib_name;
-        else if (gs_arg_is(&argv[2], "lib-ver"))
-            slot = &c->lib_ver;
-        else {
-            gs_errorf(c, "ERR Unrecognized option '%.*s'", (int)argv[2].len, argv[2].p);
-            return;
-        }
-        if (!valid_name(&argv[3])) {
-            gs_errorf(c, "ERR %.*s cannot contain spaces, newlines or special characters.",
-                      (int)argv[2].len, argv[2].p);
-            return;
-        }
-        free(*slot);
-        *slot = argv[3].len ? dup_arg(&argv[3]) : NULL;
-        gs_reply_ok(&c->w);
-    } else if (gs_arg_is(sub, "list")) {
-        client_list(c, argc, argv);
-    } else if (gs_arg_is(sub, "info") && argc == 2) {
-        n->scratch.len = 0;
-        client_line(n, c->conn, &n->scratch);
-        gs_reply_verbatim(&c->w, n->scratch.data ? n->scratch.data : "", n->scratch.len, "txt");
-        scratch_done(n);
-    } else if (gs_arg_is(sub, "kill")) {
-        if (argc < 3) {
-            gs_error_arity(c, "client|kill");
-            return;
-        }
-        client_kill(c, argc, argv);
-    } else if (gs_arg_is(sub, "help") && argc == 2) {
-        static const char *const lines[] = {
-            "GETNAME",
-            "    Return the name of the current connection.",
-            "ID",
-            "    Return the ID of the current connection.",
-            "INFO",
-            "    Return information about the current client connection.",
-            "KILL <ip:port> | <option> <value> [...]",
-            "    Kill connections (ID, ADDR, LADDR, SKIPME, USER).",
-            "LIST [ID <id> ...]",
-            "    Return information about client connections.",
-            "SETINFO <LIB-NAME|LIB-VER> <value>",
-            "    Set client library information.",
-            "SETNAME <name>",
-            "    Assign the name <name> to the current connection.",
-            NULL};
-        reply_help(c, "CLIENT", lines);
-    } else {
-        unknown_subcommand(c, sub, "CLIENT");
-    }
 }

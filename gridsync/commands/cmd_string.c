@@ -6,10 +6,10 @@
  * Lookups made to write use GS_LOOKUP_NOTOUCH, as Redis's lookupKeyWrite
  * does not count keyspace hits or misses; reads count them.
  */
-#include "gridsync/node/node.h"
+#include "gridsync/client/client.h"
+#include "gridsync/commands/commands.h"
 
 #include "core/error.h"
-#include "gridsync/origin/origin_node.h"
 
 #include <errno.h>
 #include <math.h>
@@ -123,8 +123,8 @@ static void reply_value(struct gs_client *c, struct gs_entry *e)
 void gs_cmd_get(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
-    if (!e && gs_origin_node_get(c, &argv[1]))
-        return; /* gs-origin: a miss is read through the origin */
+    if (!e && c->db->miss && c->db->miss->get(c->db->miss_ctx, c, &argv[1]))
+        return; /* a miss read through (origin/origin_node.h) */
     reply_value(c, e);
 }
 
@@ -253,8 +253,8 @@ void gs_cmd_getex(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_mget(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    if (gs_origin_node_mget(c, argc, argv))
-        return; /* gs-origin: misses are read through the origin */
+    if (c->db->miss && c->db->miss->mget(c->db->miss_ctx, c, argc, argv))
+        return; /* misses read through (origin/origin_node.h) */
     int64_t now = c->db->now_ms;
     gs_reply_array(&c->w, argc - 1);
     for (size_t i = 1; i < argc; i++)
@@ -452,7 +452,7 @@ void gs_cmd_incrbyfloat(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 static bool check_string_length(struct gs_client *c, uint64_t len)
 {
-    if (len > (uint64_t)c->node->cfg.proto_max_bulk_len) {
+    if (len > (uint64_t)c->shared->proto_max_bulk_len) {
         gs_error(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
         return false;
     }

@@ -285,7 +285,7 @@ static void run_queue(struct gs_client *c)
         /* Redis's execCommand calls each command without processCommand's
          * checks (they ran at queueing time). */
         c->last_cmd = h.cmd->name;
-        n->stats.commands++;
+        n->shared.stats.commands++;
         h.cmd->fn(c, h.argc, m->argv);
     }
 }

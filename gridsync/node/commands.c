@@ -3,7 +3,7 @@
  * documentation COMMAND INFO/DOCS report. Arity and flags follow Redis
  * 7.0's commands.def, so clients that read COMMAND see the same shapes.
  */
-#include "gridsync/node/node.h"
+#include "gridsync/commands/commands.h"
 
 #define R  GS_CMD_READONLY
 #define W  GS_CMD_WRITE

@@ -19,8 +19,6 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
-#include "gridsync/origin/origin_node.h"
-#include "gridsync/cluster/cluster.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -238,9 +236,12 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
         }
         c->authenticated = true; /* the password was removed meanwhile */
     }
-    /* Cluster mode routes commands with keys by slot (gridsync/cluster/cluster.h). */
-    if (n->cluster && gs_cluster_route(n->cluster, c, cmd, argc, argv))
-        return;
+    /* Features may take the command (cluster mode routes commands with
+     * keys by slot). */
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->route &&
+            n->features[i].ops->route(n->features[i].self, c, cmd, argc, argv))
+            return;
     /* Inside MULTI: queued, +QUEUED (gridsync/commands/multi.h). */
     if (c->multi.active && gs_multi_queue(c, cmd, argc, argv))
         return;
@@ -252,7 +253,7 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     c->last_cmd = cmd->name;
-    n->stats.commands++;
+    n->shared.stats.commands++;
     cmd->fn(c, argc, argv);
 }
 
@@ -266,7 +267,7 @@ static int on_open(struct core_conn *conn, void *app)
         return CORE_ENOMEM;
     c->node = n;
     c->db = &n->dbs[0];
-    c->stats = &n->stats;
+    c->shared = &n->shared;
     c->conn = conn;
     c->w.buf = core_conn_out(conn);
     c->w.proto = 2;
@@ -282,8 +283,10 @@ static void on_close(struct core_conn *conn)
     struct gs_client *c = core_conn_data(conn);
     if (!c)
         return;
-    gs_origin_node_client_closed(c); /* gs-origin: drop its waiters */
-    gs_cluster_client_closed(c);
+    struct gs_node *n = c->node;
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->client_closed)
+            n->features[i].ops->client_closed(n->features[i].self, c);
     gs_multi_client_closed(c);
     gs_resp_parser_free(&c->parser);
     free(c->name);
@@ -291,6 +294,15 @@ static void on_close(struct core_conn *conn)
     free(c->lib_ver);
     free(c);
     core_conn_set_data(conn, NULL);
+}
+
+static bool over_output_limit(struct gs_node *n, struct gs_client *c)
+{
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->over_output_limit &&
+            n->features[i].ops->over_output_limit(n->features[i].self, c))
+            return true;
+    return false;
 }
 
 static size_t on_data(struct core_conn *conn, char *data, size_t len)
@@ -331,9 +343,9 @@ static size_t on_data(struct core_conn *conn, char *data, size_t len)
             off -= used;
             break;
         }
-        /* gs-origin: replies held behind a fetch count toward the limit */
-        if (c->w.buf->len > FLUSH_EARLY &&
-            (core_conn_flush(conn) || gs_origin_node_over_output_limit(c)))
+        /* Output a feature holds (replies behind an origin fetch) counts
+         * toward the limit. */
+        if (c->w.buf->len > FLUSH_EARLY && (core_conn_flush(conn) || over_output_limit(n, c)))
             break;
     }
     return off;
@@ -360,8 +372,13 @@ static void cron_cb(uv_timer_t *t)
     resync_clock(n);
     int64_t now = gs_node_now_ms(n);
     uint64_t t0 = core_now_ns();
-    /* In cluster mode only a leader expires actively (cluster.h). */
-    if (n->cluster && !gs_cluster_may_expire(n->cluster))
+    /* A feature may expire the keyspaces itself (cluster mode: through
+     * each group's log). */
+    bool expired = false;
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->cron && n->features[i].ops->cron(n->features[i].self, now))
+            expired = true;
+    if (expired)
         return;
     /* Bounded active expiry (the idea of Redis's activeExpireCycle):
      * slices of EXPIRE_WORK while slices come back full (more keys are
@@ -391,15 +408,16 @@ void gs_node_apply_config(struct gs_node *n)
     struct core_server_limits l;
     limits_from_config(&n->cfg, &l);
     core_server_set_limits(n->srv, &l);
+    n->shared.proto_max_bulk_len = n->cfg.proto_max_bulk_len;
     for (unsigned d = 0; d < n->n_dbs; d++)
         gs_store_configure(n->dbs[d].store, (uint64_t)n->cfg.maxmemory,
                            (enum gs_evict_policy)n->cfg.maxmemory_policy);
-    if (n->cluster)
-        gs_cluster_apply_config(n->cluster); /* the other shards' stores */
     core_log_init('M', (enum core_log_level)n->cfg.loglevel);
     uint64_t period = (uint64_t)(1000 / n->cfg.hz);
     uv_timer_set_repeat(&n->cron, period ? period : 1);
-    gs_origin_node_apply_config(n); /* gs-origin */
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->apply_config)
+            n->features[i].ops->apply_config(n->features[i].self);
 }
 
 static void dbs_free(struct gs_node *n)
@@ -435,7 +453,37 @@ static int dbs_new(struct gs_node *n, unsigned count)
     return 0;
 }
 
-int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg)
+static void features_free(struct gs_node *n);
+
+static void features_stop(struct gs_node *n)
+{
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->stop)
+            n->features[i].ops->stop(n->features[i].self);
+}
+
+/* Start each feature in order; a started one (self set) joins the node,
+ * even when its start failed, so that stop and free undo it. */
+static int features_start(struct gs_node *n, const struct gs_feature *const *features)
+{
+    for (unsigned i = 0; features && features[i]; i++) {
+        if (n->n_features == GS_NODE_MAX_FEATURES)
+            return CORE_EINVAL;
+        void *self = NULL;
+        int rc = features[i]->start(n, &self);
+        if (self) {
+            n->features[n->n_features].ops = features[i];
+            n->features[n->n_features].self = self;
+            n->n_features++;
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg,
+                const struct gs_feature *const *features)
 {
     struct gs_node *n = calloc(1, sizeof(*n));
     if (!n)
@@ -444,6 +492,7 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     n->cfg = *cfg;
     gs_config_bind(&n->cfg, n->opts);
     gs_command_index_build(n);
+    n->shared.proto_max_bulk_len = cfg->proto_max_bulk_len;
     int rc = dbs_new(n, GS_DBS_DEFAULT);
     if (rc)
         goto fail_dbs;
@@ -459,26 +508,24 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
                   (long long)cfg->port, core_strerror(rc));
         goto fail_listen;
     }
-    rc = gs_origin_node_start(n); /* gs-origin: a bad origin option fails the start */
-    if (rc)
-        goto fail_listen;
     uv_timer_init(loop, &n->cron);
     n->cron.data = n;
     resync_clock(n);
     n->start_wall_ms = n->wall_base_ms;
-    if (cfg->cluster_enabled && (rc = gs_cluster_new(&n->cluster, n)) != 0)
-        goto fail_cluster;
+    rc = features_start(n, features); /* a bad feature option fails the start */
+    if (rc)
+        goto fail_features;
     uint64_t period = (uint64_t)(1000 / cfg->hz);
     uv_timer_start(&n->cron, cron_cb, period, period ? period : 1);
     *out = n;
     return 0;
 
-fail_cluster:
+fail_features:
     core_server_stop(n->srv);
-    gs_origin_node_stop(n);
+    features_stop(n);
     uv_close((uv_handle_t *)&n->cron, NULL);
-    uv_run(loop, UV_RUN_DEFAULT); /* let the handles (and groups) close */
-    gs_cluster_free(n->cluster);
+    uv_run(loop, UV_RUN_DEFAULT); /* let the handles (and Raft groups) close */
+    features_free(n);
     goto fail_closed;
 fail_listen:
     core_server_stop(n->srv);
@@ -492,15 +539,21 @@ fail_dbs:
     return rc;
 }
 
+static void features_free(struct gs_node *n)
+{
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->free)
+            n->features[i].ops->free(n->features[i].self);
+    n->n_features = 0;
+}
+
 void gs_node_stop(struct gs_node *n)
 {
     if (n->stopping)
         return;
     n->stopping = true;
     core_server_stop(n->srv);
-    gs_origin_node_stop(n); /* gs-origin: after the clients have gone */
-    if (n->cluster)
-        gs_cluster_stop(n->cluster);
+    features_stop(n); /* after the clients have gone */
     uv_close((uv_handle_t *)&n->cron, NULL);
 }
 
@@ -509,9 +562,9 @@ void gs_node_free(struct gs_node *n)
     if (!n)
         return;
     core_server_free(n->srv);
-    gs_cluster_free(n->cluster);
+    features_free(n);
     gs_multi_node_free(n); /* before the stores: their hook points here */
     dbs_free(n);
-    core_buf_free(&n->scratch);
+    core_buf_free(&n->shared.scratch);
     free(n);
 }

@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/uv_server.h"
 #include "gridsync/client/client.h"
+#include "gridsync/commands/commands.h"
 #include "gridsync/commands/multi.h"
 #include "gridsync/protocol/resp.h"
 #include "gridsync/store/store.h"
@@ -29,8 +30,10 @@
 struct gs_command;
 struct gs_origin;
 struct gs_held;
+struct gs_feature;
 
-#define GS_NODE_NOPTS 29 /* options + terminator (7 gs-origin's, 7 cluster's) */
+#define GS_NODE_MAX_FEATURES 4  /* struct gs_feature, below */
+#define GS_NODE_NOPTS        29 /* options + terminator (7 gs-origin's, 7 cluster's) */
 
 struct gs_config {
     int64_t port;
@@ -82,19 +85,68 @@ struct gs_node {
     int64_t wall_base_ms;
     uint64_t loop_base_ms;
     int64_t start_wall_ms;
-    struct gs_stats stats;                   /* total_commands_processed, total_error_replies */
-    struct core_buf scratch;                 /* reusable: KEYS, RENAME, INFO text */
+    struct gs_shared shared; /* counters, scratch, limits: what clients share (client.h) */
     const struct gs_command *cmd_index[256]; /* open addressing by name hash */
     char config_file[CORE_OPT_STRLEN];
-    struct gs_origin *origin;      /* gs-origin: NULL unless configured */
-    struct gs_cluster *cluster;    /* NULL unless cluster-enabled */
+    struct gs_origin *origin;   /* gs-origin: NULL unless configured */
+    struct gs_cluster *cluster; /* NULL unless cluster-enabled */
+    struct {
+        const struct gs_feature *ops;
+        void *self;
+    } features[GS_NODE_MAX_FEATURES];
+    unsigned n_features;
     struct gs_watch_table watches; /* WATCHed keys (gridsync/commands/multi.h) */
 };
 
+/* ------------------------------------------------------------ features
+ *
+ * A feature (read-through, cluster mode) is wired into the node by these
+ * hooks, as the store's modified-key hook wires transactions into the
+ * store: the node calls them at its life-cycle points and names nothing
+ * else of the feature. gridsync-server's main decides which features a
+ * node has; each one decides from the configuration whether it is on.
+ *
+ * Every hook but start may be NULL. Hooks run in the order the features
+ * were given, and only for a feature whose start set *self. */
+struct gs_feature {
+    const char *name; /* also the INFO section its info hook writes */
+    /* Start on node n (bound and listening, loop not yet running). Sets
+     * *self to the feature's state, or NULL when the configuration leaves
+     * it off. Returns 0 or a CORE_E* code (logged); on a failure with
+     * *self set, stop and free are still called. */
+    int (*start)(struct gs_node *n, void **self);
+    /* A command about to run (known, arity and authentication checked):
+     * true if the feature took it (replied, or will reply later). */
+    bool (*route)(void *self, struct gs_client *c, const struct gs_command *cmd, size_t argc,
+                  struct gs_arg *argv);
+    /* Each cron tick, at the node's clock. Returns true when the feature
+     * expires the node's keyspaces itself (the node then does not). */
+    bool (*cron)(void *self, int64_t now_ms);
+    void (*client_closed)(void *self, struct gs_client *c);
+    /* After a large batch of output: true if the client was closed for
+     * output the feature holds for it beyond client-output-buffer-limit. */
+    bool (*over_output_limit)(void *self, struct gs_client *c);
+    /* A value read through from outside (the origin) for key, to keep with
+     * an absolute expiry (-1: none) unless the key is present by then.
+     * True if the feature took it (cluster mode proposes it through the
+     * key's group, or drops it on a node that does not lead the group);
+     * when none does, the node's database 0 keeps it. */
+    bool (*fill)(void *self, const char *key, size_t klen, const char *val, size_t vlen,
+                 int64_t expire_ms);
+    void (*apply_config)(void *self);             /* after CONFIG SET */
+    void (*info)(void *self, struct core_buf *b); /* its INFO section, header included */
+    void (*reset_stats)(void *self);              /* CONFIG RESETSTAT */
+    void (*stop)(void *self); /* the node is stopping: close handles (the loop still runs) */
+    void (*free)(void *self); /* after the loop has returned */
+};
+
 /* Create a node from a filled configuration (see gs_node_options for the
- * defaults), bind and listen. Returns 0 or a CORE_E* code (with a log
- * line). *out is freed by gs_node_free after the loop has returned. */
-int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg);
+ * defaults), bind and listen, then start each feature of the
+ * NULL-terminated list (may be NULL: none). Returns 0 or a CORE_E* code
+ * (with a log line). *out is freed by gs_node_free after the loop has
+ * returned. */
+int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg,
+                const struct gs_feature *const *features);
 
 /* Stop accepting, close every client and the node's handles; the loop
  * then returns. Safe from inside a command (SHUTDOWN) and from a signal
@@ -123,34 +175,6 @@ void gs_node_apply_config(struct gs_node *n);
 
 /* ------------------------------------------------------- command table */
 
-enum {
-    GS_CMD_WRITE = 1 << 0,
-    GS_CMD_READONLY = 1 << 1,
-    GS_CMD_DENYOOM = 1 << 2, /* may grow memory: make room first */
-    GS_CMD_FAST = 1 << 3,
-    GS_CMD_NOAUTH = 1 << 4, /* allowed before AUTH */
-    GS_CMD_ADMIN = 1 << 5,
-    GS_CMD_LOADING = 1 << 6,
-    GS_CMD_STALE = 1 << 7,
-    GS_CMD_NOSCRIPT = 1 << 8,
-};
-
-typedef void gs_cmd_fn(struct gs_client *c, size_t argc, struct gs_arg *argv);
-
-struct gs_command {
-    const char *name; /* lower case */
-    int arity;        /* Redis's convention: n exact, -n at least n */
-    unsigned flags;
-    gs_cmd_fn *fn;
-    int first_key, last_key, key_step;
-    const char *group;
-    const char *summary;
-    const char *since;
-};
-
-/* Every command, in one table (commands.c); NULL-name terminated. */
-extern const struct gs_command gs_commands[];
-
 /* Build the node's command index (at start). */
 void gs_command_index_build(struct gs_node *n);
 
@@ -159,21 +183,5 @@ const struct gs_command *gs_command_lookup(const struct gs_node *n, const char *
 
 /* Run one request (argv[0] is the command name). */
 void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv);
-
-/* Handlers, by family. */
-gs_cmd_fn gs_cmd_get, gs_cmd_set, gs_cmd_setnx, gs_cmd_setex, gs_cmd_psetex, gs_cmd_getset,
-    gs_cmd_getdel, gs_cmd_getex, gs_cmd_mget, gs_cmd_mset, gs_cmd_msetnx, gs_cmd_incr, gs_cmd_decr,
-    gs_cmd_incrby, gs_cmd_decrby, gs_cmd_incrbyfloat, gs_cmd_append, gs_cmd_strlen, gs_cmd_getrange,
-    gs_cmd_setrange;
-gs_cmd_fn gs_cmd_expire, gs_cmd_pexpire, gs_cmd_expireat, gs_cmd_pexpireat, gs_cmd_ttl, gs_cmd_pttl,
-    gs_cmd_persist;
-gs_cmd_fn gs_cmd_expiretime, gs_cmd_pexpiretime, gs_cmd_touch, gs_cmd_time;
-gs_cmd_fn gs_cmd_getbit, gs_cmd_setbit, gs_cmd_bitcount, gs_cmd_bitpos, gs_cmd_bitop;
-gs_cmd_fn gs_cmd_del, gs_cmd_exists, gs_cmd_type, gs_cmd_rename, gs_cmd_renamenx, gs_cmd_copy,
-    gs_cmd_keys, gs_cmd_scan, gs_cmd_randomkey, gs_cmd_dbsize, gs_cmd_flushdb, gs_cmd_select;
-gs_cmd_fn gs_cmd_cluster, gs_cmd_readonly, gs_cmd_readwrite, gs_cmd_asking;
-gs_cmd_fn gs_cmd_ping, gs_cmd_echo, gs_cmd_info, gs_cmd_config, gs_cmd_command, gs_cmd_auth,
-    gs_cmd_hello, gs_cmd_quit, gs_cmd_shutdown, gs_cmd_client;
-gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
 
 #endif

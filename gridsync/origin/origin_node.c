@@ -89,7 +89,7 @@ static void write_reply(struct gs_held *h, struct core_buf *out)
     if (h->error) {
         char tmp[64];
         const char *msg = error_text(h->error, h->http_status, tmp, sizeof(tmp));
-        h->c->stats->error_replies++;
+        h->c->shared->stats.error_replies++;
         gs_reply_error(&w, msg, strlen(msg));
         return;
     }
@@ -165,13 +165,18 @@ static void on_fill(void *arg, const char *key, size_t klen, const struct gs_ori
     struct gs_node *n = arg;
     if (r->status != GS_ORIGIN_FOUND || !r->cacheable)
         return;
-    struct gs_store *store = n->dbs[0].store;
     int64_t now = gs_node_now_ms(n);
+    int64_t expire = r->ttl_ms > 0 ? now + r->ttl_ms : -1;
+    /* A replicated keyspace (cluster mode) writes it through its log. */
+    for (unsigned i = 0; i < n->n_features; i++)
+        if (n->features[i].ops->fill &&
+            n->features[i].ops->fill(n->features[i].self, key, klen, r->value, r->vlen, expire))
+            return;
+    struct gs_store *store = n->dbs[0].store;
     if (gs_store_lookup(store, key, klen, now, GS_LOOKUP_NOTOUCH) != NULL)
         return;
     if (n->cfg.maxmemory > 0 && gs_store_make_room(store) == CORE_ENOMEM)
         return; /* full under noeviction: serve it, do not keep it */
-    int64_t expire = r->ttl_ms > 0 ? now + r->ttl_ms : -1;
     if (gs_store_set(store, key, klen, r->value, r->vlen, expire, NULL) < 0)
         CORE_DEBUG("origin: could not store a filled value (out of memory)");
 }
@@ -255,9 +260,9 @@ static void reply_origin_error(struct gs_client *c, int err)
         gs_error(c, error_text(err, 0, tmp, sizeof(tmp)));
 }
 
-bool gs_origin_node_get(struct gs_client *c, const struct gs_arg *key)
+static bool miss_get(void *ctx, struct gs_client *c, const struct gs_arg *key)
 {
-    struct gs_node *n = c->node;
+    struct gs_node *n = ctx;
     if (n->origin == NULL)
         return false;
     struct gs_held *h = held_new(c, 1, false);
@@ -291,9 +296,9 @@ static void slot_value(struct gs_held *h, size_t i, struct gs_entry *e)
     s->state = SLOT_VALUE;
 }
 
-bool gs_origin_node_mget(struct gs_client *c, size_t argc, struct gs_arg *argv)
+static bool miss_mget(void *ctx, struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_node *n = c->node;
+    struct gs_node *n = ctx;
     if (n->origin == NULL)
         return false;
     size_t nkeys = argc - 1;
@@ -353,6 +358,8 @@ bool gs_origin_node_mget(struct gs_client *c, size_t argc, struct gs_arg *argv)
     return true;
 }
 
+static const struct gs_miss_ops miss_ops = {.get = miss_get, .mget = miss_mget};
+
 void gs_origin_node_client_closed(struct gs_client *c)
 {
     while (c->held_head) {
@@ -388,6 +395,12 @@ int gs_origin_node_start(struct gs_node *n)
                   n->cfg.origin, core_strerror(rc));
         return rc;
     }
+    /* Misses of every database are read through; cluster mode copies the
+     * ops into each group's database when it starts the group. */
+    for (unsigned d = 0; d < n->n_dbs; d++) {
+        n->dbs[d].miss = &miss_ops;
+        n->dbs[d].miss_ctx = n;
+    }
     CORE_INFO("origin: read-through from %s (coalescing %s)", n->cfg.origin,
               n->cfg.origin_coalesce ? "on" : "off");
     return 0;
@@ -395,6 +408,8 @@ int gs_origin_node_start(struct gs_node *n)
 
 void gs_origin_node_stop(struct gs_node *n)
 {
+    for (unsigned d = 0; d < n->n_dbs; d++)
+        n->dbs[d].miss = NULL;
     gs_origin_free(n->origin);
     n->origin = NULL;
 }
@@ -420,3 +435,54 @@ void gs_origin_node_info(struct gs_node *n, struct core_buf *b)
     gs_origin_info(n->origin, p, need + 1);
     b->len += need;
 }
+
+/* ------------------------------------------------------------- the feature */
+
+static int feature_start(struct gs_node *n, void **self)
+{
+    *self = n; /* always on: INFO shows origin_enabled:0 when unconfigured */
+    return gs_origin_node_start(n);
+}
+
+static void feature_client_closed(void *self, struct gs_client *c)
+{
+    (void)self;
+    gs_origin_node_client_closed(c);
+}
+
+static bool feature_over_output_limit(void *self, struct gs_client *c)
+{
+    (void)self;
+    return gs_origin_node_over_output_limit(c);
+}
+
+static void feature_apply_config(void *self)
+{
+    gs_origin_node_apply_config(self);
+}
+
+static void feature_info(void *self, struct core_buf *b)
+{
+    gs_origin_node_info(self, b);
+}
+
+static void feature_reset_stats(void *self)
+{
+    gs_origin_node_reset_stats(self);
+}
+
+static void feature_stop(void *self)
+{
+    gs_origin_node_stop(self);
+}
+
+const struct gs_feature gs_origin_feature = {
+    .name = "origin",
+    .start = feature_start,
+    .client_closed = feature_client_closed,
+    .over_output_limit = feature_over_output_limit,
+    .apply_config = feature_apply_config,
+    .info = feature_info,
+    .reset_stats = feature_reset_stats,
+    .stop = feature_stop,
+};

@@ -2,10 +2,12 @@
  * The origin inside a GridSync node: GET and MGET misses are fetched from
  * the origin (gridsync/origin/origin.h) and their replies held back in order.
  *
- * The node calls in at five points, each a one-line hook: start and stop
- * of the node, a GET/MGET miss, a client closing, INFO. Everything else
- * (the per-client queue of replies waiting on the origin, storing filled
- * values, the error texts) is here.
+ * It is wired in as a node feature (gs_origin_feature, node/node.h: start
+ * and stop, a client closing, the output limit, CONFIG SET, INFO and
+ * RESETSTAT) and as the databases' read-miss hook (struct gs_miss_ops,
+ * client/client.h: GET and MGET misses); the node names none of this.
+ * Everything else (the per-client queue of replies waiting on the origin,
+ * storing filled values, the error texts) is here.
  *
  * Reply order with pipelining: a GET that waits on the origin becomes a
  * "held reply" at the tail of its client's queue, and the client's writer
@@ -26,7 +28,12 @@
  *  2. A held reply is freed only after each of its waiters has been
  *     answered or cancelled; a closing client cancels all of them.
  *  3. A filled value never overwrites a key that is present when the fetch
- *     completes (a SET that came meanwhile wins).
+ *     completes (a SET that came meanwhile wins). In cluster mode the
+ *     fill is a SET NX proposed through the key's Raft group by its
+ *     leader (the cluster feature's fill hook), so every replica keeps the
+ *     same value and "present" is decided at the entry's place in the
+ *     log; a node that does not lead the key's group serves the value
+ *     without keeping it.
  */
 #ifndef GS_ORIGIN_NODE_H
 #define GS_ORIGIN_NODE_H
@@ -39,9 +46,17 @@
 struct gs_node;
 struct gs_client;
 struct gs_arg;
+struct gs_feature;
+
+/* Read-through as a node feature (always on; idle without `origin`). */
+extern const struct gs_feature gs_origin_feature;
 
 /* Create the node's origin if the `origin` option is set (n->origin stays
- * NULL otherwise). Returns 0 or a CORE_E* code (with a log line). */
+ * NULL otherwise) and install read-through on the node's databases
+ * (struct gs_miss_ops, gridsync/client/client.h): a GET miss is answered
+ * now or later through a held reply; an MGET with any miss waits as a
+ * whole, each missing key fetched once. Returns 0 or a CORE_E* code (with
+ * a log line). */
 int gs_origin_node_start(struct gs_node *n);
 
 /* Free the origin: waiting clients get an error reply. */
@@ -49,17 +64,6 @@ void gs_origin_node_stop(struct gs_node *n);
 
 /* Apply run-time changes (CONFIG SET origin-coalesce). */
 void gs_origin_node_apply_config(struct gs_node *n);
-
-/* GET of a key the store does not hold. Replies (now, or later through a
- * held reply) and returns true when an origin is configured; returns false
- * without replying when not (the caller replies nil). */
-bool gs_origin_node_get(struct gs_client *c, const struct gs_arg *key);
-
-/* MGET when an origin is configured: replies to the whole command (later,
- * if any key has to come from the origin; each missing key is fetched
- * once) and returns true. Returns false without replying when no origin
- * is configured. */
-bool gs_origin_node_mget(struct gs_client *c, size_t argc, struct gs_arg *argv);
 
 /* client-output-buffer-limit for a client with held replies: the replies
  * queued behind origin fetches (and the values already fetched for them)

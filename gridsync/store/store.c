@@ -781,6 +781,28 @@ size_t gs_store_expire_cycle(struct gs_store *s, int64_t now_ms, size_t max_work
     return removed;
 }
 
+size_t gs_store_due(const struct gs_store *s, int64_t now_ms, size_t max, gs_scan_fn fn, void *arg)
+{
+    /* Depth first over the subtree of due entries at the root (T3): each
+     * report pops one index and pushes at most two, so the stack never
+     * holds more than max + 1. */
+    uint32_t stack[GS_STORE_DUE_MAX + 2];
+    size_t top = 0, n = 0;
+    if (max > GS_STORE_DUE_MAX)
+        max = GS_STORE_DUE_MAX;
+    if (s->heap_len > 0 && s->heap[0].when <= now_ms)
+        stack[top++] = 0;
+    while (top > 0 && n < max) {
+        uint32_t i = stack[--top];
+        fn(arg, s->heap[i].e);
+        n++;
+        for (uint32_t c = 2 * i + 1; c <= 2 * i + 2; c++)
+            if (c < s->heap_len && s->heap[c].when <= now_ms)
+                stack[top++] = c;
+    }
+    return n;
+}
+
 /* Reverse the bits of v: SCAN's cursor counts in reverse binary. */
 static uint64_t rev64(uint64_t v)
 {

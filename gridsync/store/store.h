@@ -147,6 +147,16 @@ typedef void (*gs_scan_fn)(void *arg, const struct gs_entry *e);
 uint64_t gs_store_scan(struct gs_store *s, uint64_t cursor, size_t count, int64_t now_ms,
                        gs_scan_fn fn, void *arg);
 
+/* Due entries, without removing them: call fn for up to max entries whose
+ * TTL has passed at now_ms (expire_ms <= now_ms), each once, in no set
+ * order (it walks the due top of the expiry heap). For a replicated store,
+ * where only the leader decides that a key has expired and its deletion
+ * goes through the log (cluster mode). The store must not change during
+ * the call. Returns how many were reported (max is capped at
+ * GS_STORE_DUE_MAX); fewer than max means no more are due. */
+#define GS_STORE_DUE_MAX 256
+size_t gs_store_due(const struct gs_store *s, int64_t now_ms, size_t max, gs_scan_fn fn, void *arg);
+
 /* A uniformly-ish random live entry (a random bucket, then a random entry
  * of its chain), or NULL if the store is empty. Expired entries it picks
  * are deleted (lazy expiry) and it picks again, up to 100 times: it may

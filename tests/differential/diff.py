@@ -214,6 +214,9 @@ def self_test(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--version", action="version",
+        version="diff.py " + open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..", "VERSION")).read().strip())
     ap.add_argument("--gen", help="path of em-gen")
     ap.add_argument("--ref", required=True, help="path of em-refmodel")
     ap.add_argument("--engine", help="path of edumatcher-replay")

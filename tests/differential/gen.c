@@ -25,12 +25,15 @@
  * FEATURE is one of: stops icebergs stp breaker malformed phases replace
  * (documented in tests/differential/README.md).
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/proc.h"
 
 #define RING_CAP 60
 
@@ -995,25 +998,41 @@ static void gen_one(void)
     gen_new();
 }
 
-static int usage(void)
+static const char usage_text[] =
+    "Usage: em-gen --seed N --messages M [--without WHAT]...\n"
+    "\n"
+    "Write a random replay stream of M messages from seed N on stdout, for the\n"
+    "differential test (tests/differential/README.md). WHAT is one of stops,\n"
+    "icebergs, stp, breaker, malformed, phases, replace.\n"
+    "\n"
+    "  -h, --help   print this and exit\n"
+    "  --version    print the version and exit\n";
+
+static int usage(const char *why, const char *what)
 {
-    fprintf(stderr, "usage: em-gen --seed N --messages M [--without "
-                    "stops|icebergs|stp|breaker|malformed|phases|replace]...\n");
-    return 2;
+    return core_proc_bad_usage("em-gen", "%s%s%s", why, what ? " " : "", what ? what : "");
 }
 
 int main(int argc, char **argv)
 {
     unsigned long long seed = 1;
     long messages = 1000;
+    int code = core_proc_early("em-gen", usage_text, argc, argv);
+    if (code >= 0)
+        return code;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc)
-            return usage();
+            return usage("a value is missing after", argv[i]);
         const char *a = argv[i], *v = argv[++i];
+        int64_t x;
         if (!strcmp(a, "--seed")) {
-            seed = strtoull(v, NULL, 10);
+            if ((code = core_proc_int_arg("em-gen", a, v, 0, INT64_MAX, &x)) != 0)
+                return code;
+            seed = (unsigned long long)x;
         } else if (!strcmp(a, "--messages")) {
-            messages = strtol(v, NULL, 10);
+            if ((code = core_proc_int_arg("em-gen", a, v, 0, LONG_MAX, &x)) != 0)
+                return code;
+            messages = (long)x;
         } else if (!strcmp(a, "--without")) {
             if (!strcmp(v, "stops"))
                 without_stops = true;
@@ -1030,9 +1049,9 @@ int main(int argc, char **argv)
             else if (!strcmp(v, "replace"))
                 without_replace = true;
             else
-                return usage();
+                return usage("--without does not know", v);
         } else {
-            return usage();
+            return usage("unknown option", a);
         }
     }
     rng_state = seed;

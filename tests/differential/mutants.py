@@ -11,8 +11,8 @@ Not part of ctest (it takes a few minutes). The patterns are exact text of
 refmodel.c; when the model is edited, a mutant whose pattern no longer
 matches is reported as STALE and should be updated.
 
-    /usr/bin/python3 tests/differential/mutants.py --gen build/bin/em-gen \
-        --ref build/bin/em-refmodel [--seeds 20 --messages 50000] [NAME...]
+    /usr/bin/python3 tests/differential/mutants.py --gen build/tests/bin/em-gen \
+        --ref build/tests/bin/em-refmodel [--seeds 20 --messages 50000] [NAME...]
 """
 
 import argparse
@@ -84,6 +84,9 @@ MUTANTS = {
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--version", action="version",
+        version="mutants.py " + open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..", "VERSION")).read().strip())
     ap.add_argument("--gen", required=True)
     ap.add_argument("--ref", required=True)
     ap.add_argument("--cc", default="cc")

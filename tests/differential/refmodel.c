@@ -51,6 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/proc.h"
+
 #define MAX_MSG_LEN 1024 /* §1, applied to the message part (C.7) */
 #define MAX_TOKENS  1024
 #define MAX_SYMBOLS 256
@@ -1489,16 +1491,29 @@ static void handle_line(char *line, size_t len, unsigned long lineno)
 
 int main(int argc, char **argv)
 {
+    static const char usage[] =
+        "Usage: em-refmodel [--check] [FILE | -]\n"
+        "\n"
+        "The reference model of the matching rules (docs/alf.md), written apart from\n"
+        "the engine: replay FILE (stdin when - or absent) and print the events, in\n"
+        "edumatcher-replay's format; --check verifies the model's invariants after\n"
+        "every line.\n"
+        "\n"
+        "  -h, --help   print this and exit\n"
+        "  --version    print the version and exit\n";
     FILE *in = stdin;
+    int code = core_proc_early("em-refmodel", usage, argc, argv);
+    if (code >= 0)
+        return code;
     if (argc > 1 && strcmp(argv[1], "--check") == 0) {
         check_invariants = true;
         argc--;
         argv++;
     }
-    if (argc > 2 || (argc == 2 && argv[1][0] == '-' && argv[1][1])) {
-        fprintf(stderr, "usage: em-refmodel [--check] [replay-file]\n");
-        return 2;
-    }
+    if (argc > 2)
+        return core_proc_bad_usage("em-refmodel", "at most one FILE");
+    if (argc == 2 && argv[1][0] == '-' && argv[1][1])
+        return core_proc_bad_usage("em-refmodel", "unknown option '%s'", argv[1]);
     if (argc == 2 && strcmp(argv[1], "-") != 0) {
         in = fopen(argv[1], "r");
         if (!in) {

@@ -1,5 +1,5 @@
 /*
- * ALF text form of EduMatcher messages (spec/ALF.md §1–4, §7;
+ * ALF text form of EduMatcher messages (docs/alf.md §1–4, §7;
  * docs/alf.md A): parse one line into a struct em_msg, format one back.
  *
  * The parser applies the context-free checks in the spec's order: SYNTAX,

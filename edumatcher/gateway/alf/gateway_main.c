@@ -1,5 +1,5 @@
 /*
- * edumatcher-gateway: the ALF front door (spec/ALF.md §1-4).
+ * edumatcher-gateway: the ALF front door (docs/alf.md §1–4).
  *
  *   trader --ALF lines/TCP--> gateway --PUSH [gw][binary frames]--> engine
  *   trader <--ALF lines------ gateway <--SUB order.ack.<gw> [frames]-- engine

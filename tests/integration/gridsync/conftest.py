@@ -15,9 +15,11 @@ import redis
 def find_binary(name):
     build = os.environ.get("BUILD_DIR")
     if build:
-        path = os.path.join(build, "bin", name)
-        if os.access(path, os.X_OK):
-            return path
+        # products in bin/, load generators in bench/bin/, test tools in tests/bin/
+        for sub in ("bin", "bench/bin", "tests/bin"):
+            path = os.path.join(build, sub, name)
+            if os.access(path, os.X_OK):
+                return path
     path = shutil.which(name)
     if not path:
         pytest.skip(f"{name} not built")

@@ -21,7 +21,7 @@ TIMEOUT = 60
 def gs_bench():
     path = shutil.which("gs-bench")
     if path is None and os.environ.get("BUILD_DIR"):
-        path = os.path.join(os.environ["BUILD_DIR"], "bin", "gs-bench")
+        path = os.path.join(os.environ["BUILD_DIR"], "bench", "bin", "gs-bench")
     assert path and os.access(path, os.X_OK), "gs-bench is not built"
     return path
 

@@ -21,9 +21,11 @@ def free_port():
 def binary(name):
     build = os.environ.get("BUILD_DIR")
     if build:
-        p = os.path.join(build, "bin", name)
-        if os.path.exists(p):
-            return p
+        # products in bin/, load generators in bench/bin/, test tools in tests/bin/
+        for sub in ("bin", "bench/bin", "tests/bin"):
+            p = os.path.join(build, sub, name)
+            if os.path.exists(p):
+                return p
     p = shutil.which(name)
     if not p:
         pytest.skip(f"{name} not built")

@@ -112,6 +112,31 @@ static void test_push_pull(void **state)
     free(pull);
 }
 
+/* IPv6 works wherever IPv4 does: the bus binds and connects on ::1. */
+static void test_push_pull_over_ipv6_loopback(void **state)
+{
+    void *ctx;
+    assert_int_equal(em_bus_ctx_new(&ctx), 0);
+    struct em_bus_sock *pull = malloc(sizeof *pull), *push = malloc(sizeof *push);
+    assert_int_equal(em_bus_open(pull, ctx, EM_BUS_PULL, "tcp://[::1]:*", true), 0);
+    char ep[128];
+    size_t len = sizeof ep;
+    assert_int_equal(zmq_getsockopt(pull->zsock, ZMQ_LAST_ENDPOINT, ep, &len), 0);
+    assert_non_null(strstr(ep, "[::1]"));
+    assert_int_equal(em_bus_open(push, ctx, EM_BUS_PUSH, ep, false), 0);
+    struct em_bus_topic t;
+    em_bus_topic_set(&t, "in.", "GW6", 3);
+    assert_int_equal(em_bus_send(push, &t, "six", 3), 0);
+    assert_int_equal(em_bus_recv_wait(pull, 10000), 0);
+    assert_string_equal(pull->topic, "in.GW6");
+    assert_memory_equal(pull->payload, "six", 3);
+    em_bus_close(push);
+    em_bus_close(pull);
+    em_bus_ctx_term(ctx);
+    free(push);
+    free(pull);
+}
+
 static void test_pub_sub_prefix(void **state)
 {
     void *ctx;
@@ -249,6 +274,7 @@ int main(void)
         cmocka_unit_test(test_topic_cache),
         cmocka_unit_test(test_error_map),
         cmocka_unit_test(test_push_pull),
+        cmocka_unit_test(test_push_pull_over_ipv6_loopback),
         cmocka_unit_test(test_pub_sub_prefix),
         cmocka_unit_test(test_watch_drains_past_budget),
         cmocka_unit_test(test_no_allocation_per_message),

@@ -94,15 +94,15 @@ static void test_positions_and_cash(void **state)
     em_clr_format_amount(-5, 2, s, sizeof s);
     assert_string_equal(s, "-0.05");
 
-    struct em_http_response res = {0};
+    struct core_http_response res = {0};
     em_clearing_json(c, "GW1", NULL, &res);
-    em_http_write(&res, "", 1);
-    assert_non_null(strstr(res.body, "{\"gw\":\"GW1\",\"sym\":\"ABC\",\"position\":60,"
-                                     "\"bought\":105,\"sold\":45,\"cash\":\"-640.00\""));
-    assert_null(strstr(res.body, "GW2"));
-    const char *abc = strstr(res.body, "\"ABC\""), *xyz = strstr(res.body, "\"XYZ\"");
+    core_http_write(&res, "", 1);
+    assert_non_null(strstr(res.body.data, "{\"gw\":\"GW1\",\"sym\":\"ABC\",\"position\":60,"
+                                          "\"bought\":105,\"sold\":45,\"cash\":\"-640.00\""));
+    assert_null(strstr(res.body.data, "GW2"));
+    const char *abc = strstr(res.body.data, "\"ABC\""), *xyz = strstr(res.body.data, "\"XYZ\"");
     assert_true(abc && xyz && abc < xyz);
-    free(res.body);
+    core_buf_free(&res.body);
     free(c);
 }
 

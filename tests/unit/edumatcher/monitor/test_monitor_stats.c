@@ -117,27 +117,27 @@ static void test_renderings(void **state)
     em_mon_ingest(m, &b, 1000);
     b = beacon("engine", 9, 2000, 300);
     em_mon_ingest(m, &b, 2000);
-    struct em_http_response res = {0};
+    struct core_http_response res = {0};
     em_mon_json(m, 2500, 3000, &res);
-    em_http_write(&res, "", 1);
-    assert_non_null(strstr(res.body, "\"proc\":\"engine\""));
-    assert_non_null(strstr(res.body, "\"stale\":false"));
-    assert_non_null(strstr(res.body, "\"1s\":200.0"));
-    assert_non_null(strstr(res.body, "\"queue_depth\":4"));
-    assert_non_null(strstr(res.body, "\"lat_p99_ns\":9000"));
+    core_http_write(&res, "", 1);
+    assert_non_null(strstr(res.body.data, "\"proc\":\"engine\""));
+    assert_non_null(strstr(res.body.data, "\"stale\":false"));
+    assert_non_null(strstr(res.body.data, "\"1s\":200.0"));
+    assert_non_null(strstr(res.body.data, "\"queue_depth\":4"));
+    assert_non_null(strstr(res.body.data, "\"lat_p99_ns\":9000"));
     /* A beacon without samples has no percentiles (not 0). */
     b = beacon("idle", 5, 1000, 0);
     b.lat_n = 0;
     em_mon_ingest(m, &b, 2000);
-    res.len = 0;
+    core_buf_reset(&res.body);
     em_mon_json(m, 2500, 3000, &res);
-    em_http_write(&res, "", 1);
-    assert_non_null(strstr(res.body, "\"proc\":\"idle\""));
-    assert_non_null(strstr(res.body, "\"lat_n\":0,\"lat_p50_ns\":null,\"lat_p99_ns\":null"));
-    res.len = 0;
+    core_http_write(&res, "", 1);
+    assert_non_null(strstr(res.body.data, "\"proc\":\"idle\""));
+    assert_non_null(strstr(res.body.data, "\"lat_n\":0,\"lat_p50_ns\":null,\"lat_p99_ns\":null"));
+    core_buf_reset(&res.body);
     em_mon_json(m, 9000, 3000, &res);
-    em_http_write(&res, "", 1);
-    assert_non_null(strstr(res.body, "\"stale\":true"));
+    core_http_write(&res, "", 1);
+    assert_non_null(strstr(res.body.data, "\"stale\":true"));
     struct core_buf out = {0};
     em_mon_prometheus(m, 2500, 3000, &out);
     core_buf_append(&out, "", 1);
@@ -179,7 +179,7 @@ static void test_renderings(void **state)
     /* silent for 6 s with a 3 s limit */
     assert_non_null(strstr(t, "edumatcher_up{proc=\"engine\"} 0\n"));
     free(out.data);
-    free(res.body);
+    core_buf_free(&res.body);
     free(m);
 }
 

@@ -41,7 +41,8 @@ static struct harness *setup_harness(void)
     struct gs_client *c = &h->client;
     c->node = n;
     c->db = &h->dbs[0];
-    c->stats = &n->stats;
+    c->shared = &n->shared;
+    n->shared.proto_max_bulk_len = n->cfg.proto_max_bulk_len;
     c->authenticated = true;
     c->w.buf = &h->out;
     c->w.proto = 2;

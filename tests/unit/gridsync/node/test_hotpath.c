@@ -44,7 +44,8 @@ static struct harness *setup_harness(void)
     struct gs_client *c = &h->client;
     c->node = n;
     c->db = &n->dbs[0];
-    c->stats = &n->stats;
+    c->shared = &n->shared;
+    n->shared.proto_max_bulk_len = n->cfg.proto_max_bulk_len;
     c->authenticated = true;
     c->w.buf = &h->out;
     c->w.proto = 2;
@@ -58,7 +59,7 @@ static void teardown_harness(struct harness *h)
     gs_resp_parser_free(&h->client.parser);
     gs_store_free(h->db.store);
     core_buf_free(&h->out);
-    core_buf_free(&h->node.scratch);
+    core_buf_free(&h->node.shared.scratch);
     uv_loop_close(&h->loop);
     free(h);
 }
@@ -123,7 +124,7 @@ static void test_scratch_given_back(void **state)
     free(v);
     run(h, "RENAME big big2\r\n");
     assert_memory_equal(h->out.data, "+OK\r\n", 5);
-    assert_true(n->scratch.cap <= 256 * 1024);
+    assert_true(n->shared.scratch.cap <= 256 * 1024);
     for (int i = 0; i < 30000; i++) {
         char k[16];
         int kl = snprintf(k, sizeof(k), "k%d", i);
@@ -132,7 +133,7 @@ static void test_scratch_given_back(void **state)
     h->out.len = 0;
     run(h, "KEYS *\r\n");
     assert_memory_equal(h->out.data, "*30001\r\n", 8);
-    assert_true(n->scratch.cap <= 256 * 1024);
+    assert_true(n->shared.scratch.cap <= 256 * 1024);
     teardown_harness(h);
 }
 

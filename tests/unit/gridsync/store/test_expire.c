@@ -153,6 +153,77 @@ static void test_cycle_removes_due_keys_in_order(void **state)
     gs_store_free(s);
 }
 
+struct due_seen {
+    int64_t now;
+    size_t n;
+    bool all_due;
+    unsigned char seen[1000];
+};
+
+static void on_due(void *arg, const struct gs_entry *e)
+{
+    struct due_seen *d = arg;
+    size_t kl;
+    const char *k = gs_entry_key(e, &kl);
+    int i = atoi(k + 1);
+    if (gs_entry_expire_ms(e) > d->now || d->seen[i])
+        d->all_due = false; /* not due, or reported twice */
+    d->seen[i] = 1;
+    d->n++;
+}
+
+/* gs_store_due reports exactly the due keys (in bounded calls), once each,
+ * and removes nothing: in cluster mode the leader proposes their deletion
+ * through the log instead. */
+static void test_due_reports_without_removing(void **state)
+{
+    struct gs_store *s = new_store();
+    char k[32];
+    size_t due = 0;
+    for (int i = 0; i < 1000; i++) {
+        int kl = snprintf(k, sizeof(k), "k%d", i);
+        int64_t when = i % 4 == 3 ? -1 : T0 + (i * 7919) % 1000;
+        due += i % 4 != 3 && (i * 7919) % 1000 <= 499;
+        assert_int_equal(gs_store_set(s, k, (size_t)kl, "v", 1, when, NULL), 0);
+    }
+    struct due_seen d = {.now = T0 + 499, .all_due = true};
+    assert_int_equal(gs_store_due(s, T0 - 1, 100, on_due, &d), 0);
+    /* One call reports at most GS_STORE_DUE_MAX; ask for all of them. */
+    assert_int_equal(gs_store_due(s, T0 + 499, 100000, on_due, &d), GS_STORE_DUE_MAX);
+    assert_true(d.all_due);
+    memset(&d, 0, sizeof(d));
+    d.now = T0 + 499;
+    d.all_due = true;
+    assert_true(due > GS_STORE_DUE_MAX);
+    size_t small = gs_store_due(s, T0 + 499, 10, on_due, &d);
+    assert_int_equal(small, 10);
+    assert_true(d.all_due);
+    assert_int_equal(stats_of(s).keys, 1000); /* nothing removed */
+    assert_int_equal(stats_of(s).expired_keys, 0);
+    /* Remove them as the log would (one delete each), a batch at a time. */
+    size_t removed = 0;
+    for (int round = 0; round < 100; round++) {
+        memset(&d, 0, sizeof(d));
+        d.now = T0 + 499;
+        d.all_due = true;
+        size_t n = gs_store_due(s, T0 + 499, 50, on_due, &d);
+        assert_true(d.all_due);
+        if (n == 0)
+            break;
+        for (int i = 0; i < 1000; i++) {
+            if (!d.seen[i])
+                continue;
+            int kl = snprintf(k, sizeof(k), "k%d", i);
+            assert_null(gs_store_lookup(s, k, (size_t)kl, T0 + 499, GS_LOOKUP_NOTOUCH));
+            removed++;
+        }
+    }
+    assert_int_equal(removed, due);
+    assert_int_equal(stats_of(s).keys, 1000 - due);
+    assert_int_equal(gs_store_check(s), 0);
+    gs_store_free(s);
+}
+
 /* 1,000,000 keys expiring at the same ms are removed by repeated cycles,
  * each doing at most max_work; the keys without a TTL remain. */
 static void test_million_expire_at_once(void **state)
@@ -199,6 +270,7 @@ int main(void)
         cmocka_unit_test(test_lazy_on_delete),
         cmocka_unit_test(test_set_update_clear_ttl),
         cmocka_unit_test(test_cycle_removes_due_keys_in_order),
+        cmocka_unit_test(test_due_reports_without_removing),
         cmocka_unit_test(test_million_expire_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,153 @@
+/*
+ * INFO: the sections Redis clients read (server, clients, memory, stats,
+ * replication, the features' own, cluster, keyspace).
+ */
+#include "gridsync/commands/cmd_server.h"
+
+#include "core/error.h"
+#include "core/log.h"
+#include "gridsync/commands/glob.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- INFO */
+
+static void human_bytes(char *out, size_t len, uint64_t n)
+{
+    /* Redis's bytesToHuman */
+    double d = (double)n;
+    if (n < 1024)
+        snprintf(out, len, "%" PRIu64 "B", n);
+    else if (n < 1024ULL * 1024)
+        snprintf(out, len, "%.2fK", d / 1024);
+    else if (n < 1024ULL * 1024 * 1024)
+        snprintf(out, len, "%.2fM", d / (1024 * 1024));
+    else
+        snprintf(out, len, "%.2fG", d / (1024.0 * 1024 * 1024));
+}
+
+static bool want(size_t argc, struct gs_arg *argv, const char *section, bool dflt)
+{
+    if (argc < 2)
+        return dflt;
+    for (size_t i = 1; i < argc; i++) {
+        if (gs_arg_is(&argv[i], section) || gs_arg_is(&argv[i], "all") ||
+            gs_arg_is(&argv[i], "everything") || (dflt && gs_arg_is(&argv[i], "default")))
+            return true;
+    }
+    return false;
+}
+
+static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct gs_arg *argv)
+{
+    /* Database 0's figures (the only database today). */
+    struct gs_store_stats st;
+    gs_store_stats(n->dbs[0].store, &st);
+    struct core_server_stats ss;
+    core_server_get_stats(n->srv, &ss);
+    int64_t now = gs_node_now_ms(n);
+    int64_t uptime = (now - n->start_wall_ms) / 1000;
+    bool first = true;
+#define SECTION(name)                                                                              \
+    do {                                                                                           \
+        gs_sbprintf(b, "%s# %s\r\n", first ? "" : "\r\n", name);                                   \
+        first = false;                                                                             \
+    } while (0)
+    if (want(argc, argv, "server", true)) {
+        struct utsname u;
+        uname(&u);
+        SECTION("Server");
+        gs_sbprintf(b,
+                    "redis_version:%s\r\ngridsync_version:%s\r\nredis_mode:%s\r\n"
+                    "os:%s %s %s\r\narch_bits:%d\r\nmultiplexing_api:libuv\r\nprocess_id:%d\r\n"
+                    "tcp_port:%lld\r\nuptime_in_seconds:%lld\r\nuptime_in_days:%lld\r\nhz:%lld\r\n"
+                    "config_file:%s\r\n",
+                    GS_REDIS_VERSION, GS_VERSION, n->cluster ? "cluster" : "standalone", u.sysname,
+                    u.release, u.machine, (int)(sizeof(void *) * 8), (int)getpid(),
+                    (long long)n->cfg.port, (long long)uptime, (long long)(uptime / 86400),
+                    (long long)n->cfg.hz, n->config_file);
+    }
+    if (want(argc, argv, "clients", true)) {
+        SECTION("Clients");
+        gs_sbprintf(b, "connected_clients:%" PRIu64 "\r\nmaxclients:%lld\r\nblocked_clients:0\r\n",
+                    ss.connected, (long long)n->cfg.maxclients);
+    }
+    if (want(argc, argv, "memory", true)) {
+        char used[32], maxm[32];
+        human_bytes(used, sizeof(used), st.used_memory);
+        human_bytes(maxm, sizeof(maxm), (uint64_t)n->cfg.maxmemory);
+        static const char *const pol[] = {"noeviction", "slru", "allkeys-lru"};
+        SECTION("Memory");
+        gs_sbprintf(b,
+                    "used_memory:%" PRIu64 "\r\nused_memory_human:%s\r\nmaxmemory:%lld\r\n"
+                    "maxmemory_human:%s\r\nmaxmemory_policy:%s\r\n",
+                    st.used_memory, used, (long long)n->cfg.maxmemory, maxm,
+                    pol[n->cfg.maxmemory_policy]);
+    }
+    if (want(argc, argv, "persistence", true)) {
+        SECTION("Persistence");
+        gs_sbprintf(b, "loading:0\r\nrdb_changes_since_last_save:0\r\naof_enabled:0\r\n");
+    }
+    if (want(argc, argv, "stats", true)) {
+        SECTION("Stats");
+        gs_sbprintf(b,
+                    "total_connections_received:%" PRIu64 "\r\ntotal_commands_processed:%" PRIu64
+                    "\r\ntotal_net_input_bytes:%" PRIu64 "\r\ntotal_net_output_bytes:%" PRIu64
+                    "\r\nrejected_connections:%" PRIu64 "\r\nexpired_keys:%" PRIu64
+                    "\r\nevicted_keys:%" PRIu64 "\r\nkeyspace_hits:%" PRIu64
+                    "\r\nkeyspace_misses:%" PRIu64 "\r\ntotal_error_replies:%" PRIu64
+                    "\r\nclient_query_buffer_limit_disconnections:%" PRIu64
+                    "\r\nclient_output_buffer_limit_disconnections:%" PRIu64 "\r\n",
+                    ss.total_connections, n->shared.stats.commands, ss.total_net_input_bytes,
+                    ss.total_net_output_bytes, ss.rejected_connections, st.expired_keys,
+                    st.evicted_keys, st.hits, st.misses, n->shared.stats.error_replies,
+                    ss.closed_by_query_limit, ss.closed_by_output_limit);
+    }
+    if (want(argc, argv, "replication", true)) {
+        SECTION("Replication");
+        gs_sbprintf(b, "role:master\r\nconnected_slaves:0\r\n");
+    }
+    for (unsigned i = 0; i < n->n_features; i++) { /* each writes its own header */
+        const struct gs_feature *f = n->features[i].ops;
+        if (f->info && want(argc, argv, f->name, true)) {
+            gs_sbprintf(b, "%s", first ? "" : "\r\n");
+            first = false;
+            f->info(n->features[i].self, b);
+        }
+    }
+    if (want(argc, argv, "cluster", true)) {
+        /* Cluster clients (redis-py's RedisCluster) check this first. */
+        SECTION("Cluster");
+        gs_sbprintf(b, "cluster_enabled:%d\r\n", n->cluster ? 1 : 0);
+    }
+    if (want(argc, argv, "keyspace", true)) {
+        SECTION("Keyspace");
+        if (st.keys)
+            gs_sbprintf(b, "db0:keys=%" PRIu64 ",expires=%" PRIu64 ",avg_ttl=0\r\n", st.keys,
+                        st.keys_with_expire);
+    }
+#undef SECTION
+}
+
+void gs_cmd_info(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_node *n = c->node;
+    n->shared.scratch.len = 0;
+    info_text(n, &n->shared.scratch, argc, argv);
+    if (n->shared.scratch.oom) {
+        core_buf_free(&n->shared.scratch);
+        gs_error_oom(c);
+        return;
+    }
+    gs_reply_verbatim(&c->w, n->shared.scratch.data ? n->shared.scratch.data : "",
+                      n->shared.scratch.len, "txt");
+    gs_scratch_done(n);
+}

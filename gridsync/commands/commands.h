@@ -1,0 +1,61 @@
+/*
+ * The command table's types and every handler, by family. A handler runs
+ * for a client (gridsync/client/client.h): it reads and writes data only
+ * through c->db, replies through c->w and never blocks. The table itself
+ * is node/commands.c; the dispatcher (gs_execute) is the node's.
+ *
+ * A new family adds its cmd_<family>.c here, declares its handlers below
+ * and adds its rows to the table.
+ */
+#ifndef GS_COMMANDS_H
+#define GS_COMMANDS_H
+
+#include "gridsync/client/client.h"
+
+#include <stddef.h>
+
+enum {
+    GS_CMD_WRITE = 1 << 0,
+    GS_CMD_READONLY = 1 << 1,
+    GS_CMD_DENYOOM = 1 << 2, /* may grow memory: make room first */
+    GS_CMD_FAST = 1 << 3,
+    GS_CMD_NOAUTH = 1 << 4, /* allowed before AUTH */
+    GS_CMD_ADMIN = 1 << 5,
+    GS_CMD_LOADING = 1 << 6,
+    GS_CMD_STALE = 1 << 7,
+    GS_CMD_NOSCRIPT = 1 << 8,
+};
+
+typedef void gs_cmd_fn(struct gs_client *c, size_t argc, struct gs_arg *argv);
+
+struct gs_command {
+    const char *name; /* lower case */
+    int arity;        /* Redis's convention: n exact, -n at least n */
+    unsigned flags;
+    gs_cmd_fn *fn;
+    int first_key, last_key, key_step;
+    const char *group;
+    const char *summary;
+    const char *since;
+};
+
+/* Every command, in one table (commands.c); NULL-name terminated. */
+extern const struct gs_command gs_commands[];
+
+/* Handlers, by family. */
+gs_cmd_fn gs_cmd_get, gs_cmd_set, gs_cmd_setnx, gs_cmd_setex, gs_cmd_psetex, gs_cmd_getset,
+    gs_cmd_getdel, gs_cmd_getex, gs_cmd_mget, gs_cmd_mset, gs_cmd_msetnx, gs_cmd_incr, gs_cmd_decr,
+    gs_cmd_incrby, gs_cmd_decrby, gs_cmd_incrbyfloat, gs_cmd_append, gs_cmd_strlen, gs_cmd_getrange,
+    gs_cmd_setrange;
+gs_cmd_fn gs_cmd_expire, gs_cmd_pexpire, gs_cmd_expireat, gs_cmd_pexpireat, gs_cmd_ttl, gs_cmd_pttl,
+    gs_cmd_persist;
+gs_cmd_fn gs_cmd_expiretime, gs_cmd_pexpiretime, gs_cmd_touch, gs_cmd_time;
+gs_cmd_fn gs_cmd_getbit, gs_cmd_setbit, gs_cmd_bitcount, gs_cmd_bitpos, gs_cmd_bitop;
+gs_cmd_fn gs_cmd_del, gs_cmd_exists, gs_cmd_type, gs_cmd_rename, gs_cmd_renamenx, gs_cmd_copy,
+    gs_cmd_keys, gs_cmd_scan, gs_cmd_randomkey, gs_cmd_dbsize, gs_cmd_flushdb, gs_cmd_select;
+gs_cmd_fn gs_cmd_cluster, gs_cmd_readonly, gs_cmd_readwrite, gs_cmd_asking;
+gs_cmd_fn gs_cmd_ping, gs_cmd_echo, gs_cmd_info, gs_cmd_config, gs_cmd_command, gs_cmd_auth,
+    gs_cmd_hello, gs_cmd_quit, gs_cmd_shutdown, gs_cmd_client;
+gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
+
+#endif
