@@ -28,9 +28,13 @@ static void on_stop(struct core_proc *p, void *data)
 int main(int argc, char **argv)
 {
     struct gs_config cfg;
-    struct core_option opts[GS_NODE_NOPTS];
+    /* The node's features, in the order their hooks run: read-through
+     * first, so that cluster mode's groups copy its miss hook. */
+    static const struct gs_feature *const features[] = {&gs_origin_feature, &gs_cluster_feature,
+                                                        NULL};
+    struct core_option opts[GS_NODE_MAX_OPTS];
     gs_config_defaults(&cfg);
-    gs_config_bind(&cfg, opts);
+    gs_config_bind(&cfg, opts, features);
     int code;
     /* loglevel is an enum option (core_log_level_names): the table refuses
      * an unknown name like any bad value. */
@@ -43,10 +47,6 @@ int main(int argc, char **argv)
     uv_loop_t loop;
     uv_loop_init(&loop);
     struct gs_node *node;
-    /* The node's features, in the order their hooks run: read-through
-     * first, so that cluster mode's groups copy its miss hook. */
-    static const struct gs_feature *const features[] = {&gs_origin_feature, &gs_cluster_feature,
-                                                        NULL};
     int rc = gs_node_new(&node, &loop, &cfg, features);
     if (rc) {
         uv_loop_close(&loop);

@@ -499,6 +499,7 @@ int em_eng_on_symbol(struct em_engine *e, const struct em_msg *m)
     s->band = (m->present & EM_BIT(band)) ? m->band : 0;
     s->cb_band = (m->present & EM_BIT(cb_band)) ? m->cb_band : 0;
     s->cb_ms = (m->present & EM_BIT(cb_ms)) ? m->cb_ms : 5000;
+    s->md_version++;
     return 0;
 }
 
@@ -545,6 +546,7 @@ static int on_oper(struct em_engine *e, const struct em_msg *m)
     struct symbol *s = em_eng_sym_find(e, m->sym);
     if (!s)
         return EM_REJ_UNKNOWN_SYMBOL;
+    s->md_version++; /* phase, halt or resume */
     switch (m->kind) {
     case EM_MSG_PHASE:
         return em_eng_set_phase(e, s, m->phase);
@@ -663,6 +665,51 @@ int em_engine_symbol_state(const struct em_engine *e, const char *sym, uint8_t *
     return 0;
 }
 
+uint64_t em_engine_now(const struct em_engine *e)
+{
+    return e->now;
+}
+
+uint32_t em_engine_nsymbols(const struct em_engine *e)
+{
+    return e->nsyms;
+}
+
+uint16_t em_engine_symbol_id(const struct em_engine *e, const char *sym)
+{
+    const struct symbol *s = em_eng_sym_find(e, sym);
+    return s ? s->id : 0;
+}
+
+int em_engine_symbol_md(const struct em_engine *e, uint16_t id, struct em_symbol_md *out)
+{
+    if (id < 1 || id > e->nsyms)
+        return CORE_ENOTFOUND;
+    const struct symbol *s = e->syms[id];
+    out->name = s->name;
+    out->phase = s->phase;
+    out->has_last = s->has_last;
+    out->last = s->has_last ? to_price(s, s->last) : (struct em_price){0, s->dec};
+    out->last_qty = s->last_qty;
+    out->volume = s->volume;
+    out->trades = s->trades;
+    out->version = s->md_version;
+    return 0;
+}
+
+int em_engine_set_symbol_totals(struct em_engine *e, const char *sym, uint32_t last_qty,
+                                uint64_t volume, uint64_t trades)
+{
+    struct symbol *s = em_eng_sym_find(e, sym);
+    if (!s)
+        return CORE_ENOTFOUND;
+    s->last_qty = last_qty;
+    s->volume = volume;
+    s->trades = trades;
+    s->md_version++;
+    return 0;
+}
+
 void em_engine_stats(const struct em_engine *e, struct em_engine_stats *out)
 {
     *out = e->stats;
@@ -677,6 +724,7 @@ struct em_engine *em_engine_new(const struct em_engine_config *cfg)
         return NULL;
     e->sink = cfg->sink;
     e->sink_ctx = cfg->sink_ctx;
+    e->on_trade = cfg->on_trade;
     e->now = cfg->start_ms;
     e->gws_cap = 64;
     e->gws = calloc(e->gws_cap, sizeof *e->gws);

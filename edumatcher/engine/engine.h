@@ -35,9 +35,25 @@ struct em_engine;
  * must not call back into the engine. */
 typedef void (*em_sink_fn)(void *ctx, uint16_t gw, const struct em_msg *ev);
 
+/* One trade, reported after both its FILL events went to the sink: the
+ * market-data view of it (who bought from whom, at what), so that a
+ * process need not pair FILLs or remember orders. Same rules as the sink:
+ * t is valid only during the call, no call back into the engine. */
+struct em_trade {
+    uint64_t tid;
+    const char *sym; /* the symbol's name */
+    uint16_t sym_id; /* em_engine_symbol_md's id */
+    struct em_price px;
+    uint32_t qty;
+    uint16_t buy_gw, sell_gw;
+    uint64_t buy_oid, sell_oid;
+};
+typedef void (*em_trade_fn)(void *ctx, const struct em_trade *t);
+
 struct em_engine_config {
     em_sink_fn sink;
     void *sink_ctx;
+    em_trade_fn on_trade; /* optional; called with sink_ctx */
     uint32_t orders_hint; /* pool sizes to start with (0: 1024 orders, 256 levels) */
     uint32_t levels_hint;
     uint64_t start_ms; /* the injected clock's initial value */
@@ -108,6 +124,31 @@ int em_engine_symbol_state(const struct em_engine *e, const char *sym, uint8_t *
                            struct em_price *last, int *has_last);
 
 /* Counters, for benchmarks and the monitor. */
+/* A symbol's market data as the engine keeps it next to its book: the
+ * totals of its trades (kept in snapshots) and a version that changes
+ * whenever its book or state may have changed (an event for one of its
+ * orders, a phase change), so a publisher can skip unchanged symbols. */
+struct em_symbol_md {
+    const char *name; /* valid while the engine lives */
+    uint8_t phase;    /* enum em_phase */
+    int has_last;
+    struct em_price last; /* the last trade price (when has_last) */
+    uint32_t last_qty;    /* the last trade's quantity */
+    uint64_t volume, trades;
+    uint64_t version;
+};
+
+/* Symbols are numbered 1..em_engine_nsymbols in definition order. */
+uint32_t em_engine_nsymbols(const struct em_engine *e);
+/* The id of the symbol named sym (O(1), hashed), or 0 when unknown. */
+uint16_t em_engine_symbol_id(const struct em_engine *e, const char *sym);
+/* The market data of symbol id. Returns 0 or CORE_ENOTFOUND. */
+int em_engine_symbol_md(const struct em_engine *e, uint16_t id, struct em_symbol_md *out);
+/* Set a symbol's trade totals: only for loading state saved before the
+ * engine kept them (older snapshots). Returns 0 or CORE_ENOTFOUND. */
+int em_engine_set_symbol_totals(struct em_engine *e, const char *sym, uint32_t last_qty,
+                                uint64_t volume, uint64_t trades);
+
 struct em_engine_stats {
     uint64_t messages, events, trades, open_orders;
 };
@@ -118,6 +159,10 @@ void em_engine_stats(const struct em_engine *e, struct em_engine_stats *out);
  * static description of the first violation. */
 int em_engine_check(const struct em_engine *e, const char **what);
 
+/* The engine's clock: start_ms plus the TICKs submitted (or the last
+ * em_engine_set_time). */
+uint64_t em_engine_now(const struct em_engine *e);
+
 /* ---- snapshots (bounded journal replay; docs/edumatcher-exchange.md) ---- */
 
 /* Receives the bytes of a snapshot in order, in pieces of any size. data
@@ -125,7 +170,8 @@ int em_engine_check(const struct em_engine *e, const char **what);
  * the snapshot (em_engine_snapshot returns it). */
 typedef int (*em_snapshot_write_fn)(void *ctx, const void *data, size_t len);
 
-#define EM_SNAPSHOT_VERSION 1
+/* 2 adds each symbol's trade totals (em_symbol_md); 1 is still read. */
+#define EM_SNAPSHOT_VERSION 2
 
 /* Serialise the engine's complete state between messages (never from a
  * sink) as a versioned little-endian blob, handed to write in pieces:

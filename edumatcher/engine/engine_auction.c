@@ -162,6 +162,7 @@ int em_eng_uncross(struct em_engine *e, struct symbol *s)
         em_eng_fill_resting(e, s, so, q);
         emit_fill(e, s, br, tid, P, q); /* buy side first, §5.2 */
         emit_fill(e, s, sr, tid, P, q);
+        em_eng_trade(e, s, tid, P, q, br, sr);
         em_eng_settle_resting(e, s, bo);
         em_eng_settle_resting(e, s, so);
     }

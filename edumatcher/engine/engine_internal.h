@@ -52,6 +52,10 @@ struct symbol {
     /* stops triggered and waiting their turn (D.6), linked by next/prev;
      * empty between messages */
     uint32_t trig_head, trig_tail;
+    /* market data (em_symbol_md): trade totals, and the version */
+    uint32_t last_qty;
+    uint64_t volume, trades;
+    uint64_t md_version;
     struct em_book book;
 };
 
@@ -64,6 +68,7 @@ struct em_engine {
     struct em_pool pool;
     em_sink_fn sink;
     void *sink_ctx;
+    em_trade_fn on_trade;
     uint64_t now;
     uint64_t next_oid, next_tid, next_seq;
 
@@ -146,8 +151,10 @@ static inline void emit(struct em_engine *e, uint16_t gw)
     e->sink(e->sink_ctx, gw, &e->ev);
 }
 
+/* An event for order r: its symbol's market data may have changed. */
 static inline void set_cl(struct em_engine *e, const struct em_order *r)
 {
+    e->syms[r->sym]->md_version++;
     memcpy(e->ev.cl, r->cl, r->cllen);
     e->ev.cl[r->cllen] = 0;
 }
@@ -228,6 +235,8 @@ void em_eng_trip_breaker(struct em_engine *e, struct symbol *s);
 void em_eng_fill_resting(struct em_engine *e, struct symbol *s, uint32_t ro, uint32_t q);
 void em_eng_settle_resting(struct em_engine *e, struct symbol *s, uint32_t ro);
 void em_eng_print_trade(struct symbol *s, int64_t px);
+void em_eng_trade(struct em_engine *e, struct symbol *s, uint64_t tid, int64_t px, uint32_t q,
+                  const struct em_order *buy, const struct em_order *sell);
 int em_eng_aggress(struct em_engine *e, struct symbol *s, uint32_t ao);
 int em_eng_stop_loop(struct em_engine *e, struct symbol *s);
 void em_eng_sort_by_oid(struct em_engine *e, uint32_t *a, uint32_t n);

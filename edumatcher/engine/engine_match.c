@@ -192,6 +192,28 @@ void em_eng_print_trade(struct symbol *s, int64_t px)
     s->has_last = 1;
 }
 
+/* After the FILLs of a trade: the symbol's totals, and the trade callback
+ * (engine.h, struct em_trade). */
+void em_eng_trade(struct em_engine *e, struct symbol *s, uint64_t tid, int64_t px, uint32_t q,
+                  const struct em_order *buy, const struct em_order *sell)
+{
+    s->last_qty = q;
+    s->volume += q;
+    s->trades++;
+    if (!e->on_trade)
+        return;
+    struct em_trade t = {.tid = tid,
+                         .sym = s->name,
+                         .sym_id = s->id,
+                         .px = to_price(s, px),
+                         .qty = q,
+                         .buy_gw = buy->gw,
+                         .sell_gw = sell->gw,
+                         .buy_oid = buy->oid,
+                         .sell_oid = sell->oid};
+    e->on_trade(e->sink_ctx, &t);
+}
+
 /* Match an incoming (ACTIVE) order against the book in CONTINUOUS (§5,
  * docs/alf.md D, E, F.7), then cancel or rest its remainder. */
 int em_eng_aggress(struct em_engine *e, struct symbol *s, uint32_t ao)
@@ -258,6 +280,10 @@ int em_eng_aggress(struct em_engine *e, struct symbol *s, uint32_t ao)
         em_eng_print_trade(s, px);
         emit_fill(e, s, r, tid, px, q); /* passive side first, §5.2 */
         emit_fill(e, s, a, tid, px, q);
+        if (a->side == EM_SIDE_BUY)
+            em_eng_trade(e, s, tid, px, q, a, r);
+        else
+            em_eng_trade(e, s, tid, px, q, r, a);
         em_eng_settle_resting(e, s, ro);
     }
     if (tripped)

@@ -22,6 +22,7 @@ void em_eng_set_message_refs(struct symbol *s)
 int em_eng_enter_continuous(struct em_engine *e, struct symbol *s)
 {
     s->has_resume = 0;
+    s->md_version++;
     em_eng_uncross(e, s);
     em_eng_cancel_market_orders(e, s);
     s->phase = EM_PHASE_CONTINUOUS;
@@ -61,6 +62,7 @@ int em_eng_set_phase(struct em_engine *e, struct symbol *s, uint8_t to)
 {
     if (s->phase == to)
         return 0;
+    s->md_version++;
     s->has_resume = 0;
     if (to == EM_PHASE_CONTINUOUS)
         return em_eng_enter_continuous(e, s);

@@ -21,6 +21,7 @@
  *     u8 flags (1 has_ref, 2 has_last, 4 has_resume, 8 has_cb_ref),
  *     i64 ref, last, cb_ref, trig_lo, trig_hi, u32 band, cb_band,
  *     u64 cb_ms, resume_at, u8 phase, halted_from,
+ *     (version 2 on) u32 last_qty, u64 volume, trades,
  *     per side (buy, sell): u32 n, n resting market orders (FIFO);
  *                           u32 nlevels, per level best first: u32 n, n orders (FIFO)
  *     per side (buy, sell): u32 n, n pending stops (trigger order)
@@ -140,6 +141,9 @@ int em_engine_snapshot(const struct em_engine *e, em_snapshot_write_fn write, vo
         out_u(&w, s->resume_at, 8);
         out_u(&w, s->phase, 1);
         out_u(&w, s->halted_from, 1);
+        out_u(&w, s->last_qty, 4);
+        out_u(&w, s->volume, 8);
+        out_u(&w, s->trades, 8);
         for (int side = 0; side < 2; side++) {
             out_fifo(&w, p, s->book.side[side].mkt);
             out_u(&w, s->book.side[side].nlevels, 4);
@@ -249,7 +253,7 @@ static int in_fifo(struct em_engine *e, struct core_reader *in, struct symbol *s
     return 0;
 }
 
-static int in_symbol(struct em_engine *e, struct core_reader *in, uint32_t id)
+static int in_symbol(struct em_engine *e, struct core_reader *in, uint32_t id, uint32_t version)
 {
     uint8_t n = (uint8_t)core_read_le(in, 1);
     const uint8_t *name = core_read_bytes(in, n);
@@ -290,6 +294,11 @@ static int in_symbol(struct em_engine *e, struct core_reader *in, uint32_t id)
     s->resume_at = core_read_le(in, 8);
     s->phase = (uint8_t)core_read_le(in, 1);
     s->halted_from = (uint8_t)core_read_le(in, 1);
+    if (version >= 2) {
+        s->last_qty = (uint32_t)core_read_le(in, 4);
+        s->volume = core_read_le(in, 8);
+        s->trades = core_read_le(in, 8);
+    }
     if (!core_reader_ok(in) || flags > 15 || !ticks_ok(s, s->ref) || !ticks_ok(s, s->last) ||
         !ticks_ok(s, s->cb_ref) || !ticks_ok(s, s->trig_lo) || !ticks_ok(s, s->trig_hi) ||
         s->phase < EM_PHASE_CLOSED || s->phase > EM_PHASE_HALTED ||
@@ -366,8 +375,10 @@ int em_engine_restore(struct em_engine *e, const void *blob, size_t len)
         return CORE_EINVAL;
     struct core_reader in = core_reader_init(blob, len);
     const uint8_t *magic = core_read_bytes(&in, sizeof SNAP_MAGIC);
-    if (!magic || memcmp(magic, SNAP_MAGIC, sizeof SNAP_MAGIC) != 0 ||
-        core_read_le(&in, 4) != EM_SNAPSHOT_VERSION)
+    if (!magic || memcmp(magic, SNAP_MAGIC, sizeof SNAP_MAGIC) != 0)
+        return CORE_EPROTO;
+    uint32_t version = (uint32_t)core_read_le(&in, 4);
+    if (version < 1 || version > EM_SNAPSHOT_VERSION)
         return CORE_EPROTO;
     e->now = core_read_le(&in, 8);
     e->next_oid = core_read_le(&in, 8);
@@ -398,7 +409,7 @@ int em_engine_restore(struct em_engine *e, const void *blob, size_t len)
     if (!core_reader_ok(&in) || nsyms > 65535)
         return CORE_EPROTO;
     for (uint32_t i = 1; i <= nsyms; i++) {
-        int rc = in_symbol(e, &in, i);
+        int rc = in_symbol(e, &in, i, version);
         if (rc)
             return rc;
     }

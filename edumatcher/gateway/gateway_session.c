@@ -32,6 +32,11 @@ struct em_gw_session {
     uint64_t refill_ns;
     uint64_t login_sent_ns;
     char sub_topic[EM_BUS_TOPIC_MAX];
+    /* PINGs in flight, oldest in bit 0: 1 = the barrier after an operator
+     * message (its PONG becomes OK), 0 = the trader's own PING */
+    uint64_t pings;
+    unsigned npings;
+    bool op_rejected;            /* a REJECT came for the operator message in flight */
     struct em_gw_session *hnext; /* hash chain */
     struct core_list login;      /* in em_gw.logging_in while S_LOGGING_IN */
 };
@@ -372,6 +377,18 @@ void em_gw_session_input(struct em_gw_session *s, const struct em_msg *m, int co
         return;
     }
     forward(s, m); /* a full engine queue is answered at em_gw_flush */
+    if (s->npings == 64)
+        return; /* 64 in flight: this one goes unanswered (no barrier) */
+    if (m->kind == EM_MSG_PING) {
+        s->npings++;
+    } else if (em_msgs[m->kind].cls == EM_CLASS_OPER) {
+        /* docs/alf.md C.5: the engine says nothing when it takes an
+         * operator message; a PING after it tells the gateway it did (no
+         * REJECT before the PONG), which it answers OK */
+        struct em_msg ping = {.kind = EM_MSG_PING};
+        forward(s, &ping);
+        s->pings |= 1ull << s->npings++;
+    }
 }
 
 /* ---- sessions ---- */
@@ -443,6 +460,24 @@ static void handle_event(struct em_gw_session *s, const struct em_msg *ev)
         !(ev->present & EM_BIT(cl)))
         return; /* a re-sent LOGIN's late answer: the session refuses the
                    operator's client messages itself, so nothing else is */
+    if (ev->kind == EM_MSG_REJECT && (s->pings & 1))
+        s->op_rejected = true; /* the operator message before the barrier */
+    if (ev->kind == EM_MSG_PONG && s->npings) {
+        bool barrier = s->pings & 1;
+        s->pings >>= 1;
+        s->npings--;
+        if (barrier) {
+            bool ok = !s->op_rejected;
+            s->op_rejected = false;
+            if (!ok)
+                return;
+            struct em_msg okm = {.kind = EM_MSG_OK};
+            s->front->deliver(s->fctx, &okm);
+            s->g->st.events_out++;
+            mark_dirty(s);
+            return;
+        }
+    }
     s->front->deliver(s->fctx, ev);
     s->g->st.events_out++;
     if (ev->kind == EM_MSG_REJECT && ev->rej <= EM_REJ_GATEWAY_DISABLED)

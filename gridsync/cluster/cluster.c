@@ -1,8 +1,9 @@
 /*
  * Cluster mode: placement, the node's Raft groups, routing and replicated
  * writes (the model is in cluster.h and docs/gridsync-cluster.md). Adding
- * and removing nodes is in cluster_migrate.c; the state both share is in
- * cluster_internal.h.
+ * and removing nodes is in cluster_migrate.c, active expiry in
+ * cluster_expire.c, the node feature (hooks, options, read-through fills)
+ * in cluster_feature.c; the state they share is in cluster_internal.h.
  *
  * Invariants:
  *  1. A client has at most one replicated write in flight (c->wait), and
@@ -412,93 +413,6 @@ void gs_cluster_free(struct gs_cluster *cl)
  * handler, against the group's store and at the entry's time (invariant
  * 3). The handler writes into a client that has no connection. */
 
-/* ---- active expiry ------------------------------------------------------
- *
- * Only a group's leader decides that keys have expired: on each cron tick
- * it looks up the due keys of every group it leads (gs_store_due, which
- * removes nothing) and proposes one EXPIRE_ENTRY naming them. Every member
- * applying the entry deletes each key that is expired at the entry's time
- * (a lookup at that time, the same on every replica), so a write ordered
- * before the entry (a SET that cleared the TTL) wins. Followers never
- * expire on their own clock: their deletions come through the log, as
- * Redis replicas wait for the master's DEL. At most one entry per group is
- * in flight, so a slow commit does not propose the same keys again. */
-
-#define EXPIRE_BATCH 128 /* keys per entry (one entry per group per tick) */
-
-static void apply_expire(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned nkeys,
-                         const char *const *keys, const size_t *klen, struct core_buf *out)
-{
-    grp->last_entry_ms = now_ms;
-    struct gs_store_stats before, after;
-    gs_store_stats(store, &before);
-    for (unsigned i = 0; i < nkeys; i++)
-        (void)gs_store_lookup(store, keys[i], klen[i], now_ms, GS_LOOKUP_NOTOUCH);
-    gs_store_stats(store, &after);
-    char reply[32];
-    int len =
-        snprintf(reply, sizeof(reply), ":%llu\r\n", (unsigned long long)(before.keys - after.keys));
-    core_buf_append(out, reply, (size_t)len);
-}
-
-struct due_keys {
-    const char *argv[EXPIRE_BATCH + 2];
-    size_t len[EXPIRE_BATCH + 2];
-    unsigned n;
-};
-
-static void collect_due(void *arg, const struct gs_entry *e)
-{
-    struct due_keys *d = arg;
-    d->argv[d->n] = gs_entry_key(e, &d->len[d->n]);
-    d->n++;
-}
-
-static void on_expire_done(void *data, int status, const char *reply, size_t len)
-{
-    struct cgroup *grp = data;
-    (void)status;
-    (void)reply;
-    (void)len;
-    grp->expiring = false; /* failed or not, the next tick looks again */
-}
-
-/* The cluster's cron: propose the expiry of each led group's due keys, and
- * give every group's store its periodic upkeep (rehash steps, shrinking;
- * gs_store_expire_cycle at a time before any TTL expires nothing). */
-static void cluster_cron(struct gs_cluster *cl, int64_t now_ms)
-{
-    for (unsigned g = 0; g < cl->n; g++) {
-        struct cgroup *grp = &cl->groups[g];
-        if (!grp->raft)
-            continue;
-        if (!gs_group_is_leader(grp->raft)) {
-            /* Only what is expired at the log's own time (the last applied
-             * entry, stamped by the leader), as a READONLY read judges it:
-             * this removes keys a leader's read deleted without an entry
-             * once the group's next entry has passed their TTL. */
-            (void)gs_store_expire_cycle(
-                grp->db.store, grp->last_entry_ms > 0 ? grp->last_entry_ms : INT64_MIN, 200);
-            continue;
-        }
-        (void)gs_store_expire_cycle(grp->db.store, INT64_MIN, 200);
-        if (grp->expiring)
-            continue;
-        struct due_keys d;
-        d.argv[0] = "2";
-        d.len[0] = 1;
-        d.argv[1] = EXPIRE_ENTRY;
-        d.len[1] = sizeof(EXPIRE_ENTRY) - 1;
-        d.n = 2;
-        gs_store_due(grp->db.store, now_ms, EXPIRE_BATCH, collect_due, &d);
-        if (d.n == 2)
-            continue;
-        /* The keys point into the store: gs_fsm_submit copies them. */
-        if (gs_fsm_submit(gs_group_fsm(grp->raft), d.n, d.argv, d.len, on_expire_done, grp) == 0)
-            grp->expiring = true;
-    }
-}
-
 static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsigned argc,
                          const char *const *argv, const size_t *argvlen, struct core_buf *out)
 {
@@ -507,7 +421,7 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     struct gs_node *n = cl->node;
     if (argc >= 2 && argvlen[1] == sizeof(EXPIRE_ENTRY) - 1 &&
         memcmp(argv[1], EXPIRE_ENTRY, argvlen[1]) == 0) {
-        apply_expire(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
+        gs_cl_apply_expire(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
         return;
     }
     if (argc >= 3 && argvlen[1] == sizeof(MIGRATE_ENTRY) - 1 &&
@@ -1098,88 +1012,3 @@ void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
         used += (size_t)n;
     }
 }
-
-/* ------------------------------------------------------------- the feature */
-
-static int feature_start(struct gs_node *n, void **self)
-{
-    if (!n->cfg.cluster_enabled)
-        return 0;
-    int rc = gs_cluster_new(&n->cluster, n);
-    *self = n->cluster; /* set on a failure after some groups started */
-    return rc;
-}
-
-static bool feature_route(void *self, struct gs_client *c, const struct gs_command *cmd,
-                          size_t argc, struct gs_arg *argv)
-{
-    return gs_cluster_route(self, c, cmd, argc, argv);
-}
-
-static bool feature_cron(void *self, int64_t now_ms)
-{
-    cluster_cron(self, now_ms);
-    return true; /* the node's own expiry would bypass the logs */
-}
-
-static void on_fill_done(void *data, int status, const char *reply, size_t len)
-{
-    (void)data;
-    (void)status; /* a fill that did not commit is only a later miss */
-    (void)reply;
-    (void)len;
-}
-
-/* A read-through fill (origin/origin_node.h, invariant 3): proposed like a
- * client's SET NX through the key's group on its leader, never written into
- * a store directly, so replicas cannot diverge. */
-static bool feature_fill(void *self, const char *key, size_t klen, const char *val, size_t vlen,
-                         int64_t expire_ms)
-{
-    struct gs_cluster *cl = self;
-    struct cgroup *grp = &cl->groups[cl->serve[gs_key_slot(key, klen)]];
-    if (!grp->raft || !gs_group_is_leader(grp->raft))
-        return true; /* not this node's to write: served, not kept */
-    char when[24];
-    int wl = snprintf(when, sizeof(when), "%lld", (long long)expire_ms);
-    const char *argv[] = {"2", "SET", key, val, "NX", "PXAT", when};
-    size_t len[] = {1, 3, klen, vlen, 2, 4, (size_t)wl};
-    unsigned argc = expire_ms >= 0 ? 7 : 5;
-    (void)gs_fsm_submit(gs_group_fsm(grp->raft), argc, argv, len, on_fill_done, NULL);
-    return true;
-}
-
-static void feature_client_closed(void *self, struct gs_client *c)
-{
-    (void)self;
-    gs_cluster_client_closed(c);
-}
-
-static void feature_apply_config(void *self)
-{
-    gs_cluster_apply_config(self);
-}
-
-static void feature_stop(void *self)
-{
-    gs_cluster_stop(self);
-}
-
-static void feature_free(void *self)
-{
-    struct gs_cluster *cl = self;
-    cl->node->cluster = NULL;
-    gs_cluster_free(cl);
-}
-
-const struct gs_feature gs_cluster_feature = {
-    .name = "cluster",
-    .start = feature_start,
-    .route = feature_route,
-    .cron = feature_cron,
-    .client_closed = feature_client_closed,
-    .fill = feature_fill,
-    .apply_config = feature_apply_config,
-    .stop = feature_stop,
-    .free = feature_free,
-};

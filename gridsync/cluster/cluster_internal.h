@@ -72,11 +72,11 @@ struct cgroup {
     uint8_t *slot_state; /* GS_SLOTS entries while migrating out, else NULL */
     uint16_t *dest;      /* the group a blocked slot moves to */
     bool holding;        /* snapshots held for a migration (until FINISH) */
+    bool expiring;       /* an EXPIRE_ENTRY of this group is in flight */
     /* Not a member: the leader as last announced (leader_hints.c). */
     bool hinted;
     unsigned hint_node;
     uint64_t hint_term, hint_ms;
-    bool expiring; /* an EXPIRE_ENTRY of this group is in flight */
 };
 
 struct gs_cluster_wait {
@@ -154,6 +154,15 @@ int gs_cl_hinted_leader(const struct gs_cluster *cl, const struct cgroup *grp);
  * announced leader, else a member heard from recently (preferred first),
  * else the preferred leader. */
 unsigned gs_cl_redirect_node(const struct gs_cluster *cl, const struct cgroup *grp);
+
+/* ---- cluster_expire.c ---- */
+
+/* Each cron tick: propose the expiry of every led group's due keys, and
+ * give every group's store its upkeep. */
+void gs_cl_cron(struct gs_cluster *cl, int64_t now_ms);
+/* Apply an EXPIRE_ENTRY of group grp: delete each key expired at now_ms. */
+void gs_cl_apply_expire(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned nkeys,
+                        const char *const *keys, const size_t *klen, struct core_buf *out);
 
 /* ---- cluster_migrate.c ---- */
 

@@ -35,8 +35,8 @@ static bool has_glob(const struct gs_arg *a)
 static void config_get(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
-    const struct gs_arg *as_given[GS_NODE_NOPTS] = {NULL};
-    bool match[GS_NODE_NOPTS] = {false};
+    const struct gs_arg *as_given[GS_NODE_MAX_OPTS] = {NULL};
+    bool match[GS_NODE_MAX_OPTS] = {false};
     size_t count = 0;
     for (size_t i = 2; i < argc; i++) {
         bool glob = has_glob(&argv[i]);

@@ -35,8 +35,6 @@
 #define EXPIRE_BUDGET_NS (2 * 1000 * 1000)
 
 static const char *const policy_names[] = {"noeviction", "slru", "allkeys-lru", NULL};
-/* In the order of enum gs_read_mode (raft_glue.h). */
-static const char *const read_mode_names[] = {"lease", "barrier", "any", NULL};
 
 void gs_config_defaults(struct gs_config *cfg)
 {
@@ -65,78 +63,61 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->cluster_snapshot_entries = 16384;
 }
 
-void gs_config_bind(struct gs_config *cfg, struct core_option *opts)
+/* The node's own options; read-through and cluster mode bring theirs
+ * (struct gs_feature's options). */
+static const struct gs_option node_options[] = {
+    GS_OPTION(port, "port", CORE_OPT_INT, 0, 65535, NULL, CORE_OPT_IMMUTABLE,
+              "TCP port (0 = any free)"),
+    GS_OPTION(bind, "bind", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "address to listen on"),
+    GS_OPTION(maxmemory, "maxmemory", CORE_OPT_MEMORY, 0, INT64_MAX, NULL, 0,
+              "memory limit for data (0 = none), e.g. 100mb"),
+    GS_OPTION(maxmemory_policy, "maxmemory-policy", CORE_OPT_ENUM, 0, 0, policy_names, 0,
+              "what to do at maxmemory"),
+    GS_OPTION(maxclients, "maxclients", CORE_OPT_INT, 1, 1000000, NULL, 0,
+              "most simultaneous clients"),
+    GS_OPTION(requirepass, "requirepass", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_SECRET,
+              "password clients must AUTH with (empty = none)"),
+    GS_OPTION(query_buf_limit, "client-query-buffer-limit", CORE_OPT_MEMORY, 1024 * 1024, INT64_MAX,
+              NULL, 0, "most unprocessed input per client"),
+    GS_OPTION(output_buf_limit, "client-output-buffer-limit", CORE_OPT_MEMORY, 0, INT64_MAX, NULL,
+              0, "most unsent output per client before it is dropped (0 = none)"),
+    GS_OPTION(proto_max_bulk_len, "proto-max-bulk-len", CORE_OPT_MEMORY, 1024 * 1024, INT64_MAX,
+              NULL, 0, "largest bulk string in a request"),
+    GS_OPTION(timeout, "timeout", CORE_OPT_INT, 0, INT32_MAX, NULL, 0,
+              "close clients idle for this many seconds (0 = never)"),
+    GS_OPTION(hz, "hz", CORE_OPT_INT, 1, 500, NULL, 0, "active expiry cycles per second"),
+    GS_OPTION(loglevel, "loglevel", CORE_OPT_ENUM, 0, 0, core_log_level_names, 0, "log verbosity"),
+    GS_OPTION(save, "save", CORE_OPT_STRING, 0, 0, NULL, 0,
+              "accepted for compatibility; no persistence"),
+    GS_OPTION(appendonly, "appendonly", CORE_OPT_BOOL, 0, 0, NULL, 0,
+              "accepted for compatibility; no persistence"),
+    {{NULL, 0, NULL, 0, 0, NULL, 0, NULL}, 0},
+};
+
+/* Append rows to opts at *n, each bound to its field of cfg. */
+static void bind_rows(struct gs_config *cfg, struct core_option *opts, size_t *n,
+                      const struct gs_option *rows)
 {
-    static const struct core_option table[GS_NODE_NOPTS] = {
-        {"port", CORE_OPT_INT, NULL, 0, 65535, NULL, CORE_OPT_IMMUTABLE, "TCP port (0 = any free)"},
-        {"bind", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE, "address to listen on"},
-        {"maxmemory", CORE_OPT_MEMORY, NULL, 0, INT64_MAX, NULL, 0,
-         "memory limit for data (0 = none), e.g. 100mb"},
-        {"maxmemory-policy", CORE_OPT_ENUM, NULL, 0, 0, policy_names, 0, "what to do at maxmemory"},
-        {"maxclients", CORE_OPT_INT, NULL, 1, 1000000, NULL, 0, "most simultaneous clients"},
-        {"requirepass", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_SECRET,
-         "password clients must AUTH with (empty = none)"},
-        {"client-query-buffer-limit", CORE_OPT_MEMORY, NULL, 1024 * 1024, INT64_MAX, NULL, 0,
-         "most unprocessed input per client"},
-        {"client-output-buffer-limit", CORE_OPT_MEMORY, NULL, 0, INT64_MAX, NULL, 0,
-         "most unsent output per client before it is dropped (0 = none)"},
-        {"proto-max-bulk-len", CORE_OPT_MEMORY, NULL, 1024 * 1024, INT64_MAX, NULL, 0,
-         "largest bulk string in a request"},
-        {"timeout", CORE_OPT_INT, NULL, 0, INT32_MAX, NULL, 0,
-         "close clients idle for this many seconds (0 = never)"},
-        {"hz", CORE_OPT_INT, NULL, 1, 500, NULL, 0, "active expiry cycles per second"},
-        {"loglevel", CORE_OPT_ENUM, NULL, 0, 0, core_log_level_names, 0, "log verbosity"},
-        {"save", CORE_OPT_STRING, NULL, 0, 0, NULL, 0,
-         "accepted for compatibility; no persistence"},
-        {"appendonly", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
-         "accepted for compatibility; no persistence"},
-        /* gs-origin (docs/gridsync-origin.md) */
-        {"origin", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-         "read-through origin URL template, e.g. http://host:port/items/{key} (empty = off)"},
-        {"origin-timeout", CORE_OPT_INT, NULL, 1, 3600000, NULL, CORE_OPT_IMMUTABLE,
-         "ms one origin fetch may take, queueing included"},
-        {"origin-ttl", CORE_OPT_INT, NULL, 0, INT64_MAX / 2, NULL, CORE_OPT_IMMUTABLE,
-         "ms TTL of a filled value without Cache-Control max-age (0 = none)"},
-        {"origin-negative-ttl", CORE_OPT_INT, NULL, 0, INT64_MAX / 2, NULL, CORE_OPT_IMMUTABLE,
-         "ms a 404 from the origin is remembered (0 = not at all)"},
-        {"origin-max-fetches", CORE_OPT_INT, NULL, 1, 65536, NULL, CORE_OPT_IMMUTABLE,
-         "origin fetches in flight at once"},
-        {"origin-queue", CORE_OPT_INT, NULL, 0, 1000000, NULL, CORE_OPT_IMMUTABLE,
-         "keys that may wait for a fetch slot; beyond, GET gets an error"},
-        {"origin-coalesce", CORE_OPT_BOOL, NULL, 0, 0, NULL, 0,
-         "one origin fetch for concurrent misses of a key (no: one per request)"},
-        {"cluster-enabled", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-         "run as a cluster node (needs cluster-peers)"},
-        {"cluster-peers", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-         "every node's host:port, comma-separated, the same list on every node"},
-        {"dir", CORE_OPT_STRING, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-         "directory for the cluster's Raft logs and snapshots"},
-        {"cluster-replicas", CORE_OPT_INT, NULL, 1, 7, NULL, CORE_OPT_IMMUTABLE,
-         "copies of each slot (Raft group size)"},
-        {"cluster-read-mode", CORE_OPT_ENUM, NULL, 0, 0, read_mode_names, 0,
-         "how a leader makes reads linearizable: lease (a majority heard from it within "
-         "the election timeout less a drift bound), barrier (a Raft barrier per batch of "
-         "reads) or any (no check: stale while a deposed leader has not noticed)"},
-        {"cluster-snapshot-entries", CORE_OPT_INT, NULL, 16, INT32_MAX, NULL, CORE_OPT_IMMUTABLE,
-         "Raft log entries between two snapshots of a shard"},
-        {"cluster-join", CORE_OPT_BOOL, NULL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-         "this node is the last of cluster-peers, being added to a running cluster"},
-        {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
-    };
-    void *ptrs[] = {&cfg->port, cfg->bind, &cfg->maxmemory, &cfg->maxmemory_policy,
-                    &cfg->maxclients, cfg->requirepass, &cfg->query_buf_limit,
-                    &cfg->output_buf_limit, &cfg->proto_max_bulk_len, &cfg->timeout, &cfg->hz,
-                    &cfg->loglevel, cfg->save, &cfg->appendonly,
-                    /* gs-origin */
-                    cfg->origin, &cfg->origin_timeout, &cfg->origin_ttl, &cfg->origin_negative_ttl,
-                    &cfg->origin_max_fetches, &cfg->origin_queue, &cfg->origin_coalesce,
-                    /* cluster */
-                    &cfg->cluster_enabled, cfg->cluster_peers, cfg->dir, &cfg->cluster_replicas,
-                    &cfg->cluster_read_mode, &cfg->cluster_snapshot_entries, &cfg->cluster_join};
-    _Static_assert(sizeof(ptrs) / sizeof(ptrs[0]) + 1 == GS_NODE_NOPTS, "one pointer per option");
-    memcpy(opts, table, sizeof(table));
-    for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
-        opts[i].ptr = ptrs[i];
+    for (; rows && rows->opt.name; rows++) {
+        if (*n + 1 >= GS_NODE_MAX_OPTS) {
+            CORE_WARN("option table full: '%s' and later options are ignored", rows->opt.name);
+            return;
+        }
+        opts[*n] = rows->opt;
+        opts[*n].ptr = (char *)cfg + rows->off;
+        (*n)++;
+    }
+}
+
+void gs_config_bind(struct gs_config *cfg, struct core_option *opts,
+                    const struct gs_feature *const *features)
+{
+    size_t n = 0;
+    bind_rows(cfg, opts, &n, node_options);
+    for (unsigned i = 0; features && features[i]; i++)
+        bind_rows(cfg, opts, &n, features[i]->options);
+    opts[n] = (struct core_option){0};
 }
 
 /* ------------------------------------------------------- command index */
@@ -490,7 +471,7 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
         return CORE_ENOMEM;
     n->loop = loop;
     n->cfg = *cfg;
-    gs_config_bind(&n->cfg, n->opts);
+    gs_config_bind(&n->cfg, n->opts, features);
     gs_command_index_build(n);
     n->shared.proto_max_bulk_len = cfg->proto_max_bulk_len;
     int rc = dbs_new(n, GS_DBS_DEFAULT);

@@ -20,6 +20,7 @@
 #include "gridsync/store/store.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -33,7 +34,7 @@ struct gs_held;
 struct gs_feature;
 
 #define GS_NODE_MAX_FEATURES 4  /* struct gs_feature, below */
-#define GS_NODE_NOPTS        29 /* options + terminator (7 gs-origin's, 7 cluster's) */
+#define GS_NODE_MAX_OPTS     64 /* rows of the bound option table, terminator included */
 
 struct gs_config {
     int64_t port;
@@ -77,8 +78,8 @@ struct gs_node {
     struct gs_db *dbs;
     unsigned n_dbs;
     struct gs_config cfg;
-    struct core_option opts[GS_NODE_NOPTS]; /* the option table, bound to cfg */
-    uv_timer_t cron;                        /* active expiry, clock resync */
+    struct core_option opts[GS_NODE_MAX_OPTS]; /* the option table, bound to cfg */
+    uv_timer_t cron;                           /* active expiry, clock resync */
     bool stopping;
     /* Wall clock: read once per cron tick; between ticks derived from the
      * loop's own time, which libuv updates once per iteration. */
@@ -110,6 +111,9 @@ struct gs_node {
  * were given, and only for a feature whose start set *self. */
 struct gs_feature {
     const char *name; /* also the INFO section its info hook writes */
+    /* Its options (NULL-name terminated; may be NULL), bound into the
+     * node's table by gs_config_bind. */
+    const struct gs_option *options;
     /* Start on node n (bound and listening, loop not yet running). Sets
      * *self to the feature's state, or NULL when the configuration leaves
      * it off. Returns 0 or a CORE_E* code (logged); on a failure with
@@ -158,9 +162,23 @@ void gs_node_free(struct gs_node *n);
 /* Fill cfg with the defaults. */
 void gs_config_defaults(struct gs_config *cfg);
 
-/* Write the option table (GS_NODE_NOPTS entries including the terminator)
- * into opts, each option pointing into *cfg. */
-void gs_config_bind(struct gs_config *cfg, struct core_option *opts);
+/* One row of an option table, bound by name to its field of struct
+ * gs_config: rows may come in any order and from several tables (the
+ * node's and each feature's), and a row cannot bind another row's field. */
+struct gs_option {
+    struct core_option opt; /* opt.ptr stays NULL; gs_config_bind sets it */
+    size_t off;             /* offsetof(struct gs_config, field) */
+};
+#define GS_OPTION(field, name, type, min, max, choices, flags, help)                               \
+    {                                                                                              \
+        {name, type, NULL, min, max, choices, flags, help}, offsetof(struct gs_config, field)      \
+    }
+
+/* Write the option table into opts (GS_NODE_MAX_OPTS rows, terminator
+ * included): the node's rows, then each feature's (NULL-terminated list,
+ * may be NULL), each option pointing at its field of *cfg. */
+void gs_config_bind(struct gs_config *cfg, struct core_option *opts,
+                    const struct gs_feature *const *features);
 
 /* The node's view of "now" in Unix ms, refreshed once per loop iteration.
  * For the node's own work (expiry, fills); a command uses c->db->now_ms,

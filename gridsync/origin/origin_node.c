@@ -476,8 +476,28 @@ static void feature_stop(void *self)
     gs_origin_node_stop(self);
 }
 
+/* docs/gridsync-origin.md, "Configuration" */
+static const struct gs_option options[] = {
+    GS_OPTION(origin, "origin", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "read-through origin URL template, e.g. http://host:port/items/{key} (empty = off)"),
+    GS_OPTION(origin_timeout, "origin-timeout", CORE_OPT_INT, 1, 3600000, NULL, CORE_OPT_IMMUTABLE,
+              "ms one origin fetch may take, queueing included"),
+    GS_OPTION(origin_ttl, "origin-ttl", CORE_OPT_INT, 0, INT64_MAX / 2, NULL, CORE_OPT_IMMUTABLE,
+              "ms TTL of a filled value without Cache-Control max-age (0 = none)"),
+    GS_OPTION(origin_negative_ttl, "origin-negative-ttl", CORE_OPT_INT, 0, INT64_MAX / 2, NULL,
+              CORE_OPT_IMMUTABLE, "ms a 404 from the origin is remembered (0 = not at all)"),
+    GS_OPTION(origin_max_fetches, "origin-max-fetches", CORE_OPT_INT, 1, 65536, NULL,
+              CORE_OPT_IMMUTABLE, "origin fetches in flight at once"),
+    GS_OPTION(origin_queue, "origin-queue", CORE_OPT_INT, 0, 1000000, NULL, CORE_OPT_IMMUTABLE,
+              "keys that may wait for a fetch slot; beyond, GET gets an error"),
+    GS_OPTION(origin_coalesce, "origin-coalesce", CORE_OPT_BOOL, 0, 0, NULL, 0,
+              "one origin fetch for concurrent misses of a key (no: one per request)"),
+    {{NULL, 0, NULL, 0, 0, NULL, 0, NULL}, 0},
+};
+
 const struct gs_feature gs_origin_feature = {
     .name = "origin",
+    .options = options,
     .start = feature_start,
     .client_closed = feature_client_closed,
     .over_output_limit = feature_over_output_limit,

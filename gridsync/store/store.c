@@ -5,6 +5,11 @@
  * through a policy (evict.h). The contract is in store.h; the design, with
  * the reasons for each choice, in docs/gridsync-store.md.
  *
+ * Why one file of over 1,000 lines: the table, the entries, the expiry
+ * heap and the memory accounting share invariants T1-T4 below (an entry's
+ * heap index, its table chain and its bytes change together); split, each
+ * part would have to expose the others' internals.
+ *
  * Hash table. Two tables, ht[0] and ht[1]; ht[1] exists only while
  * rehashing, when entries move from ht[0] bucket by bucket (rehash_idx is
  * the next bucket of ht[0] to move). Every lookup, insert and delete moves

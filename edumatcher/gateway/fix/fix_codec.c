@@ -379,19 +379,49 @@ void em_fix_add_price(struct em_fix_out *o, uint32_t tag, int64_t mant, int deci
     em_fix_add_str(o, tag, t, n);
 }
 
+/* gmtime_r and strftime cost more than the rest of an ExecutionReport
+ * (docs/perf.md): the date and time of day are formatted once per second
+ * and kept, per thread, for the messages of that second. */
+static _Thread_local struct {
+    uint64_t sec;
+    char text[17]; /* YYYYMMDD-HH:MM:SS */
+} time_cache = {UINT64_MAX, {0}};
+
+static void put2(char *p, int v)
+{
+    p[0] = (char)('0' + v / 10);
+    p[1] = (char)('0' + v % 10);
+}
+
 void em_fix_add_time(struct em_fix_out *o, uint32_t tag, uint64_t unix_ns)
 {
-    time_t secs = (time_t)(unix_ns / 1000000000u);
+    uint64_t sec = unix_ns / 1000000000u;
     unsigned ms = (unsigned)(unix_ns / 1000000u % 1000u);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    char t[32];
-    size_t n = strftime(t, sizeof t, "%Y%m%d-%H:%M:%S", &tm);
-    t[n++] = '.';
-    t[n++] = (char)('0' + ms / 100);
-    t[n++] = (char)('0' + ms / 10 % 10);
-    t[n++] = (char)('0' + ms % 10);
-    em_fix_add_str(o, tag, t, n);
+    if (time_cache.sec != sec) {
+        time_t secs = (time_t)sec;
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        char *t = time_cache.text;
+        int year = tm.tm_year + 1900;
+        put2(t, year / 100 % 100);
+        put2(t + 2, year % 100);
+        put2(t + 4, tm.tm_mon + 1);
+        put2(t + 6, tm.tm_mday);
+        t[8] = '-';
+        put2(t + 9, tm.tm_hour);
+        t[11] = ':';
+        put2(t + 12, tm.tm_min);
+        t[14] = ':';
+        put2(t + 15, tm.tm_sec);
+        time_cache.sec = sec;
+    }
+    char t[21];
+    memcpy(t, time_cache.text, 17);
+    t[17] = '.';
+    t[18] = (char)('0' + ms / 100);
+    t[19] = (char)('0' + ms / 10 % 10);
+    t[20] = (char)('0' + ms % 10);
+    em_fix_add_str(o, tag, t, sizeof t);
 }
 
 size_t em_fix_finish(struct em_fix_out *o)

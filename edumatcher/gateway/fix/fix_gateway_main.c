@@ -142,6 +142,7 @@ struct ford {
 struct omap {
     struct ford *slots;
     uint32_t cap, used; /* used counts tombstones too */
+    uint32_t live;      /* entries that are not tombstones */
 };
 
 static uint32_t str_hash(const char *s)
@@ -165,9 +166,12 @@ static struct ford *omap_find(struct omap *m, const char *key)
     }
 }
 
+/* Rehash into a table twice as large, or as large when tombstones (not
+ * live entries) filled it, so a session's table stays proportional to
+ * its open orders, not to every order it ever sent. */
 static int omap_grow(struct omap *m)
 {
-    uint32_t cap = m->cap ? m->cap * 2 : 256;
+    uint32_t cap = !m->cap ? 256 : m->live * 4 < m->cap ? m->cap : m->cap * 2;
     struct ford *n = calloc(cap, sizeof *n);
     if (!n)
         return CORE_ENOMEM;
@@ -201,15 +205,17 @@ static struct ford *omap_add(struct omap *m, const char *key)
     struct ford *f = &m->slots[i];
     if (!f->dead)
         m->used++;
+    m->live++;
     memset(f, 0, sizeof *f);
     snprintf(f->key, sizeof f->key, "%s", key);
     return f;
 }
 
-static void omap_del(struct ford *f)
+static void omap_del(struct omap *m, struct ford *f)
 {
     f->key[0] = '\0';
     f->dead = true;
+    m->live--;
 }
 
 /* ---- connections ---- */
@@ -669,7 +675,7 @@ static void on_new_order(struct fconn *f, const struct em_fix_msg *m)
     *o = tmp;
     if (to_engine(f, &e) != 0) {
         reject_order(f, o, EM_REJ_RATE_LIMIT);
-        omap_del(o);
+        omap_del(&f->orders, o);
     }
 }
 
@@ -830,9 +836,9 @@ static void finish_order(struct fconn *f, struct ford *o)
     if (strcmp(o->clordid, o->key) != 0) {
         struct ford *a = omap_find(&f->orders, o->clordid);
         if (a && a->alias)
-            omap_del(a);
+            omap_del(&f->orders, a);
     }
-    omap_del(o);
+    omap_del(&f->orders, o);
 }
 
 static void handle_event(struct fconn *f, const struct em_msg *ev)
@@ -914,7 +920,7 @@ static void handle_event(struct fconn *f, const struct em_msg *ev)
         if (strcmp(o->clordid, o->key) != 0) {
             struct ford *a = omap_find(&f->orders, o->clordid);
             if (a && a->alias)
-                omap_del(a);
+                omap_del(&f->orders, a);
         }
         char orig[EM_CL_MAX + 1];
         strcpy(orig, o->clordid);

@@ -181,3 +181,17 @@ def test_restart_resumes_sequence_numbers_and_answers_a_resend(fixx, workdir):
     assert q.incoming("4")[123] == "Y"
     nos(q, "o2", "1", 1, "2", t44="90.00")
     q.app("8", t11="o2", t150="0")
+
+
+def test_heartbeats_both_ways(fixx):
+    # HeartBtInt 1: the gateway sends Heartbeats when it has nothing else
+    # to say, and QuickFIX's own Heartbeats keep the session up
+    q = fixx.qf(hb=1)
+    q.logon()
+    q.incoming("0")
+    q.wait(lambda k, f: k == "OUT" and f.get(35) == "0", what="Heartbeat from QuickFIX")
+    # a TestRequest from QuickFIX is answered with its TestReqID
+    q.send("1", t112="qf-ping")
+    assert q.incoming("0", t112="qf-ping")
+    nos(q, "h1", "1", 1, "2", t44="90.00")
+    q.app("8", t11="h1", t150="0")

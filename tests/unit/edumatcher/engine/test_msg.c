@@ -43,6 +43,7 @@ static const char *const samples[] = {
     "REPLACED cl=a oid=1 qty=5 px=0.05 leaves=5",
     "TRIGGERED cl=a oid=3",
     "PONG",
+    "OK",
 };
 
 static void test_every_kind_has_a_sample(void **state)

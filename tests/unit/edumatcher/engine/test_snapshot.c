@@ -272,6 +272,174 @@ static void test_write_error_is_returned(void **state)
     free(ev.p);
 }
 
+/* ---- market data kept by the engine (em_symbol_md, em_trade) ---- */
+
+struct trades {
+    struct em_trade t[8];
+    char sym[8][EM_SYM_MAX + 1];
+    unsigned n;
+    struct bytes events;
+};
+
+static void trades_sink(void *ctx, uint16_t gw, const struct em_msg *ev)
+{
+    struct trades *t = ctx;
+    sink(&t->events, gw, ev);
+}
+
+static void on_trade(void *ctx, const struct em_trade *tr)
+{
+    struct trades *t = ctx;
+    assert_true(t->n < 8);
+    t->t[t->n] = *tr;
+    strcpy(t->sym[t->n], tr->sym);
+    t->t[t->n].sym = t->sym[t->n];
+    t->n++;
+}
+
+static void drive(struct em_engine *e, const char *line)
+{
+    assert_int_equal(em_drive_line(e, line, strlen(line)), 0);
+}
+
+static struct em_engine *md_engine(struct trades *t)
+{
+    memset(t, 0, sizeof *t);
+    struct em_engine_config cfg = {.sink = trades_sink, .sink_ctx = t, .on_trade = on_trade};
+    struct em_engine *e = em_engine_new(&cfg);
+    assert_non_null(e);
+    drive(e, "OPS SYMBOL sym=ABC tick=0.01");
+    return e;
+}
+
+static void test_trades_and_totals(void **state)
+{
+    struct trades t;
+    struct em_engine *e = md_engine(&t);
+    uint16_t id = em_engine_symbol_id(e, "ABC");
+    assert_int_equal(id, 1);
+    assert_int_equal(em_engine_symbol_id(e, "XYZ"), 0);
+    assert_int_equal(em_engine_nsymbols(e), 1);
+    struct em_symbol_md md;
+    assert_int_equal(em_engine_symbol_md(e, id, &md), 0);
+    assert_string_equal(md.name, "ABC");
+    assert_int_equal(md.has_last, 0);
+    assert_int_equal(md.trades, 0);
+    assert_int_equal(em_engine_symbol_md(e, 2, &md), CORE_ENOTFOUND);
+    uint64_t v = md.version;
+
+    drive(e, "S1 NEW cl=s1 sym=ABC side=S qty=10 px=10.01");
+    assert_int_equal(em_engine_symbol_md(e, id, &md), 0);
+    assert_true(md.version > v); /* its book changed */
+    v = md.version;
+    drive(e, "S1 NEW cl=bad sym=XYZ side=S qty=10 px=10.01"); /* rejected */
+    assert_int_equal(em_engine_symbol_md(e, id, &md), 0);
+    assert_int_equal(md.version, v);
+
+    /* a buy takes 4 then the seller's remainder trades with another buy */
+    drive(e, "B1 NEW cl=b1 sym=ABC side=B qty=4 px=10.01");
+    assert_int_equal(t.n, 1);
+    assert_string_equal(t.t[0].sym, "ABC");
+    assert_int_equal(t.t[0].sym_id, id);
+    assert_int_equal(t.t[0].qty, 4);
+    assert_int_equal(t.t[0].px.mant, 1001);
+    assert_int_equal(t.t[0].px.dec, 2);
+    assert_string_equal(em_engine_gateway_name(e, t.t[0].buy_gw), "B1");
+    assert_string_equal(em_engine_gateway_name(e, t.t[0].sell_gw), "S1");
+    assert_int_equal(t.t[0].sell_oid, 1);
+    assert_int_equal(t.t[0].buy_oid, 2);
+    /* reported after both FILLs */
+    assert_non_null(strstr((char *)t.events.p, "FILL cl=b1"));
+    drive(e, "B2 NEW cl=b2 sym=ABC side=B qty=6 px=10.01");
+    assert_int_equal(t.n, 2);
+    assert_int_equal(t.t[1].qty, 6);
+    assert_int_equal(em_engine_symbol_md(e, id, &md), 0);
+    assert_int_equal(md.has_last, 1);
+    assert_int_equal(md.last.mant, 1001);
+    assert_int_equal(md.last_qty, 6);
+    assert_int_equal(md.volume, 10);
+    assert_int_equal(md.trades, 2);
+
+    /* a sell aggressor: the resting buy is the buyer */
+    drive(e, "B1 NEW cl=b3 sym=ABC side=B qty=1 px=10.00");
+    drive(e, "S1 NEW cl=s2 sym=ABC side=S qty=1 px=10.00");
+    assert_int_equal(t.n, 3);
+    assert_string_equal(em_engine_gateway_name(e, t.t[2].buy_gw), "B1");
+    assert_string_equal(em_engine_gateway_name(e, t.t[2].sell_gw), "S1");
+
+    /* a phase change alone changes the version */
+    assert_int_equal(em_engine_symbol_md(e, id, &md), 0);
+    v = md.version;
+    drive(e, "OPS PHASE sym=ABC phase=PREOPEN");
+    assert_int_equal(em_engine_symbol_md(e, id, &md), 0);
+    assert_true(md.version > v);
+    assert_int_equal(md.phase, EM_PHASE_PREOPEN);
+
+    /* the uncross reports its trades too */
+    drive(e, "B1 NEW cl=b4 sym=ABC side=B qty=3 px=10.05");
+    drive(e, "S1 NEW cl=s3 sym=ABC side=S qty=3 px=10.03");
+    assert_int_equal(t.n, 3);
+    drive(e, "OPS PHASE sym=ABC phase=CONTINUOUS");
+    assert_int_equal(t.n, 4);
+    assert_int_equal(t.t[3].qty, 3);
+    assert_int_equal(em_engine_symbol_md(e, id, &md), 0);
+    assert_int_equal(md.volume, 14);
+    assert_int_equal(md.trades, 4);
+    free(t.events.p);
+    em_engine_free(e);
+}
+
+/* The totals survive a snapshot; a version 1 snapshot (before the engine
+ * kept them) is still restored, with totals 0 until set. */
+static void test_totals_in_snapshots(void **state)
+{
+    struct trades t;
+    struct em_engine *e = md_engine(&t);
+    drive(e, "S1 NEW cl=s1 sym=ABC side=S qty=10 px=10.01");
+    drive(e, "B1 NEW cl=b1 sym=ABC side=B qty=10 px=10.01");
+    struct bytes snap = {0};
+    assert_int_equal(em_engine_snapshot(e, snap_write, &snap), 0);
+    em_engine_free(e);
+
+    struct bytes ev = {0};
+    struct em_engine *r = engine_new(&ev);
+    assert_int_equal(em_engine_restore(r, snap.p, snap.len), 0);
+    struct em_symbol_md md;
+    assert_int_equal(em_engine_symbol_md(r, 1, &md), 0);
+    assert_int_equal(md.volume, 10);
+    assert_int_equal(md.trades, 1);
+    assert_int_equal(md.last_qty, 10);
+    em_engine_free(r);
+
+    /* version 1: the same bytes without the 20 bytes of totals, which
+     * follow the symbol's fixed part (engine_snapshot.c's layout: header
+     * 68, gateways OPS, S1, B1, the symbol count, then 84 bytes for ABC) */
+    size_t at = 68 + 4 + (2 + 3) + (2 + 2) + (2 + 2) + 4 + 84;
+    assert_true(snap.len > at + 20);
+    assert_int_equal(snap.p[68 + 4 + (2 + 3) + (2 + 2) + (2 + 2) + 4 + 1], 'A');
+    memmove(snap.p + at, snap.p + at + 20, snap.len - at - 20);
+    snap.len -= 20;
+    snap.p[8] = 1;
+    r = engine_new(&ev);
+    assert_int_equal(em_engine_restore(r, snap.p, snap.len), 0);
+    assert_int_equal(em_engine_symbol_md(r, 1, &md), 0);
+    assert_int_equal(md.trades, 0);
+    assert_int_equal(md.has_last, 1); /* the last price was always kept */
+    assert_int_equal(em_engine_set_symbol_totals(r, "ABC", 10, 10, 1), 0);
+    assert_int_equal(em_engine_set_symbol_totals(r, "XYZ", 1, 1, 1), CORE_ENOTFOUND);
+    assert_int_equal(em_engine_symbol_md(r, 1, &md), 0);
+    assert_int_equal(md.volume, 10);
+    em_engine_free(r);
+    /* an unknown version is refused */
+    snap.p[8] = 3;
+    r = engine_new(&ev);
+    assert_int_equal(em_engine_restore(r, snap.p, snap.len), CORE_EPROTO);
+    em_engine_free(r);
+    free(snap.p);
+    free(ev.p);
+    free(t.events.p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +449,8 @@ int main(void)
         cmocka_unit_test(test_restore_needs_a_fresh_engine),
         cmocka_unit_test(test_empty_engine),
         cmocka_unit_test(test_write_error_is_returned),
+        cmocka_unit_test(test_trades_and_totals),
+        cmocka_unit_test(test_totals_in_snapshots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

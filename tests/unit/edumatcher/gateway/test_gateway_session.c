@@ -342,6 +342,42 @@ static void test_auth(void **state)
     em_gw_free(g);
 }
 
+/* docs/alf.md C.5: an operator message the engine took is answered OK
+ * (a PING goes after it; no REJECT before its PONG), one it refused gets
+ * only the REJECT; the operator's own PING still gets PONG. */
+static void test_operator_ok(void **state)
+{
+    struct em_gw *g = new_gw(0, 1);
+    assert_int_equal(em_gw_add_token(g, "OPS", "sekrit"), 0);
+    struct fake_conn c = {0};
+    struct em_gw_session *s = em_gw_session_open(g, &front, &c);
+    input(s, "LOGIN gw=OPS token=sekrit");
+    em_gw_flush(g);
+    engine_says(g, "OPS", "REJECT reason=AUTH"); /* the path is proven */
+    unsigned sent = B.nsent, out = c.nout;
+    input(s, "HALT sym=ABC");
+    input(s, "HALT sym=NOPE");
+    input(s, "PING");
+    em_gw_flush(g);
+    assert_int_equal(B.nsent, sent + 5);
+    assert_string_equal(B.sent[sent], "HALT sym=ABC");
+    assert_string_equal(B.sent[sent + 1], "PING");
+    assert_string_equal(B.sent[sent + 2], "HALT sym=NOPE");
+    assert_string_equal(B.sent[sent + 3], "PING");
+    assert_string_equal(B.sent[sent + 4], "PING");
+    /* the engine: nothing for the first, a REJECT for the second */
+    engine_says(g, "OPS", "PONG");
+    engine_says(g, "OPS", "REJECT reason=UNKNOWN_SYMBOL");
+    engine_says(g, "OPS", "PONG");
+    engine_says(g, "OPS", "PONG");
+    assert_int_equal(c.nout, out + 3);
+    assert_string_equal(c.out[out], "OK");
+    assert_string_equal(c.out[out + 1], "REJECT reason=UNKNOWN_SYMBOL");
+    assert_string_equal(c.out[out + 2], "PONG");
+    em_gw_session_close(s);
+    em_gw_free(g);
+}
+
 static void test_logout_and_disconnect(void **state)
 {
     struct em_gw *g = new_gw(0, 1);
@@ -404,6 +440,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_not_logged_in),
+        cmocka_unit_test(test_operator_ok),
         cmocka_unit_test(test_login_goes_through_the_engine),
         cmocka_unit_test(test_batching_and_events),
         cmocka_unit_test(test_rate_limit),

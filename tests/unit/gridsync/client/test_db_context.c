@@ -29,7 +29,7 @@ static struct harness *setup_harness(void)
     struct gs_node *n = &h->node;
     n->loop = &h->loop;
     gs_config_defaults(&n->cfg);
-    gs_config_bind(&n->cfg, n->opts);
+    gs_config_bind(&n->cfg, n->opts, NULL);
     gs_command_index_build(n);
     for (unsigned d = 0; d < 2; d++) {
         struct gs_store_config sc = {.policy = GS_EVICT_SLRU, .hash_seed = 42 + d};

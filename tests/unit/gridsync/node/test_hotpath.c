@@ -35,7 +35,7 @@ static struct harness *setup_harness(void)
     struct gs_node *n = &h->node;
     n->loop = &h->loop;
     gs_config_defaults(&n->cfg);
-    gs_config_bind(&n->cfg, n->opts);
+    gs_config_bind(&n->cfg, n->opts, NULL);
     gs_command_index_build(n);
     struct gs_store_config sc = {.maxmemory = 0, .policy = GS_EVICT_SLRU, .hash_seed = 42};
     assert_int_equal(gs_store_new(&h->db.store, &sc), 0);

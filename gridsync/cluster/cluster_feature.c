@@ -1,0 +1,125 @@
+/*
+ * Cluster mode as a node feature (node/node.h, struct gs_feature): its
+ * options, the hooks the node calls (start, route, cron, client closed,
+ * read-through fill, CONFIG SET, stop, free). The node includes nothing of
+ * cluster/; gridsync-server's main hands it gs_cluster_feature.
+ */
+#include "gridsync/cluster/cluster.h"
+#include "gridsync/cluster/cluster_internal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/slot.h"
+#include "gridsync/node/node.h"
+
+static int feature_start(struct gs_node *n, void **self)
+{
+    if (!n->cfg.cluster_enabled)
+        return 0;
+    int rc = gs_cluster_new(&n->cluster, n);
+    *self = n->cluster; /* set on a failure after some groups started */
+    return rc;
+}
+
+static bool feature_route(void *self, struct gs_client *c, const struct gs_command *cmd,
+                          size_t argc, struct gs_arg *argv)
+{
+    return gs_cluster_route(self, c, cmd, argc, argv);
+}
+
+static bool feature_cron(void *self, int64_t now_ms)
+{
+    gs_cl_cron(self, now_ms);
+    return true; /* the node's own expiry would bypass the logs */
+}
+
+static void on_fill_done(void *data, int status, const char *reply, size_t len)
+{
+    (void)data;
+    (void)status; /* a fill that did not commit is only a later miss */
+    (void)reply;
+    (void)len;
+}
+
+/* A read-through fill (origin/origin_node.h, invariant 3): proposed like a
+ * client's SET NX through the key's group on its leader, never written into
+ * a store directly, so replicas cannot diverge. */
+static bool feature_fill(void *self, const char *key, size_t klen, const char *val, size_t vlen,
+                         int64_t expire_ms)
+{
+    struct gs_cluster *cl = self;
+    struct cgroup *grp = &cl->groups[cl->serve[gs_key_slot(key, klen)]];
+    if (!grp->raft || !gs_group_is_leader(grp->raft))
+        return true; /* not this node's to write: served, not kept */
+    char when[24];
+    int wl = snprintf(when, sizeof(when), "%lld", (long long)expire_ms);
+    const char *argv[] = {"2", "SET", key, val, "NX", "PXAT", when};
+    size_t len[] = {1, 3, klen, vlen, 2, 4, (size_t)wl};
+    unsigned argc = expire_ms >= 0 ? 7 : 5;
+    (void)gs_fsm_submit(gs_group_fsm(grp->raft), argc, argv, len, on_fill_done, NULL);
+    return true;
+}
+
+static void feature_client_closed(void *self, struct gs_client *c)
+{
+    (void)self;
+    gs_cluster_client_closed(c);
+}
+
+static void feature_apply_config(void *self)
+{
+    gs_cluster_apply_config(self);
+}
+
+static void feature_stop(void *self)
+{
+    gs_cluster_stop(self);
+}
+
+static void feature_free(void *self)
+{
+    struct gs_cluster *cl = self;
+    cl->node->cluster = NULL;
+    gs_cluster_free(cl);
+}
+
+/* In the order of enum gs_read_mode (raft_glue.h). */
+static const char *const read_mode_names[] = {"lease", "barrier", "any", NULL};
+
+/* docs/gridsync-cluster.md */
+static const struct gs_option options[] = {
+    GS_OPTION(cluster_enabled, "cluster-enabled", CORE_OPT_BOOL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "run as a cluster node (needs cluster-peers)"),
+    GS_OPTION(cluster_peers, "cluster-peers", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "every node's host:port, comma-separated, the same list on every node"),
+    GS_OPTION(dir, "dir", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "directory for the cluster's Raft logs and snapshots"),
+    GS_OPTION(cluster_replicas, "cluster-replicas", CORE_OPT_INT, 1, 7, NULL, CORE_OPT_IMMUTABLE,
+              "copies of each slot (Raft group size)"),
+    GS_OPTION(cluster_read_mode, "cluster-read-mode", CORE_OPT_ENUM, 0, 0, read_mode_names, 0,
+              "how a leader makes reads linearizable: lease (a majority heard from it within "
+              "the election timeout less a drift bound), barrier (a Raft barrier per batch of "
+              "reads) or any (no check: stale while a deposed leader has not noticed)"),
+    GS_OPTION(cluster_snapshot_entries, "cluster-snapshot-entries", CORE_OPT_INT, 16, INT32_MAX,
+              NULL, CORE_OPT_IMMUTABLE, "Raft log entries between two snapshots of a shard"),
+    GS_OPTION(cluster_join, "cluster-join", CORE_OPT_BOOL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "this node is the last of cluster-peers, being added to a running cluster"),
+    {{NULL, 0, NULL, 0, 0, NULL, 0, NULL}, 0},
+};
+
+const struct gs_feature gs_cluster_feature = {
+    .name = "cluster",
+    .options = options,
+    .start = feature_start,
+    .route = feature_route,
+    .cron = feature_cron,
+    .client_closed = feature_client_closed,
+    .fill = feature_fill,
+    .apply_config = feature_apply_config,
+    .stop = feature_stop,
+    .free = feature_free,
+};
