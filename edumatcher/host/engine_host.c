@@ -21,7 +21,7 @@
  *   5. publish the staged events, each trader's events of the batch in
  *      one bus message (fewer sends and wake-ups per order; docs/perf.md).
  * So every accepted message is in the journal before any of its effects is
- * visible (ARCHITECTURE.md, "Journal"): a trader never holds an ACK for an
+ * visible (docs/edumatcher-exchange.md, the journal): a trader never holds an ACK for an
  * order that a restart could lose.
  *
  * Determinism of restarts: the engine's clock is injected. The process
@@ -48,23 +48,14 @@
  * message (journaled, as a message from OPS) when the engine clock
  * reaches <ms>, e.g. `AT 3600000 PHASE sym=ABC phase=CLOSED`.
  *
- * Market data is between messages: a timer publishes, at most once per
- * symbol per --md-interval-ms and only when its book changed, a snapshot:
- *   MD sym=<s> seq=<n> epoch=<n> phase=<p> last=<px|-> lastqty=<n> volume=<n>
- *      trades=<n> bids=<px>:<shown>:<orders>,... asks=...  (best --md-depth levels)
- * seq counts the messages of one symbol's stream from 1, without gaps, in
- * one run of the process (epoch, its start time in ns since the epoch,
- * changes when the engine restarts): a subscriber that sees seq skip, or
- * the epoch change, has lost messages. A late joiner asks the query socket
- * for `book <SYM>`: the same line for the book now, with the seq of the
- * stream's last message, then applies the stream's messages above it.
+ * Market data and queries: engine_host_md.c.
  *
  * Trades by id: every TRADE line also goes to the trade log beside the
  * journal (bus/trade_log.h), flushed after the journal and before
  * publishing, so the query `trades <from>` can give any published trade
  * again (clearing's recovery).
  */
-#include "edumatcher/host/engine_host.h"
+#include "edumatcher/host/engine_host_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -75,86 +66,12 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/buf.h"
+#include "core/byte.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "edumatcher/engine/msg.h"
 #include "edumatcher/gateway/alf/alf.h"
-
-#define ARENA    (4u << 20) /* staged event bytes per batch */
-#define MAX_GW   65536
-#define JREC_MAX (1 + EM_GW_MAX + EM_FRAME_MAX)
-
-/*
- * A staged event: [topic pointer][u16 len][chain][bytes], packed in the
- * arena. The binary events of one gateway id in one batch are chained
- * (`next`: arena offset + 1 of its next event for the same gw, 0 at the
- * end) and published as one message of concatenated frames at the place
- * of the first, so a batch costs one bus message per trader rather than
- * one per event; each trader's events keep their order. Text lines
- * (trades) are never chained: a subscriber gets one line per message.
- */
-struct staged {
-    const struct em_bus_topic *topic;
-    uint32_t next; /* offset + 1 of the next event of the same chain */
-    uint16_t len;
-    bool chained; /* a later link of a chain: sent with its head */
-    uint8_t data[];
-};
-
-/* What the process keeps per symbol id: its market-data topic and the
- * engine's md version last published. */
-struct sym_pub {
-    struct em_bus_topic topic;
-    uint64_t version;
-    uint64_t md_seq; /* md messages published in this run */
-};
-
-struct em_host {
-    struct em_host_config cfg;
-    struct em_journal journal;
-    struct em_trade_log tlog; /* every trade by id, for recovery (trade_log.h) */
-    bool tlog_open;
-    uint64_t md_epoch; /* this run's start (ns, wall clock): resets md seq */
-    struct em_engine *e;
-    bool replaying;
-    bool fresh;         /* the journal was empty at open */
-    int failed;         /* CORE_EIO once the journal failed: nothing more is published */
-    uint64_t base_ns;   /* monotonic time at which engine time was now_ms */
-    uint64_t engine_ms; /* the engine's clock: sum of journaled TICKs */
-    uint64_t base_engine_ms;
-    /* topics per gateway id, built on first use */
-    const struct em_bus_topic **gw_topic;
-    struct em_topic_cache *ack_topics;
-    struct em_bus_topic trade_topic;
-    /* per symbol id (1..), grown by the market-data timer */
-    struct sym_pub *syms;
-    uint32_t syms_cap;
-    /* staging */
-    uint8_t *arena;
-    size_t arena_len;
-    unsigned staged;
-    uint32_t batch_gen;   /* bumped at each publish: invalidates chain_tail */
-    uint32_t *chain_gen;  /* per gw: the batch its chain_tail belongs to */
-    uint32_t *chain_tail; /* per gw: offset + 1 of its last staged event */
-    uint8_t sendbuf[EM_BUS_PAYLOAD_MAX];
-    struct em_host_stats st;
-    /* schedule: operator messages due at an engine time (AT lines) */
-    struct sched {
-        uint64_t at_ms;
-        struct em_msg m;
-    } * sched;
-    size_t nsched, sched_cap, next_sched;
-    /* snapshots: the blob being built, when the last one was taken */
-    unsigned char *snap;
-    size_t snap_len, snap_cap;
-    bool snap_oom;
-    uint64_t snap_ns;
-};
-
-static uint64_t now_ns(const struct em_host *h)
-{
-    return h->cfg.bus->now_ns ? h->cfg.bus->now_ns(h->cfg.bus_ctx) : core_now_ns();
-}
 
 /* ---- staging and publishing ---- */
 
@@ -506,127 +423,6 @@ int em_host_flush(struct em_host *h)
     return h->failed;
 }
 
-/* Append `key=px:shown:orders,...` for one side's best levels. */
-static int format_side(struct em_host *h, char *out, size_t cap, const char *key, const char *sym,
-                       int side)
-{
-    struct em_depth_level lv[50];
-    int n = em_engine_depth(h->e, sym, side, lv, h->cfg.md_depth);
-    int len = snprintf(out, cap, " %s=", key);
-    for (int i = 0; i < n && len > 0 && (size_t)len < cap; i++) {
-        char px[32];
-        px[em_alf_format_price(lv[i].px, px)] = '\0';
-        len += snprintf(out + len, cap - (size_t)len, "%s%s:%" PRIu64 ":%u", i ? "," : "", px,
-                        lv[i].shown, lv[i].orders);
-    }
-    return len;
-}
-
-/* Room for the publishing state of symbols 1..n. */
-static bool syms_fit(struct em_host *h, uint32_t n)
-{
-    if (n < h->syms_cap)
-        return true;
-    uint32_t cap = h->syms_cap ? h->syms_cap : 64;
-    while (cap <= n)
-        cap *= 2;
-    struct sym_pub *p = realloc(h->syms, cap * sizeof *p);
-    if (!p)
-        return false;
-    memset(p + h->syms_cap, 0, (cap - h->syms_cap) * sizeof *p);
-    h->syms = p;
-    h->syms_cap = cap;
-    return true;
-}
-
-/* Market data between messages: one snapshot per changed symbol per
- * interval (the engine's depth read costs O(orders in the levels read));
- * a symbol changed when the engine's md version moved. */
-/* The MD line of symbol id with sequence number seq into line; returns
- * its length, or -1 if it does not fit or there is no such symbol. */
-static int format_md(struct em_host *h, uint16_t id, uint64_t seq, char *line, size_t cap)
-{
-    struct em_symbol_md md;
-    if (em_engine_symbol_md(h->e, id, &md) != 0)
-        return -1;
-    char px[32] = "";
-    if (md.has_last)
-        px[em_alf_format_price(md.last, px)] = '\0';
-    int len = snprintf(line, cap,
-                       "MD sym=%s seq=%" PRIu64 " epoch=%" PRIu64
-                       " phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64,
-                       md.name, seq, h->md_epoch, em_phase_name(md.phase), md.has_last ? px : "-",
-                       md.last_qty, md.volume, md.trades);
-    if (h->cfg.md_depth > 0 && len > 0 && (size_t)len < cap) {
-        len += format_side(h, line + len, cap - (size_t)len, "bids", md.name, EM_SIDE_BUY);
-        if ((size_t)len < cap)
-            len += format_side(h, line + len, cap - (size_t)len, "asks", md.name, EM_SIDE_SELL);
-    }
-    return len > 0 && (size_t)len < cap ? len : -1;
-}
-
-void em_host_publish_md(struct em_host *h)
-{
-    uint32_t n = em_engine_nsymbols(h->e);
-    if (h->failed || !syms_fit(h, n))
-        return;
-    for (uint32_t id = 1; id <= n; id++) {
-        struct sym_pub *sp = &h->syms[id];
-        struct em_symbol_md md;
-        if (em_engine_symbol_md(h->e, (uint16_t)id, &md) != 0 || md.version == sp->version)
-            continue;
-        if (!sp->topic.len)
-            em_bus_topic_set(&sp->topic, "md.", md.name, strlen(md.name));
-        char line[4096];
-        int len = format_md(h, (uint16_t)id, sp->md_seq + 1, line, sizeof line);
-        if (len < 0)
-            continue;
-        h->cfg.bus->publish(h->cfg.bus_ctx, &sp->topic, line, (size_t)len);
-        sp->md_seq++;
-        sp->version = md.version;
-        h->st.md_out++;
-    }
-}
-
-/* ---- queries (REP, between messages) ---- */
-
-size_t em_host_query(struct em_host *h, const char *topic, size_t tl, const void *payload,
-                     size_t len, const struct em_bus_topic **reply, char *out, size_t cap)
-{
-    static const struct em_bus_topic trades_t = {6, "trades"}, book_t = {4, "book"},
-                                     error_t = {5, "error"};
-    h->st.queries++;
-    char arg[64];
-    size_t n = len < sizeof arg - 1 ? len : sizeof arg - 1;
-    memcpy(arg, payload, n);
-    arg[n] = '\0';
-    unsigned long long from = 0;
-    unsigned max = 1000;
-    *reply = &error_t;
-    if (tl == 6 && memcmp(topic, "trades", 6) == 0 && sscanf(arg, "%llu %u", &from, &max) >= 1) {
-        unsigned got;
-        long w = em_trade_log_read(&h->tlog, from, max, out, cap, &got);
-        if (w >= 0) {
-            *reply = &trades_t;
-            return (size_t)w;
-        }
-        return (size_t)snprintf(out, cap, "trade log unreadable");
-    }
-    if (tl == 4 && memcmp(topic, "book", 4) == 0) {
-        /* The book now, numbered as the stream's last message: every
-         * message above it is newer (each is a whole snapshot). */
-        uint16_t id = em_engine_symbol_id(h->e, arg);
-        uint64_t seq = id && id < h->syms_cap ? h->syms[id].md_seq : 0;
-        int w = id ? format_md(h, id, seq, out, cap) : -1;
-        if (w >= 0) {
-            *reply = &book_t;
-            return (size_t)w;
-        }
-        return (size_t)snprintf(out, cap, "unknown symbol");
-    }
-    return (size_t)snprintf(out, cap, "unknown query");
-}
-
 /* ---- snapshots ----
  *
  * The blob is the engine's snapshot (engine.h). Before the engine kept the
@@ -641,21 +437,7 @@ static const char PROC_MAGIC[8] = {'E', 'M', 'E', 'N', 'G', 'P', 'R', 'C'};
 static int snap_add(void *ctx, const void *data, size_t len)
 {
     struct em_host *h = ctx;
-    if (h->snap_len + len > h->snap_cap) {
-        size_t cap = h->snap_cap ? h->snap_cap : 1u << 20;
-        while (cap < h->snap_len + len)
-            cap *= 2;
-        unsigned char *n = realloc(h->snap, cap);
-        if (!n) {
-            h->snap_oom = true; /* sticky: a blob with a hole is never written */
-            return CORE_ENOMEM;
-        }
-        h->snap = n;
-        h->snap_cap = cap;
-    }
-    memcpy(h->snap + h->snap_len, data, len);
-    h->snap_len += len;
-    return 0;
+    return core_buf_append(&h->snap, data, len);
 }
 
 /* The snapshot step: between messages only, when enough records or time
@@ -671,17 +453,16 @@ static void maybe_snapshot(struct em_host *h)
     if (h->replaying || h->failed || !(by_count || by_time))
         return;
     h->snap_ns = now;
-    h->snap_len = 0;
-    h->snap_oom = false;
+    core_buf_reset(&h->snap);
+    core_buf_reserve(&h->snap, 1u << 20); /* books are large: skip the small steps */
     int rc = em_engine_snapshot(h->e, snap_add, h);
-    if (rc == 0 && h->snap_oom)
+    if (rc == 0 && h->snap.oom)
         rc = CORE_ENOMEM;
     if (rc == 0)
-        rc = em_journal_snapshot(&h->journal, h->snap, h->snap_len);
+        rc = em_journal_snapshot(&h->journal, h->snap.data, h->snap.len);
+    size_t bytes = h->snap.len;
     /* the blob is as large as the books: do not hold it between snapshots */
-    free(h->snap);
-    h->snap = NULL;
-    h->snap_cap = 0;
+    core_buf_free(&h->snap);
     if (rc) {
         h->st.snapshot_failures++;
         CORE_WARN("engine: snapshot failed: %s", core_strerror(rc));
@@ -690,58 +471,37 @@ static void maybe_snapshot(struct em_host *h)
     h->st.snapshots++;
     h->st.snapshot_seq = (int64_t)h->journal.snapshot_seq;
     CORE_INFO("engine: snapshot after record %" PRIu64 " (%zu bytes, %.1f ms)",
-              h->journal.snapshot_seq, h->snap_len, (double)(now_ns(h) - now) / 1e6);
-}
-
-static uint64_t get_u(const unsigned char **p, size_t *left, unsigned width, bool *bad)
-{
-    if (*bad || *left < width) {
-        *bad = true;
-        return 0;
-    }
-    uint64_t v = 0;
-    for (unsigned i = 0; i < width; i++)
-        v |= (uint64_t)(*p)[i] << (8 * i);
-    *p += width;
-    *left -= width;
-    return v;
+              h->journal.snapshot_seq, bytes, (double)(now_ns(h) - now) / 1e6);
 }
 
 /* A snapshot with the process's own section (see above): the engine's
  * bytes follow it; the totals are set on the restored engine. */
-static int restore_legacy(struct em_host *h, const unsigned char *p, size_t left)
+static int restore_legacy(struct em_host *h, const unsigned char *data, size_t len)
 {
-    bool bad = false;
-    p += sizeof PROC_MAGIC;
-    left -= sizeof PROC_MAGIC;
-    if (get_u(&p, &left, 4, &bad) != 1)
+    struct core_reader r = core_reader_init(data + sizeof PROC_MAGIC, len - sizeof PROC_MAGIC);
+    if (core_read_u32(&r) != 1)
         return CORE_EPROTO;
-    get_u(&p, &left, 8, &bad); /* the clock: the engine's own is the same */
-    uint64_t nsyms = get_u(&p, &left, 4, &bad);
-    const unsigned char *totals = p;
-    size_t totals_left = left;
-    for (uint64_t i = 0; !bad && i < nsyms; i++) { /* find the engine's bytes */
-        size_t n = (size_t)get_u(&p, &left, 1, &bad);
-        if (bad || n == 0 || n > EM_SYM_MAX || left < n + 29)
+    core_read_u64(&r); /* the clock: the engine's own is the same */
+    uint64_t nsyms = core_read_u32(&r);
+    struct core_reader totals = r;
+    for (uint64_t i = 0; core_reader_ok(&r) && i < nsyms; i++) { /* find the engine's bytes */
+        size_t n = core_read_u8(&r);
+        if (n == 0 || n > EM_SYM_MAX)
             return CORE_EPROTO;
-        p += n + 29;
-        left -= n + 29;
+        core_read_bytes(&r, n + 29); /* name, last (mant, dec), last_qty, volume, trades */
     }
-    if (bad)
+    if (!core_reader_ok(&r))
         return CORE_EPROTO;
-    int rc = em_engine_restore(h->e, p, left);
+    int rc = em_engine_restore(h->e, r.p, r.left);
     for (uint64_t i = 0; rc == 0 && i < nsyms; i++) {
         char name[EM_SYM_MAX + 1];
-        size_t n = (size_t)get_u(&totals, &totals_left, 1, &bad);
-        memcpy(name, totals, n);
+        size_t n = core_read_u8(&totals);
+        memcpy(name, core_read_bytes(&totals, n), n); /* checked by the walk above */
         name[n] = 0;
-        totals += n;
-        totals_left -= n;
-        totals += 9; /* last (mant, dec): the engine keeps its own */
-        totals_left -= 9;
-        uint32_t last_qty = (uint32_t)get_u(&totals, &totals_left, 4, &bad);
-        uint64_t volume = get_u(&totals, &totals_left, 8, &bad);
-        uint64_t trades = get_u(&totals, &totals_left, 8, &bad);
+        core_read_bytes(&totals, 9); /* last (mant, dec): the engine keeps its own */
+        uint32_t last_qty = core_read_u32(&totals);
+        uint64_t volume = core_read_u64(&totals);
+        uint64_t trades = core_read_u64(&totals);
         if (em_engine_set_symbol_totals(h->e, name, last_qty, volume, trades) != 0)
             rc = CORE_EPROTO; /* a symbol the engine does not have */
     }
@@ -882,7 +642,7 @@ static void host_free(struct em_host *h)
     free(h->chain_tail);
     free(h->syms);
     free(h->sched);
-    free(h->snap);
+    core_buf_free(&h->snap);
     free(h);
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/proc.h"
 #include "edumatcher/gateway/alf/alf.h"
 #include "edumatcher/engine/engine.h"
 
@@ -115,15 +116,30 @@ static void handle_line(struct em_engine *e, const char *s, size_t n, size_t tot
 
 int main(int argc, char **argv)
 {
-    int fd = STDIN_FILENO;
-    if (argc > 2) {
-        fprintf(stderr, "usage: edumatcher-replay [FILE]\n");
-        return 2;
-    }
-    if (argc == 2 && strcmp(argv[1], "-") != 0) {
-        fd = open(argv[1], O_RDONLY);
+    static const char usage[] =
+        "Usage: edumatcher-replay [FILE | -]\n"
+        "\n"
+        "Drive the matching engine with the replay lines of FILE (standard input\n"
+        "when FILE is - or absent) and print every event it emits, one per line.\n"
+        "The same input gives the same output, byte for byte (docs/alf.md).\n"
+        "\n"
+        "  -h, --help   print this and exit\n"
+        "  --version    print the version and exit\n";
+    int fd = STDIN_FILENO, code;
+    /* Two binaries are built from this file (the -checked one for tests). */
+    const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+    if ((code = core_proc_early(prog, usage, argc, argv)) >= 0)
+        return code;
+    int first = argc > 1 && strcmp(argv[1], "--") == 0 ? 2 : 1;
+    if (argc - first > 1)
+        return core_proc_bad_usage(prog, "at most one FILE");
+    if (first == 1 && argc == 2 && argv[1][0] == '-' && argv[1][1])
+        return core_proc_bad_usage(prog, "unknown option '%s'", argv[1]);
+    const char *file = argc > first ? argv[first] : "-";
+    if (strcmp(file, "-") != 0) {
+        fd = open(file, O_RDONLY);
         if (fd < 0) {
-            perror(argv[1]);
+            perror(file);
             return 1;
         }
     }

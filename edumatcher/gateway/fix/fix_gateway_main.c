@@ -238,7 +238,6 @@ struct fconn {
     char mass_sym[EM_SYM_MAX + 1];
     uint64_t mass_count;
     bool mass_rejected;
-    struct fconn *next, *prev; /* every connection, for the timer */
 };
 
 static struct {
@@ -252,7 +251,6 @@ static struct {
     struct core_proc proc;
     struct em_fix_session_config cfg;
     struct em_gw *gw;
-    struct fconn *all;
     uint64_t reports_out, fix_rejects;
 } G;
 
@@ -1129,10 +1127,6 @@ static int on_open(struct core_conn *c, void *app)
     }
     em_fix_session_init(&f->fs, &G.cfg, &fix_ops, f, wall_ns());
     core_conn_set_data(c, f);
-    f->next = G.all;
-    if (G.all)
-        G.all->prev = f;
-    G.all = f;
     return 0;
 }
 
@@ -1151,27 +1145,27 @@ static void on_close(struct core_conn *c)
      * session sends DISCONNECT for a logged-in trader */
     em_gw_session_close(f->gs);
     em_fix_session_end(&f->fs);
-    if (f->prev)
-        f->prev->next = f->next;
-    else
-        G.all = f->next;
-    if (f->next)
-        f->next->prev = f->prev;
     free(f->held);
     free(f->orders.slots);
     free(f);
+}
+
+/* The server keeps the list of connections (core_server_foreach): a tick
+ * may close the connection it is given, nothing else. */
+static void tick_conn(struct core_conn *c, void *arg)
+{
+    struct fconn *f = core_conn_data(c);
+    if (!f || core_conn_closing(c))
+        return;
+    em_fix_session_tick(&f->fs, *(const uint64_t *)arg);
+    core_conn_flush(c);
 }
 
 static void on_timer(uv_timer_t *t)
 {
     (void)t;
     uint64_t now = wall_ns();
-    for (struct fconn *f = G.all; f; f = f->next) {
-        if (core_conn_closing(f->conn))
-            continue;
-        em_fix_session_tick(&f->fs, now);
-        core_conn_flush(f->conn);
-    }
+    core_server_foreach(G.srv, tick_conn, &now);
     em_gw_tick(G.gw); /* LOGIN re-sent until the engine answers */
 }
 

@@ -1,0 +1,88 @@
+/*
+ * The engine host's state, shared by engine_host.c (inbound, journal,
+ * publishing, snapshots, lifetime) and engine_host_md.c (market data and
+ * queries). Not a public header: only those two files include it; the
+ * rest uses engine_host.h.
+ */
+#ifndef EM_ENGINE_HOST_INTERNAL_H
+#define EM_ENGINE_HOST_INTERNAL_H
+
+#include "core/buf.h"
+#include "core/clock.h"
+#include "edumatcher/host/engine_host.h"
+
+#define ARENA    (4u << 20) /* staged event bytes per batch */
+#define MAX_GW   65536
+#define JREC_MAX (1 + EM_GW_MAX + EM_FRAME_MAX)
+
+/*
+ * A staged event: [topic pointer][u16 len][chain][bytes], packed in the
+ * arena. The binary events of one gateway id in one batch are chained
+ * (`next`: arena offset + 1 of its next event for the same gw, 0 at the
+ * end) and published as one message of concatenated frames at the place
+ * of the first, so a batch costs one bus message per trader rather than
+ * one per event; each trader's events keep their order. Text lines
+ * (trades) are never chained: a subscriber gets one line per message.
+ */
+struct staged {
+    const struct em_bus_topic *topic;
+    uint32_t next; /* offset + 1 of the next event of the same chain */
+    uint16_t len;
+    bool chained; /* a later link of a chain: sent with its head */
+    uint8_t data[];
+};
+
+/* What the process keeps per symbol id: its market-data topic and the
+ * engine's md version last published. */
+struct sym_pub {
+    struct em_bus_topic topic;
+    uint64_t version;
+    uint64_t md_seq; /* md messages published in this run */
+};
+
+struct em_host {
+    struct em_host_config cfg;
+    struct em_journal journal;
+    struct em_trade_log tlog; /* every trade by id, for recovery (trade_log.h) */
+    bool tlog_open;
+    uint64_t md_epoch; /* this run's start (ns, wall clock): resets md seq */
+    struct em_engine *e;
+    bool replaying;
+    bool fresh;         /* the journal was empty at open */
+    int failed;         /* CORE_EIO once the journal failed: nothing more is published */
+    uint64_t base_ns;   /* monotonic time at which engine time was now_ms */
+    uint64_t engine_ms; /* the engine's clock: sum of journaled TICKs */
+    uint64_t base_engine_ms;
+    /* topics per gateway id, built on first use */
+    const struct em_bus_topic **gw_topic;
+    struct em_topic_cache *ack_topics;
+    struct em_bus_topic trade_topic;
+    /* per symbol id (1..), grown by the market-data timer */
+    struct sym_pub *syms;
+    uint32_t syms_cap;
+    /* staging */
+    uint8_t *arena;
+    size_t arena_len;
+    unsigned staged;
+    uint32_t batch_gen;   /* bumped at each publish: invalidates chain_tail */
+    uint32_t *chain_gen;  /* per gw: the batch its chain_tail belongs to */
+    uint32_t *chain_tail; /* per gw: offset + 1 of its last staged event */
+    uint8_t sendbuf[EM_BUS_PAYLOAD_MAX];
+    struct em_host_stats st;
+    /* schedule: operator messages due at an engine time (AT lines) */
+    struct sched {
+        uint64_t at_ms;
+        struct em_msg m;
+    } * sched;
+    size_t nsched, sched_cap, next_sched;
+    /* snapshots: the blob being built, when the last one was taken */
+    struct core_buf snap; /* oom is sticky: a blob with a hole is never written */
+    uint64_t snap_ns;
+};
+
+static inline uint64_t now_ns(const struct em_host *h)
+{
+    return h->cfg.bus->now_ns ? h->cfg.bus->now_ns(h->cfg.bus_ctx) : core_now_ns();
+}
+
+#endif
