@@ -52,3 +52,30 @@ void gs_error_oom(struct gs_client *c)
 {
     gs_error(c, "OOM command not allowed when used memory > 'maxmemory'.");
 }
+
+void gs_error_wrongtype(struct gs_client *c)
+{
+    gs_error(c, "WRONGTYPE Operation against a key holding the wrong kind of value");
+}
+
+struct gs_entry *gs_lookup_typed(struct gs_client *c, const struct gs_arg *key, int type,
+                                 unsigned flags, bool *wrong)
+{
+    struct gs_entry *e = gs_store_lookup(c->db->store, key->p, key->len, c->db->now_ms, flags);
+    *wrong = e && gs_entry_type(e) != type;
+    if (*wrong) {
+        gs_error_wrongtype(c);
+        return NULL;
+    }
+    return e;
+}
+
+uint64_t gs_client_random(struct gs_client *c)
+{
+    uint64_t x = c->shared->rng ? c->shared->rng : 0x9e3779b97f4a7c15ull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    c->shared->rng = x;
+    return x * 0x2545f4914f6cdd1dull;
+}

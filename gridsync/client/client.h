@@ -26,6 +26,7 @@
 #include "gridsync/commands/multi.h"
 #include "gridsync/protocol/resp.h"
 #include "gridsync/store/store.h"
+#include "gridsync/types/value.h"
 
 #include "core/buf.h"
 
@@ -66,7 +67,15 @@ struct gs_shared {
      * command may use it from start to end, never across a wait. A command
      * that grew it far should free it (core_buf_free) when done. */
     struct core_buf scratch;
-    int64_t proto_max_bulk_len; /* the largest string a command may build */
+    int64_t proto_max_bulk_len;   /* the largest string a command may build */
+    struct gs_type_limits limits; /* the value types' conversion thresholds (CONFIG) */
+    uint64_t rng;                 /* gs_client_random's state; never 0 */
+    /* Called after a push made a list at key longer (LPUSH, LINSERT, the
+     * destination of LMOVE...): the owner of the blocking commands sets it
+     * to serve clients waiting on that key of that database. NULL: nobody
+     * waits. */
+    void (*key_ready)(void *arg, const struct gs_db *db, const char *key, size_t klen);
+    void *key_ready_arg;
 };
 
 /* What a database does on a read miss: read-through (origin/origin_node.h)
@@ -127,5 +136,29 @@ void gs_errorf(struct gs_client *c, const char *fmt, ...) __attribute__((format(
 void gs_error_syntax(struct gs_client *c);
 void gs_error_arity(struct gs_client *c, const char *name);
 void gs_error_oom(struct gs_client *c);
+void gs_error_wrongtype(struct gs_client *c);
+
+/* A random number (xorshift64* on c->shared->rng) for the random picks of
+ * HRANDFIELD, SPOP, SRANDMEMBER, whose replies cannot match Redis's byte
+ * for byte anyway. */
+uint64_t gs_client_random(struct gs_client *c);
+
+/* Look key up in the client's database (flags as gs_store_lookup) and
+ * check its type (enum gs_type, gridsync/types/value.h). A key of another
+ * type is answered with WRONGTYPE: NULL is returned and *wrong set; NULL
+ * with *wrong false means no such key. */
+struct gs_entry *gs_lookup_typed(struct gs_client *c, const struct gs_arg *key, int type,
+                                 unsigned flags, bool *wrong);
+
+/* Redis's string2ld and ld2string(LD_STR_HUMAN) (commands/cmd_string.c),
+ * shared by INCRBYFLOAT and HINCRBYFLOAT. buf/cap:
+ * GS_MAX_LONG_DOUBLE_CHARS. */
+#define GS_MAX_LONG_DOUBLE_CHARS 5120
+bool gs_parse_long_double(const char *p, size_t len, long double *out);
+size_t gs_format_long_double(char *buf, size_t cap, long double v);
+
+/* SCAN's cursor argument (Redis's parseScanCursorOrReply,
+ * commands/cmd_keys.c); false after replying "ERR invalid cursor". */
+bool gs_parse_scan_cursor(struct gs_client *c, const struct gs_arg *a, uint64_t *out);
 
 #endif

@@ -7,6 +7,7 @@
  * corrupt or hostile entry costs at most its own size.
  */
 #include "gridsync/cluster/raft_batch.h"
+#include "gridsync/types/value.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -167,15 +168,18 @@ int gs_snapshot_begin(struct core_buf *b)
     return 0;
 }
 
-int gs_snapshot_add(struct core_buf *b, const void *key, size_t klen, const void *val, size_t vlen,
-                    int64_t expire_ms)
+#define SNAP_TYPE_SHIFT 29
+#define SNAP_KLEN_MASK  ((1u << SNAP_TYPE_SHIFT) - 1)
+
+int gs_snapshot_add(struct core_buf *b, int type, const void *key, size_t klen, const void *val,
+                    size_t vlen, int64_t expire_ms)
 {
-    if (klen > UINT32_MAX || vlen > UINT32_MAX)
+    if (klen > SNAP_KLEN_MASK || vlen > UINT32_MAX || type < 0 || type > 7)
         return CORE_EINVAL;
     char *p = core_buf_reserve(b, 16 + klen + vlen);
     if (!p)
         return CORE_ENOMEM;
-    core_put_le32(p, (uint32_t)klen);
+    core_put_le32(p, (uint32_t)klen | (uint32_t)type << SNAP_TYPE_SHIFT);
     core_put_le32(p + 4, (uint32_t)vlen);
     core_put_le64(p + 8, (uint64_t)expire_ms);
     if (klen)
@@ -198,13 +202,18 @@ static int snapshot_walk(const char *p, const char *end, uint64_t count, gs_snap
     for (uint64_t i = 0; i < count; i++) {
         if (end - p < 16)
             return CORE_EPROTO;
-        uint32_t klen = core_get_le32(p), vlen = core_get_le32(p + 4);
+        uint32_t klen = core_get_le32(p) & SNAP_KLEN_MASK, vlen = core_get_le32(p + 4);
+        int type = (int)(core_get_le32(p) >> SNAP_TYPE_SHIFT);
         int64_t expire = (int64_t)core_get_le64(p + 8);
         p += 16;
         if ((size_t)(end - p) < (size_t)klen + vlen)
             return CORE_EPROTO;
+        /* A collection's bytes are checked here too, so that restoring
+         * (which clears the store first) cannot meet a bad one. */
+        if (!fn && type != GS_TYPE_STRING && !gs_obj_validate(type, p + klen, vlen))
+            return CORE_EPROTO;
         if (fn) {
-            int rc = fn(arg, p, klen, p + klen, vlen, expire);
+            int rc = fn(arg, type, p, klen, p + klen, vlen, expire);
             if (rc)
                 return rc;
         }

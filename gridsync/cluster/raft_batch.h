@@ -93,10 +93,14 @@ int gs_batch_next(struct gs_batch_reader *rd, unsigned *argc, const char *const 
 void gs_batch_reader_free(struct gs_batch_reader *rd);
 
 /* Snapshot encoding: begin, then one call per entry, then finish (which
- * writes the count into the header). */
+ * writes the count into the header). An entry is a key, its expiry and its
+ * value: type GS_TYPE_STRING (0) with the string's bytes, or a collection
+ * type (gridsync/types/value.h) with gs_obj_encode's bytes. The type
+ * rides in the top 3 bits of the record's key length (keys are below
+ * 512 MB), so snapshots of strings only are read as before. */
 int gs_snapshot_begin(struct core_buf *b);
-int gs_snapshot_add(struct core_buf *b, const void *key, size_t klen, const void *val, size_t vlen,
-                    int64_t expire_ms);
+int gs_snapshot_add(struct core_buf *b, int type, const void *key, size_t klen, const void *val,
+                    size_t vlen, int64_t expire_ms);
 void gs_snapshot_finish(struct core_buf *b, uint64_t count);
 
 /* Decode a snapshot, calling fn for each entry (pointers into buf, valid
@@ -104,8 +108,8 @@ void gs_snapshot_finish(struct core_buf *b, uint64_t count);
  * called, so a corrupt snapshot changes nothing. fn returns 0 to go on or a
  * negative code to stop with that code. Returns 0, CORE_EPROTO or fn's
  * code. */
-typedef int (*gs_snapshot_entry_fn)(void *arg, const char *key, size_t klen, const char *val,
-                                    size_t vlen, int64_t expire_ms);
+typedef int (*gs_snapshot_entry_fn)(void *arg, int type, const char *key, size_t klen,
+                                    const char *val, size_t vlen, int64_t expire_ms);
 int gs_snapshot_parse(const void *buf, size_t len, gs_snapshot_entry_fn fn, void *arg);
 
 /* The handshake that opens a connection to a node's shared Raft port

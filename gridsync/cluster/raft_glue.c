@@ -21,6 +21,7 @@
  *     only while lease_term is the current term too.
  */
 #include "gridsync/cluster/raft_glue.h"
+#include "gridsync/types/value.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -279,10 +280,19 @@ static void snap_entry(void *arg, const struct gs_entry *e)
     struct snap_ctx *c = arg;
     size_t klen, vlen;
     const char *key = gs_entry_key(e, &klen);
+    struct gs_obj o;
+    if (gs_entry_obj(e, &o)) { /* a collection: its snapshot record */
+        unsigned char *enc = NULL;
+        if (c->rc == 0 && (c->rc = gs_obj_encode(&o, &enc, &vlen)) == 0)
+            c->rc = gs_snapshot_add(c->b, o.type, key, klen, enc, vlen, gs_entry_expire_ms(e));
+        free(enc);
+        c->count++;
+        return;
+    }
     /* gs_entry_value takes a mutable entry; we only read it. */
     const char *val = gs_entry_value((struct gs_entry *)e, &vlen);
     if (c->rc == 0)
-        c->rc = gs_snapshot_add(c->b, key, klen, val, vlen, gs_entry_expire_ms(e));
+        c->rc = gs_snapshot_add(c->b, GS_TYPE_STRING, key, klen, val, vlen, gs_entry_expire_ms(e));
     c->count++;
 }
 
@@ -322,10 +332,23 @@ static int fsm_snapshot(struct raft_fsm *rfsm, struct raft_buffer *bufs[], unsig
     return 0;
 }
 
-static int restore_entry(void *arg, const char *key, size_t klen, const char *val, size_t vlen,
-                         int64_t expire_ms)
+static int restore_entry(void *arg, int type, const char *key, size_t klen, const char *val,
+                         size_t vlen, int64_t expire_ms)
 {
-    return gs_store_set(arg, key, klen, val, vlen, expire_ms, NULL);
+    if (type == GS_TYPE_STRING)
+        return gs_store_set(arg, key, klen, val, vlen, expire_ms, NULL);
+    /* The thresholds of the node that restores are not known here: Redis's
+     * defaults choose the encoding (OBJECT ENCODING may differ from the
+     * leader's under other settings; the contents do not). */
+    static const struct gs_type_limits lim = GS_TYPE_LIMITS_DEFAULT;
+    struct gs_obj o;
+    int rc = gs_obj_decode(type, val, vlen, &lim, &o);
+    if (rc)
+        return rc;
+    rc = gs_store_set_obj(arg, key, klen, &o, expire_ms, NULL);
+    if (rc)
+        gs_obj_free(&o);
+    return rc;
 }
 
 /* raft_fsm.restore: replace the store with the snapshot. On success the

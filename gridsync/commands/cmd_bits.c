@@ -9,6 +9,7 @@
  */
 #include "gridsync/client/client.h"
 #include "gridsync/commands/commands.h"
+#include "gridsync/types/value.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,10 @@ void gs_cmd_getbit(struct gs_client *c, size_t argc, struct gs_arg *argv)
     uint64_t off;
     if (!bit_offset(c, &argv[2], &off))
         return;
-    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     int bit = 0;
     if (e) {
         size_t len;
@@ -53,8 +57,10 @@ void gs_cmd_setbit(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error(c, "ERR bit is not an integer or out of range");
         return;
     }
-    struct gs_entry *e =
-        gs_store_lookup(s, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    if (wrong)
+        return;
     if (!e && gs_store_set(s, argv[1].p, argv[1].len, "", 0, -1, &e)) {
         gs_error_oom(c);
         return;
@@ -140,7 +146,10 @@ static bool range_unit(struct gs_client *c, const struct gs_arg *a, bool *isbit)
 /* BITCOUNT key [start end [BYTE|BIT]] (Redis 7.0's bitcountCommand). */
 void gs_cmd_bitcount(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     if (!e) { /* as Redis: a missing key is 0 before the range is looked at */
         gs_reply_int(&c->w, 0);
         return;
@@ -203,7 +212,10 @@ void gs_cmd_bitpos(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error(c, "ERR The bit argument must be 1 or 0.");
         return;
     }
-    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     if (!e) { /* an infinite run of zero bits */
         gs_reply_int(&c->w, bit ? -1 : 0);
         return;
@@ -300,7 +312,10 @@ void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
      * a time into the result (built in the scratch buffer, as lookups do
      * not move entries but the final set may). */
     for (size_t i = 0; i < nsrc; i++) {
-        struct gs_entry *e = gs_store_lookup(c->db->store, argv[3 + i].p, argv[3 + i].len, now, 0);
+        bool wrong;
+        struct gs_entry *e = gs_lookup_typed(c, &argv[3 + i], GS_TYPE_STRING, 0, &wrong);
+        if (wrong)
+            return;
         size_t len = 0;
         if (e)
             gs_entry_value(e, &len);

@@ -88,9 +88,10 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
         SECTION("Memory");
         gs_sbprintf(b,
                     "used_memory:%" PRIu64 "\r\nused_memory_human:%s\r\nmaxmemory:%lld\r\n"
-                    "maxmemory_human:%s\r\nmaxmemory_policy:%s\r\n",
+                    "maxmemory_human:%s\r\nmaxmemory_policy:%s\r\n"
+                    "lazyfree_pending_objects:%" PRIu64 "\r\n",
                     st.used_memory, used, (long long)n->cfg.maxmemory, maxm,
-                    pol[n->cfg.maxmemory_policy]);
+                    pol[n->cfg.maxmemory_policy], gs_store_lazyfree_pending(n->dbs[0].store));
     }
     if (want(argc, argv, "persistence", true)) {
         SECTION("Persistence");

@@ -9,6 +9,7 @@
 #include "gridsync/commands/commands.h"
 
 #include "gridsync/commands/glob.h"
+#include "gridsync/types/value.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -34,6 +35,15 @@ void gs_cmd_del(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_int(&c->w, n);
 }
 
+/* UNLINK: as DEL, but big collections are freed off the request path. */
+void gs_cmd_unlink(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t now = c->db->now_ms, n = 0;
+    for (size_t i = 1; i < argc; i++)
+        n += gs_store_unlink(c->db->store, argv[i].p, argv[i].len, now);
+    gs_reply_int(&c->w, n);
+}
+
 void gs_cmd_exists(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     int64_t now = c->db->now_ms, n = 0;
@@ -56,10 +66,8 @@ void gs_cmd_type(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_entry *e =
         gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
-    if (e)
-        gs_reply_simple(&c->w, "string", 6);
-    else
-        gs_reply_simple(&c->w, "none", 4);
+    const char *name = e ? gs_type_name(gs_entry_type(e)) : "none";
+    gs_reply_simple(&c->w, name, strlen(name));
 }
 
 /* Store a copy of e's value and expiry under dst (RENAME, COPY). The value
@@ -67,6 +75,20 @@ void gs_cmd_type(struct gs_client *c, size_t argc, struct gs_arg *argv)
  * failure replies OOM and returns false. */
 static bool copy_entry(struct gs_client *c, struct gs_entry *e, const struct gs_arg *dst)
 {
+    struct gs_obj o;
+    if (gs_entry_obj(e, &o)) { /* a collection: a deep copy */
+        struct gs_obj copy;
+        if (gs_obj_dup(&copy, &o) != 0) {
+            gs_error_oom(c);
+            return false;
+        }
+        if (gs_store_set_obj(c->db->store, dst->p, dst->len, &copy, gs_entry_expire_ms(e), NULL)) {
+            gs_obj_free(&copy);
+            gs_error_oom(c);
+            return false;
+        }
+        return true;
+    }
     size_t vlen;
     const char *v = gs_entry_value(e, &vlen);
     int64_t expire = gs_entry_expire_ms(e);
@@ -108,9 +130,17 @@ static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
         gs_reply_int(&c->w, 0);
         return;
     }
-    if (!copy_entry(c, e, &argv[2]))
-        return;
-    gs_store_delete(c->db->store, argv[1].p, argv[1].len, now);
+    if (gs_entry_type(e) != GS_TYPE_STRING) {
+        /* A collection moves to the new name; nothing is copied. */
+        if (gs_store_move_obj(c->db->store, e, argv[2].p, argv[2].len, gs_entry_expire_ms(e))) {
+            gs_error_oom(c);
+            return;
+        }
+    } else {
+        if (!copy_entry(c, e, &argv[2]))
+            return;
+        gs_store_delete(c->db->store, argv[1].p, argv[1].len, now);
+    }
     if (nx)
         gs_reply_int(&c->w, 1);
     else
@@ -186,6 +216,7 @@ void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
 struct collect {
     struct core_buf *buf;
     const struct gs_arg *pattern; /* NULL: every key */
+    int type;                     /* SCAN TYPE: enum gs_type, or -1 for any */
 };
 
 static void collect_key(void *arg, const struct gs_entry *e)
@@ -194,6 +225,8 @@ static void collect_key(void *arg, const struct gs_entry *e)
     struct gs_arg k;
     k.p = gs_entry_key(e, &k.len);
     if (col->pattern && !gs_glob_match(col->pattern->p, col->pattern->len, k.p, k.len, false))
+        return;
+    if (col->type >= 0 && gs_entry_type(e) != col->type)
         return;
     core_buf_append(col->buf, &k, sizeof(k));
 }
@@ -215,7 +248,7 @@ static bool is_star(const struct gs_arg *a)
 void gs_cmd_keys(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     c->shared->scratch.len = 0;
-    struct collect col = {&c->shared->scratch, is_star(&argv[1]) ? NULL : &argv[1]};
+    struct collect col = {&c->shared->scratch, is_star(&argv[1]) ? NULL : &argv[1], -1};
     uint64_t cursor = 0;
     int64_t now = c->db->now_ms;
     do
@@ -230,27 +263,36 @@ void gs_cmd_keys(struct gs_client *c, size_t argc, struct gs_arg *argv)
     scratch_done(c->shared);
 }
 
-/* Redis's scanGenericCommand for the key space. */
-void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
+bool gs_parse_scan_cursor(struct gs_client *c, const struct gs_arg *a, uint64_t *out)
 {
     /* parseScanCursorOrReply: strtoul semantics, no leading space; an
      * empty cursor is 0, as strtoul reads it. */
     char tmp[32];
-    if (argv[1].len >= sizeof(tmp) || (argv[1].len && isspace((unsigned char)argv[1].p[0]))) {
+    if (a->len >= sizeof(tmp) || (a->len && isspace((unsigned char)a->p[0]))) {
         gs_error(c, "ERR invalid cursor");
-        return;
+        return false;
     }
-    memcpy(tmp, argv[1].p, argv[1].len);
-    tmp[argv[1].len] = 0;
+    memcpy(tmp, a->p, a->len);
+    tmp[a->len] = 0;
     char *end;
     errno = 0;
-    uint64_t cursor = strtoull(tmp, &end, 10);
+    *out = strtoull(tmp, &end, 10);
     if (*end != 0 || errno == ERANGE) {
         gs_error(c, "ERR invalid cursor");
-        return;
+        return false;
     }
+    return true;
+}
+
+/* Redis's scanGenericCommand for the key space. */
+void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    uint64_t cursor;
+    if (!gs_parse_scan_cursor(c, &argv[1], &cursor))
+        return;
     int64_t count = 10;
     const struct gs_arg *pattern = NULL;
+    int type = -1;
     bool type_none = false;
     for (size_t i = 2; i < argc; i += 2) {
         bool has_value = i + 1 < argc;
@@ -264,15 +306,23 @@ void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
         } else if (gs_arg_is(&argv[i], "match") && has_value) {
             pattern = is_star(&argv[i + 1]) ? NULL : &argv[i + 1];
         } else if (gs_arg_is(&argv[i], "type") && has_value) {
-            /* every value is a string */
-            type_none = !gs_arg_is(&argv[i + 1], "string");
+            /* Redis accepts any name; one that is no type matches nothing. */
+            static const int types[] = {GS_TYPE_STRING, GS_TYPE_LIST, GS_TYPE_SET, GS_TYPE_ZSET,
+                                        GS_TYPE_HASH};
+            type_none = true;
+            for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+                if (gs_arg_is(&argv[i + 1], gs_type_name(types[t]))) {
+                    type = types[t];
+                    type_none = false;
+                }
+            }
         } else {
             gs_error_syntax(c);
             return;
         }
     }
     c->shared->scratch.len = 0;
-    struct collect col = {&c->shared->scratch, pattern};
+    struct collect col = {&c->shared->scratch, pattern, type};
     cursor = gs_store_scan(c->db->store, cursor, (size_t)count, c->db->now_ms, collect_key, &col);
     if (c->shared->scratch.oom) {
         core_buf_free(&c->shared->scratch);

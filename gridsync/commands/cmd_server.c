@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "gridsync/commands/glob.h"
+#include "gridsync/types/value.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

@@ -8,6 +8,7 @@
  */
 #include "gridsync/client/client.h"
 #include "gridsync/commands/commands.h"
+#include "gridsync/types/value.h"
 
 #include "core/error.h"
 
@@ -109,9 +110,10 @@ static bool expire_ms(struct gs_client *c, const struct gs_arg *a, unsigned flag
     return true;
 }
 
+/* A missing key, or one of another type (MGET answers nil for it), is nil. */
 static void reply_value(struct gs_client *c, struct gs_entry *e)
 {
-    if (!e) {
+    if (!e || gs_entry_type(e) != GS_TYPE_STRING) {
         gs_reply_null(&c->w);
         return;
     }
@@ -122,7 +124,10 @@ static void reply_value(struct gs_client *c, struct gs_entry *e)
 
 void gs_cmd_get(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     if (!e && c->db->miss && c->db->miss->get(c->db->miss_ctx, c, &argv[1]))
         return; /* a miss read through (origin/origin_node.h) */
     reply_value(c, e);
@@ -139,7 +144,10 @@ static void set_generic(struct gs_client *c, const struct gs_arg *key, const str
     struct gs_entry *old = NULL;
     bool looked_up = false;
     if (flags & SET_GET) {
-        old = gs_store_lookup(s, key->p, key->len, now, 0);
+        bool wrong;
+        old = gs_lookup_typed(c, key, GS_TYPE_STRING, 0, &wrong);
+        if (wrong)
+            return;
         looked_up = true;
         reply_value(c, old);
     }
@@ -218,7 +226,10 @@ void gs_cmd_getset(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_getdel(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     reply_value(c, e);
     if (e)
         gs_store_delete_entry(c->db->store, e);
@@ -231,7 +242,10 @@ void gs_cmd_getex(struct gs_client *c, size_t argc, struct gs_arg *argv)
     if (!parse_set_options(c, argc, argv, 2, FOR_GETEX, &flags, &ex))
         return;
     int64_t now = c->db->now_ms;
-    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     /* Redis's getexCommand: a missing key is nil before the expire time
      * is validated; a bad time on an existing key is an error. */
     int64_t expire = -1;
@@ -324,8 +338,10 @@ static bool store_value(struct gs_client *c, const struct gs_arg *key, struct gs
 /* Redis's incrDecrCommand. */
 static void incr_by(struct gs_client *c, const struct gs_arg *key, int64_t incr)
 {
-    struct gs_entry *e =
-        gs_store_lookup(c->db->store, key->p, key->len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    if (wrong)
+        return;
     int64_t v = 0;
     if (e) {
         size_t len;
@@ -377,10 +393,12 @@ void gs_cmd_decrby(struct gs_client *c, size_t argc, struct gs_arg *argv)
 }
 
 /* Redis's string2ld. */
-static bool parse_long_double(const char *p, size_t len, long double *out)
+bool gs_parse_long_double(const char *p, size_t len, long double *out)
 {
     char buf[MAX_LONG_DOUBLE_CHARS];
-    if (len == 0 || len >= sizeof(buf))
+    /* A NUL inside would end strtold's string early and let "42\0abc"
+     * pass as 42; Redis refuses it. */
+    if (len == 0 || len >= sizeof(buf) || memchr(p, '\0', len))
         return false;
     memcpy(buf, p, len);
     buf[len] = 0;
@@ -400,7 +418,7 @@ static bool parse_long_double(const char *p, size_t len, long double *out)
 
 /* Redis's ld2string in LD_STR_HUMAN mode: 17 decimals, trailing zeros
  * dropped, "-0" shown as "0". */
-static size_t format_long_double(char *buf, size_t cap, long double v)
+size_t gs_format_long_double(char *buf, size_t cap, long double v)
 {
     int l = snprintf(buf, cap, "%.17Lf", v);
     if (l < 0 || (size_t)l + 1 > cap)
@@ -420,18 +438,20 @@ static size_t format_long_double(char *buf, size_t cap, long double v)
 
 void gs_cmd_incrbyfloat(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_entry *e =
-        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    if (wrong)
+        return;
     long double v = 0, incr;
     if (e) {
         size_t len;
         const char *p = gs_entry_value(e, &len);
-        if (!parse_long_double(p, len, &v)) {
+        if (!gs_parse_long_double(p, len, &v)) {
             gs_error(c, "ERR value is not a valid float");
             return;
         }
     }
-    if (!parse_long_double(argv[2].p, argv[2].len, &incr)) {
+    if (!gs_parse_long_double(argv[2].p, argv[2].len, &incr)) {
         gs_error(c, "ERR value is not a valid float");
         return;
     }
@@ -441,7 +461,7 @@ void gs_cmd_incrbyfloat(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     char buf[MAX_LONG_DOUBLE_CHARS];
-    size_t n = format_long_double(buf, sizeof(buf), v);
+    size_t n = gs_format_long_double(buf, sizeof(buf), v);
     if (n == 0) {
         gs_error(c, "ERR value is not a valid float");
         return;
@@ -462,8 +482,10 @@ static bool check_string_length(struct gs_client *c, uint64_t len)
 void gs_cmd_append(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_store *s = c->db->store;
-    struct gs_entry *e =
-        gs_store_lookup(s, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    if (wrong)
+        return;
     if (!e) {
         if (gs_store_set(s, argv[1].p, argv[1].len, argv[2].p, argv[2].len, -1, NULL))
             gs_error_oom(c);
@@ -486,7 +508,10 @@ void gs_cmd_append(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_strlen(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     size_t len = 0;
     if (e)
         gs_entry_value(e, &len);
@@ -498,7 +523,10 @@ void gs_cmd_getrange(struct gs_client *c, size_t argc, struct gs_arg *argv)
     int64_t start, end;
     if (!gs_arg_int(c, &argv[2], &start, NULL) || !gs_arg_int(c, &argv[3], &end, NULL))
         return;
-    struct gs_entry *e = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+    if (wrong)
+        return;
     if (!e) {
         gs_reply_bulk(&c->w, "", 0);
         return;
@@ -539,8 +567,10 @@ void gs_cmd_setrange(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     const struct gs_arg *val = &argv[3];
-    struct gs_entry *e =
-        gs_store_lookup(s, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    if (wrong)
+        return;
     size_t old = 0;
     if (e)
         gs_entry_value(e, &old);

@@ -61,6 +61,10 @@ void gs_config_defaults(struct gs_config *cfg)
     strcpy(cfg->dir, "./gridsync-data");
     cfg->cluster_replicas = 3;
     cfg->cluster_snapshot_entries = 16384;
+    cfg->hash_max_listpack_entries = 512; /* Redis 7.0's default */
+    cfg->hash_max_listpack_value = 64;
+    cfg->list_max_listpack_size = -2;
+    cfg->set_max_intset_entries = 512;
 }
 
 /* The node's own options; read-through and cluster mode bring theirs
@@ -92,6 +96,14 @@ static const struct gs_option node_options[] = {
               "accepted for compatibility; no persistence"),
     GS_OPTION(appendonly, "appendonly", CORE_OPT_BOOL, 0, 0, NULL, 0,
               "accepted for compatibility; no persistence"),
+    GS_OPTION(hash_max_listpack_entries, "hash-max-listpack-entries", CORE_OPT_INT, 0, INT64_MAX,
+              NULL, 0, "most fields of a hash kept as a listpack"),
+    GS_OPTION(hash_max_listpack_value, "hash-max-listpack-value", CORE_OPT_INT, 0, INT64_MAX, NULL,
+              0, "longest field or value of a hash kept as a listpack"),
+    GS_OPTION(list_max_listpack_size, "list-max-listpack-size", CORE_OPT_INT, INT32_MIN, INT32_MAX,
+              NULL, 0, "list node size: -1..-5 = 4..64 KB, positive = elements per node"),
+    GS_OPTION(set_max_intset_entries, "set-max-intset-entries", CORE_OPT_INT, 0, INT64_MAX, NULL, 0,
+              "most members of a set of integers kept as an intset"),
     {{NULL, 0, NULL, 0, 0, NULL, 0, NULL}, 0},
 };
 
@@ -121,6 +133,14 @@ void gs_config_bind(struct gs_config *cfg, struct core_option *opts,
 }
 
 /* ------------------------------------------------------- command index */
+
+/* The value types' thresholds from the configuration (gs_shared.limits). */
+static struct gs_type_limits node_type_limits(const struct gs_config *cfg)
+{
+    struct gs_type_limits l = {cfg->hash_max_listpack_entries, cfg->hash_max_listpack_value,
+                               cfg->list_max_listpack_size, cfg->set_max_intset_entries};
+    return l;
+}
 
 static uint32_t name_hash(const char *name, size_t len)
 {
@@ -390,6 +410,7 @@ void gs_node_apply_config(struct gs_node *n)
     limits_from_config(&n->cfg, &l);
     core_server_set_limits(n->srv, &l);
     n->shared.proto_max_bulk_len = n->cfg.proto_max_bulk_len;
+    n->shared.limits = node_type_limits(&n->cfg);
     for (unsigned d = 0; d < n->n_dbs; d++)
         gs_store_configure(n->dbs[d].store, (uint64_t)n->cfg.maxmemory,
                            (enum gs_evict_policy)n->cfg.maxmemory_policy);
@@ -474,6 +495,8 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     gs_config_bind(&n->cfg, n->opts, features);
     gs_command_index_build(n);
     n->shared.proto_max_bulk_len = cfg->proto_max_bulk_len;
+    n->shared.limits = node_type_limits(cfg);
+    n->shared.rng = (uint64_t)(uintptr_t)n * 0x9e3779b97f4a7c15ull | 1;
     int rc = dbs_new(n, GS_DBS_DEFAULT);
     if (rc)
         goto fail_dbs;

@@ -67,6 +67,11 @@ struct gs_config {
     int cluster_read_mode;               /* enum gs_read_mode (raft_glue.h) */
     bool cluster_join;                   /* this node is being added (docs) */
     int64_t cluster_snapshot_entries;    /* Raft log entries between snapshots */
+    /* Conversion thresholds of the value types (gridsync/types/value.h). */
+    int64_t hash_max_listpack_entries;
+    int64_t hash_max_listpack_value;
+    int64_t list_max_listpack_size;
+    int64_t set_max_intset_entries;
 };
 
 struct gs_node {

@@ -9,6 +9,7 @@
  * node's code untouched.
  */
 #include "gridsync/origin/origin_node.h"
+#include "gridsync/types/value.h"
 
 #include "core/error.h"
 #include "core/log.h"
@@ -286,6 +287,10 @@ static bool miss_get(void *ctx, struct gs_client *c, const struct gs_arg *key)
 /* Copy a present value into slot i. */
 static void slot_value(struct gs_held *h, size_t i, struct gs_entry *e)
 {
+    if (gs_entry_type(e) != GS_TYPE_STRING) { /* present, but not a string: nil */
+        h->slots[i].state = SLOT_NIL;
+        return;
+    }
     size_t len;
     const char *v = gs_entry_value(e, &len);
     struct slot *s = &h->slots[i];
@@ -313,6 +318,10 @@ static bool miss_mget(void *ctx, struct gs_client *c, size_t argc, struct gs_arg
         struct gs_entry *e = gs_store_lookup(store, argv[miss + 1].p, argv[miss + 1].len, now, 0);
         if (e == NULL)
             break;
+        if (gs_entry_type(e) != GS_TYPE_STRING) { /* MGET answers nil for another type */
+            gs_reply_null(&c->w);
+            continue;
+        }
         size_t len;
         const char *v = gs_entry_value(e, &len);
         gs_reply_bulk(&c->w, v, len);

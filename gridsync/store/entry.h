@@ -6,7 +6,7 @@
  * An entry is ONE allocation, like a memcached item:
  *
  *   +----------------- 32-byte header -----------------+
- *   | hnext | link.prev | link.next | klen:29 bits:3 | vlen:31 ttl:1 |
+ *   | hnext | link.prev | link.next | klen:29 bits:2 obj:1 | vlen:31 ttl:1 |
  *   +---------------------------------------------------+
  *   | [expire field, 12 bytes, only when has_expire_field]
  *   | key bytes (klen) | value bytes (vlen) | '\0'
@@ -20,6 +20,10 @@
  *  E3. The expire field, once present, stays for the entry's life: its
  *      expire_ms is -1 after PERSIST, and heap_idx is GS_NO_HEAP_IDX
  *      exactly when expire_ms is -1.
+ *  E4. is_obj == 1 exactly when the value bytes are one struct gs_obj
+ *      (vlen == sizeof(struct gs_obj)): a hash, set, sorted set or list
+ *      whose blocks the entry owns. Its counted field is what the store
+ *      added to used_memory for those blocks.
  */
 #ifndef GS_ENTRY_H
 #define GS_ENTRY_H
@@ -40,7 +44,8 @@ struct gs_entry {
     struct gs_entry *hnext; /* next entry in the hash bucket's chain */
     struct core_list link;  /* the eviction policy's list */
     uint32_t klen : 29;
-    uint32_t evict_bits : 3; /* owned by the eviction policy (SLRU: segment) */
+    uint32_t evict_bits : 2; /* owned by the eviction policy (SLRU: segment) */
+    uint32_t is_obj : 1;     /* the value is a struct gs_obj (types/value.h) */
     uint32_t vlen : 31;
     uint32_t has_expire_field : 1;
     char data[]; /* [struct gs_expire_field] key value '\0' */

@@ -43,6 +43,7 @@
 #include "gridsync/store/store.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,7 @@
 #include "core/hash.h"
 #include "gridsync/store/entry.h"
 #include "gridsync/store/evict.h"
+#include "gridsync/types/value.h"
 
 #define TABLE_MIN_SIZE 4
 /* With maxmemory set, a table may hold this many entries per bucket
@@ -91,6 +93,10 @@ struct gs_store {
     uint64_t rng;
     uint64_t used_memory;
     uint64_t hits, misses, expired, evicted;
+    /* UNLINK's background freeing (gs_store_unlink): collections handed
+     * to one thread, created on first use, that frees them. The thread
+     * touches nothing of the store but this queue. */
+    struct lazyfree *lazy;
     /* Told of every change to a key (gs_store_on_modified); NULL for a
      * node with no WATCHed keys, so the write path pays one branch. */
     gs_store_modified_fn *on_modified;
@@ -101,6 +107,124 @@ static void signal_modified(struct gs_store *s, struct gs_entry *e)
 {
     if (s->on_modified)
         s->on_modified(s->on_modified_arg, gs_entry_keyp(e), e->klen);
+}
+
+/* ---- typed values (entry.h E4) ----
+ * The value bytes of an object entry sit at any alignment (after the
+ * key), so the struct is copied in and out rather than cast. */
+
+static void obj_load(const struct gs_entry *e, struct gs_obj *o)
+{
+    memcpy(o, gs_entry_valp((struct gs_entry *)e), sizeof(*o));
+}
+
+static void obj_store(struct gs_entry *e, const struct gs_obj *o)
+{
+    memcpy(gs_entry_valp(e), o, sizeof(*o));
+}
+
+/* Free an object entry's collection and take its memory off the count;
+ * the entry becomes a (garbage) string entry. */
+static void obj_release(struct gs_store *s, struct gs_entry *e)
+{
+    struct gs_obj o;
+    obj_load(e, &o);
+    s->used_memory -= o.counted;
+    gs_obj_free(&o);
+    e->is_obj = 0;
+}
+
+/* ---- lazy free (UNLINK) ---- */
+
+#define LAZYFREE_MIN_ELEMENTS 64 /* Redis's LAZYFREE_THRESHOLD */
+
+struct lazy_item {
+    struct lazy_item *next;
+    struct gs_obj obj;
+};
+
+struct lazyfree {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    struct lazy_item *head;
+    bool stop;
+    uint64_t pending; /* items queued, not yet freed (under mu) */
+};
+
+static void *lazyfree_main(void *arg)
+{
+    struct lazyfree *lf = arg;
+    pthread_mutex_lock(&lf->mu);
+    for (;;) {
+        while (!lf->head && !lf->stop)
+            pthread_cond_wait(&lf->cv, &lf->mu);
+        struct lazy_item *it = lf->head;
+        if (!it)
+            break; /* stop, and nothing left */
+        lf->head = it->next;
+        pthread_mutex_unlock(&lf->mu);
+        gs_obj_free(&it->obj);
+        free(it);
+        pthread_mutex_lock(&lf->mu);
+        lf->pending--;
+    }
+    pthread_mutex_unlock(&lf->mu);
+    return NULL;
+}
+
+static struct lazyfree *lazyfree_get(struct gs_store *s)
+{
+    if (s->lazy)
+        return s->lazy;
+    struct lazyfree *lf = calloc(1, sizeof(*lf));
+    if (!lf)
+        return NULL;
+    pthread_mutex_init(&lf->mu, NULL);
+    pthread_cond_init(&lf->cv, NULL);
+    if (pthread_create(&lf->thread, NULL, lazyfree_main, lf) != 0) {
+        pthread_cond_destroy(&lf->cv);
+        pthread_mutex_destroy(&lf->mu);
+        free(lf);
+        return NULL;
+    }
+    s->lazy = lf;
+    return lf;
+}
+
+/* Queue a collection for the thread; false when that is not possible
+ * (the caller frees it itself). */
+static bool lazyfree_push(struct gs_store *s, const struct gs_obj *o)
+{
+    struct lazyfree *lf = lazyfree_get(s);
+    struct lazy_item *it = lf ? malloc(sizeof(*it)) : NULL;
+    if (!it)
+        return false;
+    it->obj = *o;
+    pthread_mutex_lock(&lf->mu);
+    it->next = lf->head;
+    lf->head = it;
+    lf->pending++;
+    pthread_cond_signal(&lf->cv);
+    pthread_mutex_unlock(&lf->mu);
+    return true;
+}
+
+/* Free everything queued and stop the thread (gs_store_free). */
+static void lazyfree_stop(struct gs_store *s)
+{
+    struct lazyfree *lf = s->lazy;
+    if (!lf)
+        return;
+    pthread_mutex_lock(&lf->mu);
+    lf->stop = true;
+    pthread_cond_signal(&lf->cv);
+    pthread_mutex_unlock(&lf->mu);
+    pthread_join(lf->thread, NULL);
+    pthread_cond_destroy(&lf->cv);
+    pthread_mutex_destroy(&lf->mu);
+    free(lf);
+    s->lazy = NULL;
 }
 
 /* ---- memory accounting ---- */
@@ -462,6 +586,8 @@ static void remove_entry(struct gs_store *s, struct gs_entry *e, struct gs_entry
 {
     /* Every removal (DEL, lazy and active expiry, eviction) passes here. */
     signal_modified(s, e);
+    if (e->is_obj)
+        obj_release(s, e);
     *ref = e->hnext;
     s->ht[which].used--;
     s->evict.ops->on_remove(&s->evict, e);
@@ -543,6 +669,7 @@ void gs_store_free(struct gs_store *s)
 {
     if (!s)
         return;
+    lazyfree_stop(s);
     gs_store_clear(s);
     free(s);
 }
@@ -616,8 +743,19 @@ int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *v
         struct gs_expire_field *f = gs_entry_expire_field(e);
         if (want_field && (!f || f->heap_idx == GS_NO_HEAP_IDX) && heap_reserve_one(s) != 0)
             return CORE_ENOMEM;
+        /* A collection being replaced: keep it until the reshape has
+         * succeeded (which overwrites the value bytes), then free it. */
+        struct gs_obj old;
+        bool had_obj = e->is_obj;
+        if (had_obj)
+            obj_load(e, &old);
         if (entry_reshape(s, &e, ref, want_field, vlen) != 0)
             return CORE_ENOMEM;
+        if (had_obj) {
+            s->used_memory -= old.counted;
+            gs_obj_free(&old);
+            e->is_obj = 0;
+        }
         memcpy(gs_entry_valp(e), val, vlen);
         if (e->has_expire_field)
             expire_set_prepared(s, e, expire_ms);
@@ -637,6 +775,7 @@ int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *v
     e->klen = (uint32_t)klen;
     e->vlen = (uint32_t)vlen;
     e->evict_bits = 0;
+    e->is_obj = 0;
     e->has_expire_field = want_field;
     if (want_field) {
         struct gs_expire_field *f = (struct gs_expire_field *)e->data;
@@ -664,7 +803,7 @@ int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *v
 
 char *gs_store_resize_value(struct gs_store *s, struct gs_entry **e, size_t newlen)
 {
-    if (newlen > GS_VALUE_MAX)
+    if (newlen > GS_VALUE_MAX || (*e)->is_obj)
         return NULL;
     int which;
     struct gs_entry **ref = ref_of_entry(s, *e, &which);
@@ -692,6 +831,35 @@ int gs_store_delete(struct gs_store *s, const void *key, size_t klen, int64_t no
         return 0;
     }
     return 1;
+}
+
+int gs_store_unlink(struct gs_store *s, const void *key, size_t klen, int64_t now_ms)
+{
+    struct gs_entry *e = gs_store_lookup(s, key, klen, now_ms, GS_LOOKUP_NOTOUCH);
+    if (!e)
+        return 0;
+    struct gs_obj o;
+    if (e->is_obj) {
+        obj_load(e, &o);
+        if (gs_obj_len(&o) > LAZYFREE_MIN_ELEMENTS && lazyfree_push(s, &o)) {
+            /* The blocks now belong to the thread: off the count, and the
+             * entry no longer frees them. */
+            s->used_memory -= o.counted;
+            e->is_obj = 0;
+        }
+    }
+    gs_store_delete_entry(s, e);
+    return 1;
+}
+
+uint64_t gs_store_lazyfree_pending(const struct gs_store *s)
+{
+    if (!s->lazy)
+        return 0;
+    pthread_mutex_lock(&s->lazy->mu);
+    uint64_t n = s->lazy->pending;
+    pthread_mutex_unlock(&s->lazy->mu);
+    return n;
 }
 
 void gs_store_delete_entry(struct gs_store *s, struct gs_entry *e)
@@ -745,6 +913,76 @@ char *gs_entry_value(struct gs_entry *e, size_t *len)
 {
     *len = e->vlen;
     return gs_entry_valp(e);
+}
+
+int gs_store_set_obj(struct gs_store *s, const void *key, size_t klen, struct gs_obj *o,
+                     int64_t expire_ms, struct gs_entry **out)
+{
+    struct gs_entry *e;
+    int rc = gs_store_set(s, key, klen, (const char *)o, sizeof(*o), expire_ms, &e);
+    if (rc)
+        return rc;
+    o->counted = gs_obj_mem(o);
+    s->used_memory += o->counted;
+    obj_store(e, o);
+    e->is_obj = 1;
+    if (out)
+        *out = e;
+    return 0;
+}
+
+int gs_store_move_obj(struct gs_store *s, struct gs_entry *src, const void *dst, size_t dlen,
+                      int64_t expire_ms)
+{
+    struct gs_obj o;
+    obj_load(src, &o);
+    struct gs_entry *e;
+    /* Setting dst does not move src (another key's entry), but it may
+     * free what dst held. */
+    int rc = gs_store_set(s, dst, dlen, (const char *)&o, sizeof(o), expire_ms, &e);
+    if (rc)
+        return rc;
+    e->is_obj = 1; /* o.counted moves with the blocks: used_memory is unchanged */
+    src->is_obj = 0;
+    gs_store_delete_entry(s, src);
+    return 0;
+}
+
+size_t gs_store_entry_mem(const struct gs_entry *e)
+{
+    size_t mem = alloc_cost((void *)e);
+    if (e->is_obj) {
+        struct gs_obj o;
+        obj_load(e, &o);
+        mem += o.counted;
+    }
+    return mem;
+}
+
+int gs_entry_type(const struct gs_entry *e)
+{
+    if (!e->is_obj)
+        return GS_TYPE_STRING;
+    struct gs_obj o;
+    obj_load(e, &o);
+    return o.type;
+}
+
+bool gs_entry_obj(const struct gs_entry *e, struct gs_obj *out)
+{
+    if (!e->is_obj)
+        return false;
+    obj_load(e, out);
+    return true;
+}
+
+void gs_store_obj_update(struct gs_store *s, struct gs_entry *e, struct gs_obj *o)
+{
+    size_t mem = gs_obj_mem(o);
+    s->used_memory = s->used_memory - o->counted + mem;
+    o->counted = mem;
+    obj_store(e, o);
+    signal_modified(s, e);
 }
 
 int64_t gs_entry_expire_ms(const struct gs_entry *e)
@@ -932,6 +1170,8 @@ void gs_store_clear(struct gs_store *s)
             struct gs_entry *e = tb->bucket[i];
             while (e) {
                 struct gs_entry *next = e->hnext;
+                if (e->is_obj)
+                    obj_release(s, e);
                 s->used_memory -= alloc_cost(e);
                 free(e);
                 e = next;
@@ -991,6 +1231,15 @@ int gs_store_check(const struct gs_store *cs)
                 CHECK((hash_entry(s, e) & tb->mask) == i);
                 CHECK(gs_entry_valp(e)[e->vlen] == '\0'); /* E2 */
                 mem += alloc_cost(e);
+                if (e->is_obj) { /* E4: the collection's count is exact */
+                    struct gs_obj o;
+                    CHECK(e->vlen == sizeof(o));
+                    obj_load(e, &o);
+                    CHECK(o.type != GS_TYPE_STRING && o.ptr != NULL);
+                    CHECK(o.counted == gs_obj_mem(&o) && o.counted == gs_obj_recount(&o));
+                    CHECK(gs_obj_len(&o) > 0); /* empty collections are deleted */
+                    mem += o.counted;
+                }
                 used++;
                 struct gs_expire_field *f = gs_entry_expire_field(e);
                 if (f && f->expire_ms >= 0) { /* store.h invariant 2, T3 */

@@ -17,7 +17,7 @@
  *  2. An entry with expire_ms >= 0 is in the expiry index; one with -1 is
  *     not.
  *  3. used_memory equals, over every block the store owns (entries, the
- *     table's bucket arrays, the expiry index), what the allocator holds
+ *     table's bucket arrays, the expiry index, the collections' blocks), what the allocator holds
  *     for it: malloc_usable_size + its 8-byte chunk header (see
  *     gs_store_entry_cost). It is 0 for an empty store.
  *  4. No lookup returns an entry whose expire_ms <= now_ms: such an entry
@@ -93,7 +93,7 @@ struct gs_entry *gs_store_lookup(struct gs_store *s, const void *key, size_t kle
 int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *val, size_t vlen,
                  int64_t expire_ms, struct gs_entry **out);
 
-/* Resize an entry's value to newlen bytes, keeping the first
+/* Resize a string entry's value to newlen bytes (NULL for a collection), keeping the first
  * min(old, new) bytes; new bytes are zero, and value[newlen] is a NUL (not
  * counted in the length), so INCR may parse it as a C string. The entry
  * may move: *e is updated. Returns a pointer to the (writable) value, or
@@ -103,6 +103,18 @@ char *gs_store_resize_value(struct gs_store *s, struct gs_entry **e, size_t newl
 
 /* Delete key. Returns 1 if it existed (and was live), else 0. */
 int gs_store_delete(struct gs_store *s, const void *key, size_t klen, int64_t now_ms);
+
+/* UNLINK: delete key like gs_store_delete, but a collection of more than
+ * 64 elements (Redis's lazyfree threshold) is freed by a background
+ * thread of the store, off the request path. Its memory leaves
+ * used_memory at once (the store no longer owns it); the thread is
+ * started on first use and stopped, after freeing what is queued, by
+ * gs_store_free. Returns 1 if the key existed (and was live), else 0. */
+int gs_store_unlink(struct gs_store *s, const void *key, size_t klen, int64_t now_ms);
+
+/* Collections queued by gs_store_unlink and not yet freed (INFO's
+ * lazyfree_pending_objects). */
+uint64_t gs_store_lazyfree_pending(const struct gs_store *s);
 
 /* Delete an entry found by lookup (it is freed; e is invalid after). */
 void gs_store_delete_entry(struct gs_store *s, struct gs_entry *e);
@@ -114,8 +126,48 @@ void gs_store_delete_entry(struct gs_store *s, struct gs_entry *e);
  * not grow). Clearing never fails. */
 int gs_store_set_expire(struct gs_store *s, struct gs_entry **e, int64_t expire_ms);
 
+/* ---- typed values (gridsync/types/value.h) ----
+ * An entry holds either a string (the value bytes) or a collection (a
+ * struct gs_obj whose blocks the entry owns). The store frees a
+ * collection with its entry (DEL, overwrite by gs_store_set, expiry,
+ * eviction, clear), and used_memory includes the collection's blocks
+ * (invariant 3), kept exact by gs_store_obj_update after every change. */
+struct gs_obj;
+
+/* Insert or overwrite key with the collection o (ownership of o's blocks
+ * passes to the store on success; o->counted is set). As gs_store_set
+ * otherwise, including freeing whatever the key held. */
+int gs_store_set_obj(struct gs_store *s, const void *key, size_t klen, struct gs_obj *o,
+                     int64_t expire_ms, struct gs_entry **out);
+
+/* RENAME of a collection: move src's collection (not a copy) to key dst
+ * with this expiry, replacing whatever dst held, and delete src. dst must
+ * differ from src's key. Returns 0, or CORE_ENOMEM with nothing changed. */
+int gs_store_move_obj(struct gs_store *s, struct gs_entry *src, const void *dst, size_t dlen,
+                      int64_t expire_ms);
+
+/* What the entry costs in used_memory: its block and, for a collection,
+ * every block of the collection (MEMORY USAGE). */
+size_t gs_store_entry_mem(const struct gs_entry *e);
+
+/* The entry's enum gs_type (GS_TYPE_STRING for a string). */
+int gs_entry_type(const struct gs_entry *e);
+
+/* Copy out an entry's collection; false for a string entry. The copy's
+ * pointers belong to the store: change the collection through them, then
+ * hand the copy back with gs_store_obj_update before anything else
+ * touches the store. */
+bool gs_entry_obj(const struct gs_entry *e, struct gs_obj *out);
+
+/* Store a changed collection back into its entry (the encoding or its
+ * pointer may have changed), recount its memory and report the change
+ * to the modified hook. A collection that became empty must be deleted
+ * instead (gs_store_delete_entry). */
+void gs_store_obj_update(struct gs_store *s, struct gs_entry *e, struct gs_obj *o);
+
 /* Entry accessors. Pointers stay valid until the store is modified. The
- * value is followed by a NUL byte that its length does not count. */
+ * value is followed by a NUL byte that its length does not count.
+ * gs_entry_value is for string entries (see gs_entry_type). */
 const char *gs_entry_key(const struct gs_entry *e, size_t *len);
 char *gs_entry_value(struct gs_entry *e, size_t *len);
 int64_t gs_entry_expire_ms(const struct gs_entry *e); /* -1 when none */

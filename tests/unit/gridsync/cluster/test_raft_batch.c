@@ -10,6 +10,8 @@
 
 #include "core/error.h"
 #include "gridsync/cluster/raft_batch.h"
+#include "gridsync/types/hash/hash.h"
+#include <stdlib.h>
 
 static void build(struct core_buf *b)
 {
@@ -94,12 +96,14 @@ struct seen {
     int n;
     char keys[4][8];
     int64_t exp[4];
+    int type[4];
 };
 
-static int collect(void *arg, const char *key, size_t klen, const char *val, size_t vlen,
+static int collect(void *arg, int type, const char *key, size_t klen, const char *val, size_t vlen,
                    int64_t expire_ms)
 {
     struct seen *s = arg;
+    s->type[s->n < 4 ? s->n : 0] = type;
     if (s->n == 4)
         return CORE_ERANGE;
     memcpy(s->keys[s->n], key, klen < 7 ? klen : 7);
@@ -111,14 +115,46 @@ static void test_snapshot_round_trip_and_corruption(void **state)
 {
     struct core_buf b = {0};
     assert_int_equal(gs_snapshot_begin(&b), 0);
-    assert_int_equal(gs_snapshot_add(&b, "k1", 2, "v1", 2, -1), 0);
-    assert_int_equal(gs_snapshot_add(&b, "k2", 2, "", 0, 1234), 0);
-    gs_snapshot_finish(&b, 2);
+    assert_int_equal(gs_snapshot_add(&b, GS_TYPE_STRING, "k1", 2, "v1", 2, -1), 0);
+    assert_int_equal(gs_snapshot_add(&b, GS_TYPE_STRING, "k2", 2, "", 0, 1234), 0);
+    /* a hash record: the listpack of its pairs */
+    struct gs_obj h;
+    static const struct gs_type_limits lim = GS_TYPE_LIMITS_DEFAULT;
+    assert_int_equal(gs_hash_init(&h), 0);
+    assert_int_equal(gs_hash_set(&h, "f", 1, "123", 3, &lim, NULL), 0);
+    unsigned char *enc;
+    size_t enclen;
+    assert_int_equal(gs_obj_encode(&h, &enc, &enclen), 0);
+    assert_int_equal(gs_snapshot_add(&b, GS_TYPE_HASH, "k3", 2, enc, enclen, -1), 0);
+    gs_snapshot_finish(&b, 3);
     struct seen s = {0};
     assert_int_equal(gs_snapshot_parse(b.data, b.len, collect, &s), 0);
-    assert_int_equal(s.n, 2);
+    assert_int_equal(s.n, 3);
     assert_string_equal(s.keys[1], "k2");
+    assert_string_equal(s.keys[2], "k3");
+    assert_true(s.type[0] == GS_TYPE_STRING && s.type[2] == GS_TYPE_HASH);
     assert_true(s.exp[0] == -1 && s.exp[1] == 1234);
+    struct gs_obj back;
+    assert_int_equal(gs_obj_decode(GS_TYPE_HASH, enc, enclen, &lim, &back), 0);
+    char buf[GS_LP_INTBUF];
+    const char *v;
+    size_t vlen;
+    assert_true(gs_hash_get(&back, "f", 1, buf, &v, &vlen));
+    assert_int_equal(vlen, 3);
+    assert_memory_equal(v, "123", 3);
+    gs_hash_free(&back);
+    gs_hash_free(&h);
+
+    /* a hash record whose listpack is corrupt fails validation, before
+     * any entry reaches fn */
+    size_t last = b.len - enclen;
+    b.data[last + 4] ^= 0x01; /* the listpack's entry count */
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(gs_snapshot_parse(b.data, b.len, collect, &s), CORE_EPROTO);
+    assert_int_equal(s.n, 0);
+    b.data[last + 4] ^= 0x01;
+    free(enc);
+    assert_int_equal(gs_snapshot_parse(b.data, b.len, NULL, NULL), 0);
 
     /* A corrupt snapshot calls fn for nothing: it is validated first. */
     for (size_t n = 0; n < b.len; n++) {

@@ -1,0 +1,599 @@
+/*
+ * Set commands, following Redis 7.0's t_set.c: checks in Redis's order,
+ * its error texts, sets as RESP3 set replies where Redis sends them. The
+ * data structure is gridsync/types/set/. Results of SINTER/SUNION/SDIFF
+ * are built as a set with the same encoding rules, so an all-integer
+ * result comes out sorted as Redis's intset does.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "gridsync/commands/glob.h"
+#include "gridsync/client/client.h"
+#include "gridsync/commands/commands.h"
+#include "gridsync/types/set/set.h"
+
+static bool set_read(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o, bool *found)
+{
+    bool wrong;
+    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_SET, 0, &wrong);
+    *found = e != NULL;
+    if (e)
+        gs_entry_obj(e, o);
+    return !wrong;
+}
+
+static struct gs_entry *set_write(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o,
+                                  bool *wrong)
+{
+    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_SET, GS_LOOKUP_NOTOUCH, wrong);
+    if (e)
+        gs_entry_obj(e, o);
+    return e;
+}
+
+static void set_done(struct gs_client *c, struct gs_entry *e, struct gs_obj *o)
+{
+    gs_store_obj_update(c->db->store, e, o);
+    if (gs_set_len(o) == 0)
+        gs_store_delete_entry(c->db->store, e);
+}
+
+/* Store a set built aside at key (replacing what it held), or delete key
+ * when the set is empty; takes ownership of o. False after OOM. */
+static bool store_set(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o)
+{
+    if (gs_set_len(o) == 0) {
+        gs_set_free(o);
+        gs_store_delete(c->db->store, key->p, key->len, c->db->now_ms);
+        return true;
+    }
+    if (gs_store_set_obj(c->db->store, key->p, key->len, o, -1, NULL)) {
+        gs_set_free(o);
+        gs_error_oom(c);
+        return false;
+    }
+    return true;
+}
+
+void gs_cmd_sadd(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_obj o;
+    bool wrong;
+    struct gs_entry *e = set_write(c, &argv[1], &o, &wrong);
+    if (wrong)
+        return;
+    if (!e) {
+        if (gs_set_init(&o) || gs_store_set_obj(c->db->store, argv[1].p, argv[1].len, &o, -1, &e)) {
+            if (o.ptr)
+                gs_set_free(&o);
+            gs_error_oom(c);
+            return;
+        }
+    }
+    struct gs_type_limits lim = c->shared->limits;
+    int64_t n = 0;
+    int rc = 0;
+    for (size_t i = 2; i < argc && rc == 0; i++) {
+        bool added;
+        rc = gs_set_add(&o, argv[i].p, argv[i].len, &lim, &added);
+        n += rc == 0 && added;
+    }
+    set_done(c, e, &o);
+    if (rc)
+        gs_error_oom(c);
+    else
+        gs_reply_int(&c->w, n);
+}
+
+void gs_cmd_srem(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_obj o;
+    bool wrong;
+    struct gs_entry *e = set_write(c, &argv[1], &o, &wrong);
+    if (wrong)
+        return;
+    if (!e) {
+        gs_reply_int(&c->w, 0);
+        return;
+    }
+    int64_t n = 0;
+    for (size_t i = 2; i < argc && gs_set_len(&o) > 0; i++)
+        n += gs_set_remove(&o, argv[i].p, argv[i].len);
+    if (n)
+        set_done(c, e, &o);
+    gs_reply_int(&c->w, n);
+}
+
+/* Every member, as a RESP3 set (SMEMBERS, SINTER...) or an array
+ * (SRANDMEMBER's whole-set case). */
+static void reply_members_as(struct gs_client *c, const struct gs_obj *o, bool as_set)
+{
+    if (as_set)
+        gs_reply_set(&c->w, gs_set_len(o));
+    else
+        gs_reply_array(&c->w, gs_set_len(o));
+    struct gs_set_iter it;
+    const char *s;
+    size_t len;
+    gs_set_iter_init(&it, o);
+    while (gs_set_iter_next(&it, &s, &len))
+        gs_reply_bulk(&c->w, s, len);
+}
+
+static void reply_members(struct gs_client *c, const struct gs_obj *o)
+{
+    reply_members_as(c, o, true);
+}
+
+void gs_cmd_smembers(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_obj o;
+    bool found;
+    if (!set_read(c, &argv[1], &o, &found))
+        return;
+    if (!found)
+        gs_reply_set(&c->w, 0);
+    else
+        reply_members(c, &o);
+}
+
+void gs_cmd_sismember(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_obj o;
+    bool found;
+    if (!set_read(c, &argv[1], &o, &found))
+        return;
+    gs_reply_int(&c->w, found && gs_set_contains(&o, argv[2].p, argv[2].len));
+}
+
+void gs_cmd_smismember(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_obj o;
+    bool found;
+    if (!set_read(c, &argv[1], &o, &found))
+        return;
+    gs_reply_array(&c->w, argc - 2);
+    for (size_t i = 2; i < argc; i++)
+        gs_reply_int(&c->w, found && gs_set_contains(&o, argv[i].p, argv[i].len));
+}
+
+void gs_cmd_scard(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_obj o;
+    bool found;
+    if (!set_read(c, &argv[1], &o, &found))
+        return;
+    gs_reply_int(&c->w, found ? (int64_t)gs_set_len(&o) : 0);
+}
+
+/* SPOP key [count] (Redis's spopCommand / spopWithCountCommand). */
+void gs_cmd_spop(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t count = -1;
+    if (argc == 3) {
+        if (!gs_string2ll(argv[2].p, argv[2].len, &count) || count < 0) {
+            gs_error(c, "ERR value is out of range, must be positive");
+            return;
+        }
+    } else if (argc > 3) {
+        gs_error_syntax(c);
+        return;
+    }
+    struct gs_obj o;
+    bool wrong;
+    struct gs_entry *e = set_write(c, &argv[1], &o, &wrong);
+    if (wrong)
+        return;
+    if (!e) {
+        if (count >= 0)
+            gs_reply_set(&c->w, 0);
+        else
+            gs_reply_null(&c->w);
+        return;
+    }
+    if (count == 0) {
+        gs_reply_set(&c->w, 0);
+        return;
+    }
+    size_t n = count < 0 ? 1 : (size_t)count;
+    if (n > gs_set_len(&o))
+        n = gs_set_len(&o);
+    if (count >= 0)
+        gs_reply_set(&c->w, n);
+    char buf[GS_LP_INTBUF];
+    struct core_buf *tmp = &c->shared->scratch;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *s = gs_set_random(&o, gs_client_random(c), buf, &len);
+        gs_reply_bulk(&c->w, s, len);
+        /* copy: removing frees the element the pointer is in */
+        tmp->len = 0;
+        core_buf_append(tmp, s, len);
+        if (tmp->oom) {
+            core_buf_free(tmp);
+            break;
+        }
+        gs_set_remove(&o, tmp->data, len);
+    }
+    set_done(c, e, &o);
+}
+
+/* SRANDMEMBER key [count] (Redis's srandmemberWithCountCommand). */
+void gs_cmd_srandmember(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (argc > 3) {
+        gs_error_syntax(c);
+        return;
+    }
+    struct gs_obj o;
+    bool found;
+    char buf[GS_LP_INTBUF];
+    size_t len;
+    if (argc == 2) {
+        if (!set_read(c, &argv[1], &o, &found))
+            return;
+        if (!found) {
+            gs_reply_null(&c->w);
+            return;
+        }
+        const char *s = gs_set_random(&o, gs_client_random(c), buf, &len);
+        gs_reply_bulk(&c->w, s, len);
+        return;
+    }
+    int64_t l;
+    if (!gs_arg_int(c, &argv[2], &l, NULL))
+        return;
+    if (l == INT64_MIN) {
+        gs_error(c, "ERR value is out of range, value must between -9223372036854775807 and "
+                    "9223372036854775807");
+        return;
+    }
+    if (!set_read(c, &argv[1], &o, &found))
+        return;
+    if (!found || l == 0) {
+        gs_reply_array(&c->w, 0);
+        return;
+    }
+    size_t size = gs_set_len(&o);
+    if (l < 0) { /* repeats allowed */
+        gs_reply_array(&c->w, (size_t)-l);
+        for (int64_t i = 0; i < -l; i++) {
+            const char *s = gs_set_random(&o, gs_client_random(c), buf, &len);
+            gs_reply_bulk(&c->w, s, len);
+        }
+        return;
+    }
+    size_t count = (size_t)l;
+    struct gs_set_iter it;
+    const char *s;
+    if (count >= size) {
+        reply_members_as(c, &o, false);
+        return;
+    }
+    /* distinct members: choose positions by a partial shuffle */
+    uint32_t *pos = malloc(size * sizeof(*pos));
+    unsigned char *chosen = calloc(size, 1);
+    if (!pos || !chosen) {
+        free(pos);
+        free(chosen);
+        gs_error_oom(c);
+        return;
+    }
+    for (size_t i = 0; i < size; i++)
+        pos[i] = (uint32_t)i;
+    for (size_t i = 0; i < count; i++) {
+        size_t j = i + gs_client_random(c) % (size - i);
+        uint32_t t = pos[i];
+        pos[i] = pos[j];
+        pos[j] = t;
+        chosen[pos[i]] = 1;
+    }
+    free(pos);
+    gs_reply_array(&c->w, count);
+    gs_set_iter_init(&it, &o);
+    for (size_t i = 0; gs_set_iter_next(&it, &s, &len); i++)
+        if (chosen[i])
+            gs_reply_bulk(&c->w, s, len);
+    free(chosen);
+}
+
+void gs_cmd_smove(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_store *st = c->db->store;
+    struct gs_entry *se =
+        gs_store_lookup(st, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    struct gs_entry *de =
+        gs_store_lookup(st, argv[2].p, argv[2].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    if (!se) {
+        gs_reply_int(&c->w, 0);
+        return;
+    }
+    if (gs_entry_type(se) != GS_TYPE_SET || (de && gs_entry_type(de) != GS_TYPE_SET)) {
+        gs_error_wrongtype(c);
+        return;
+    }
+    struct gs_obj so;
+    gs_entry_obj(se, &so);
+    if (se == de) {
+        gs_reply_int(&c->w, gs_set_contains(&so, argv[3].p, argv[3].len));
+        return;
+    }
+    if (!gs_set_remove(&so, argv[3].p, argv[3].len)) {
+        gs_reply_int(&c->w, 0);
+        return;
+    }
+    set_done(c, se, &so); /* may delete the source */
+    struct gs_obj dobj;
+    bool wrong;
+    de = set_write(c, &argv[2], &dobj, &wrong);
+    if (!de &&
+        (gs_set_init(&dobj) || gs_store_set_obj(st, argv[2].p, argv[2].len, &dobj, -1, &de))) {
+        if (dobj.ptr)
+            gs_set_free(&dobj);
+        gs_error_oom(c);
+        return;
+    }
+    struct gs_type_limits lim = c->shared->limits;
+    bool added;
+    int rc = gs_set_add(&dobj, argv[3].p, argv[3].len, &lim, &added);
+    set_done(c, de, &dobj);
+    if (rc)
+        gs_error_oom(c);
+    else
+        gs_reply_int(&c->w, 1);
+}
+
+/* The sets named by keys, for SINTER/SUNION/SDIFF and their STORE and
+ * CARD forms: every key is type-checked first (Redis's order); a missing
+ * key is an empty set (found[i] false). False after WRONGTYPE. */
+static bool load_sets(struct gs_client *c, struct gs_arg *keys, size_t n, struct gs_obj *sets,
+                      bool *found)
+{
+    for (size_t i = 0; i < n; i++) {
+        bool wrong;
+        struct gs_entry *e = gs_lookup_typed(c, &keys[i], GS_TYPE_SET, 0, &wrong);
+        if (wrong)
+            return false;
+        found[i] = e != NULL;
+        if (e)
+            gs_entry_obj(e, &sets[i]);
+    }
+    return true;
+}
+
+enum set_op { OP_INTER, OP_UNION, OP_DIFF };
+
+/* Compute op over the n sets into *out (a new set). limit caps an
+ * intersection's size (SINTERCARD; 0 = none). */
+static int compute(struct gs_client *c, enum set_op op, struct gs_obj *sets, bool *found, size_t n,
+                   struct gs_obj *out, size_t limit)
+{
+    struct gs_type_limits lim = c->shared->limits;
+    if (gs_set_init(out))
+        return CORE_ENOMEM;
+    struct gs_set_iter it;
+    const char *s;
+    size_t len;
+    bool added;
+    if (op == OP_INTER) {
+        size_t smallest = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!found[i])
+                return 0; /* with an empty set: empty */
+            if (gs_set_len(&sets[i]) < gs_set_len(&sets[smallest]))
+                smallest = i;
+        }
+        gs_set_iter_init(&it, &sets[smallest]);
+        while (gs_set_iter_next(&it, &s, &len)) {
+            bool all = true;
+            for (size_t j = 0; j < n && all; j++)
+                all = j == smallest || gs_set_contains(&sets[j], s, len);
+            if (all && gs_set_add(out, s, len, &lim, &added))
+                return CORE_ENOMEM;
+            if (limit && gs_set_len(out) >= limit)
+                break;
+        }
+        return 0;
+    }
+    if (op == OP_UNION) {
+        for (size_t i = 0; i < n; i++) {
+            if (!found[i])
+                continue;
+            gs_set_iter_init(&it, &sets[i]);
+            while (gs_set_iter_next(&it, &s, &len))
+                if (gs_set_add(out, s, len, &lim, &added))
+                    return CORE_ENOMEM;
+        }
+        return 0;
+    }
+    if (!found[0])
+        return 0;
+    gs_set_iter_init(&it, &sets[0]);
+    while (gs_set_iter_next(&it, &s, &len)) {
+        bool in_other = false;
+        for (size_t j = 1; j < n && !in_other; j++)
+            in_other = found[j] && gs_set_contains(&sets[j], s, len);
+        if (!in_other && gs_set_add(out, s, len, &lim, &added))
+            return CORE_ENOMEM;
+    }
+    return 0;
+}
+
+static void set_op_generic(struct gs_client *c, struct gs_arg *keys, size_t n,
+                           const struct gs_arg *dst, enum set_op op)
+{
+    struct gs_obj *sets = calloc(n, sizeof(*sets));
+    bool *found = calloc(n, sizeof(*found));
+    if (!sets || !found) {
+        free(sets);
+        free(found);
+        gs_error_oom(c);
+        return;
+    }
+    struct gs_obj out = {0};
+    if (!load_sets(c, keys, n, sets, found))
+        goto done;
+    if (compute(c, op, sets, found, n, &out, 0)) {
+        gs_set_free(&out);
+        gs_error_oom(c);
+        goto done;
+    }
+    if (dst) {
+        size_t card = gs_set_len(&out);
+        if (store_set(c, dst, &out))
+            gs_reply_int(&c->w, (int64_t)card);
+    } else {
+        reply_members(c, &out);
+        gs_set_free(&out);
+    }
+done:
+    free(sets);
+    free(found);
+}
+
+void gs_cmd_sinter(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    set_op_generic(c, argv + 1, argc - 1, NULL, OP_INTER);
+}
+
+void gs_cmd_sunion(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    set_op_generic(c, argv + 1, argc - 1, NULL, OP_UNION);
+}
+
+void gs_cmd_sdiff(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    set_op_generic(c, argv + 1, argc - 1, NULL, OP_DIFF);
+}
+
+void gs_cmd_sinterstore(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    set_op_generic(c, argv + 2, argc - 2, &argv[1], OP_INTER);
+}
+
+void gs_cmd_sunionstore(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    set_op_generic(c, argv + 2, argc - 2, &argv[1], OP_UNION);
+}
+
+void gs_cmd_sdiffstore(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    set_op_generic(c, argv + 2, argc - 2, &argv[1], OP_DIFF);
+}
+
+/* SINTERCARD numkeys key [key ...] [LIMIT limit]. */
+void gs_cmd_sintercard(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t numkeys, limit = 0;
+    if (!gs_string2ll(argv[1].p, argv[1].len, &numkeys) || numkeys < 1) {
+        gs_error(c, "ERR numkeys should be greater than 0");
+        return;
+    }
+    if ((uint64_t)numkeys > argc - 2) {
+        gs_error(c, "ERR Number of keys can't be greater than number of args");
+        return;
+    }
+    for (size_t j = 2 + (size_t)numkeys; j < argc; j++) {
+        if (gs_arg_is(&argv[j], "limit") && j + 1 < argc) {
+            j++;
+            if (!gs_string2ll(argv[j].p, argv[j].len, &limit) || limit < 0) {
+                gs_error(c, "ERR LIMIT can't be negative");
+                return;
+            }
+        } else {
+            gs_error_syntax(c);
+            return;
+        }
+    }
+    size_t n = (size_t)numkeys;
+    struct gs_obj *sets = calloc(n, sizeof(*sets));
+    bool *found = calloc(n, sizeof(*found));
+    struct gs_obj out = {0};
+    if (!sets || !found) {
+        gs_error_oom(c);
+    } else if (load_sets(c, argv + 2, n, sets, found)) {
+        if (compute(c, OP_INTER, sets, found, n, &out, (size_t)limit))
+            gs_error_oom(c);
+        else
+            gs_reply_int(&c->w, (int64_t)gs_set_len(&out));
+        gs_set_free(&out);
+    }
+    free(sets);
+    free(found);
+}
+
+struct scan_collect {
+    struct core_buf *buf;
+    const struct gs_arg *pattern;
+    size_t n;
+};
+
+static void scan_member(void *arg, const char *s, size_t len)
+{
+    struct scan_collect *sc = arg;
+    if (sc->pattern && !gs_glob_match(sc->pattern->p, sc->pattern->len, s, len, false))
+        return;
+    uint64_t l = len;
+    core_buf_append(sc->buf, &l, sizeof(l));
+    core_buf_append(sc->buf, s, len);
+    sc->n++;
+}
+
+void gs_cmd_sscan(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    uint64_t cursor;
+    if (!gs_parse_scan_cursor(c, &argv[2], &cursor))
+        return;
+    struct gs_obj o;
+    bool found;
+    if (!set_read(c, &argv[1], &o, &found))
+        return;
+    if (!found) {
+        gs_reply_array(&c->w, 2);
+        gs_reply_bulk(&c->w, "0", 1);
+        gs_reply_array(&c->w, 0);
+        return;
+    }
+    int64_t count = 10;
+    const struct gs_arg *pattern = NULL;
+    for (size_t i = 3; i < argc; i += 2) {
+        bool has_value = i + 1 < argc;
+        if (gs_arg_is(&argv[i], "count") && has_value) {
+            if (!gs_arg_int(c, &argv[i + 1], &count, NULL))
+                return;
+            if (count < 1) {
+                gs_error_syntax(c);
+                return;
+            }
+        } else if (gs_arg_is(&argv[i], "match") && has_value) {
+            pattern = argv[i + 1].len == 1 && argv[i + 1].p[0] == '*' ? NULL : &argv[i + 1];
+        } else {
+            gs_error_syntax(c);
+            return;
+        }
+    }
+    struct core_buf *buf = &c->shared->scratch;
+    buf->len = 0;
+    struct scan_collect sc = {buf, pattern, 0};
+    cursor = gs_set_scan(&o, cursor, (size_t)count, scan_member, &sc);
+    if (buf->oom) {
+        core_buf_free(buf);
+        gs_error_oom(c);
+        return;
+    }
+    gs_reply_array(&c->w, 2);
+    gs_reply_bulk_int(&c->w, (int64_t)cursor);
+    gs_reply_array(&c->w, sc.n);
+    const char *p = buf->data;
+    for (size_t i = 0; i < sc.n; i++) {
+        uint64_t l;
+        memcpy(&l, p, sizeof(l));
+        p += sizeof(l);
+        gs_reply_bulk(&c->w, p, l);
+        p += l;
+    }
+    if (buf->cap > 256 * 1024)
+        core_buf_free(buf);
+}

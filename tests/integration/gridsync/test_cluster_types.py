@@ -1,0 +1,80 @@
+"""Hashes and lists in cluster mode: their writes go through the Raft log
+like SET's (redis-py's RedisCluster writes, a leader is killed, the new
+leader has every acknowledged element), and they are in the snapshots a
+restarted node recovers from. The cluster harness is test_cluster.py's."""
+import time
+
+import redis
+
+from test_cluster import make_cluster  # noqa: F401  (the fixture)
+
+
+def owner_of(c, key):
+    """The node whose leader serves key's slot (others answer MOVED)."""
+    for nd in c.nodes:
+        if not nd.alive():
+            continue
+        try:
+            nd.client().type(key)
+            return nd
+        except redis.ResponseError:
+            continue
+    raise AssertionError(f"nobody serves {key}")
+
+
+def test_hash_and_list_survive_a_leader_kill(make_cluster):
+    c = make_cluster(3)
+    rc = c.rc()
+    for i in range(50):
+        assert rc.hset("user:{1}", f"f{i}", f"v{i}") == 1
+        assert rc.lpush("queue:{1}", f"job{i}") == i + 1
+    assert rc.hincrby("user:{1}", "visits", 5) == 5
+    assert rc.rpop("queue:{1}") == "job0"
+    rc.close()
+    assert owner_of(c, "user:{1}").client(decode_responses=True).object(
+        "encoding", "user:{1}") == "listpack"
+    c.wait_settled()
+    victim = owner_of(c, "user:{1}")
+    victim.kill9()
+    c.killed.add(victim.i)
+    # The new leader has every acknowledged write, and takes new ones.
+    assert c.call("HSET", "user:{1}", "after", "kill", timeout=30) == 1
+    got = c.call("HGETALL", "user:{1}")
+    flat = dict(zip(got[0::2], got[1::2])) if isinstance(got, list) else got
+    assert flat == {**{f"f{i}": f"v{i}" for i in range(50)}, "visits": "5", "after": "kill"}
+    assert c.call("LRANGE", "queue:{1}", "0", "-1") == [f"job{i}" for i in range(49, 0, -1)]
+    assert c.call("TYPE", "queue:{1}") == "list"
+    # A wrong-type write is refused the same way through the log.
+    try:
+        c.call("LPUSH", "user:{1}", "x")
+        raise AssertionError("LPUSH on a hash was accepted")
+    except redis.ResponseError as e:
+        assert str(e).startswith("WRONGTYPE")
+
+
+def test_types_in_snapshots_after_restart(make_cluster):
+    """Enough entries make the group snapshot its store; a node restarted
+    after that recovers hashes (both encodings) and lists from snapshot
+    plus log."""
+    c = make_cluster(3, extra=["--cluster-snapshot-entries", "200"])
+    rc = c.rc()
+    for i in range(700):
+        rc.hset("{snap}:small", f"f{i % 10}", str(i))
+        rc.hset("{snap}:big", f"field{i}", str(i))  # past 512 fields: a hash table
+        rc.rpush("{snap}:list", str(i))
+    rc.set("{snap}:str", "plain")
+    victim = c.nodes[1]
+    victim.stop()
+    victim.start()
+    c.wait_ready()
+    r = victim.client(decode_responses=True)
+    r.execute_command("READONLY")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and r.get("{snap}:str") != "plain":
+        time.sleep(0.05)
+    assert r.get("{snap}:str") == "plain"
+    assert r.hgetall("{snap}:small") == {f"f{j}": str(690 + j) for j in range(10)}
+    assert r.hlen("{snap}:big") == 700 and r.hget("{snap}:big", "field699") == "699"
+    assert r.object("encoding", "{snap}:big") == "hashtable"
+    assert r.lrange("{snap}:list", 0, -1) == [str(i) for i in range(700)]
+    rc.close()
