@@ -71,7 +71,7 @@
 #define MAX_EVENTS  256
 #define MAX_NODES   16 /* cluster mode: nodes a run may talk to */
 #define NO_NODE     0xff
-#define MAP_BUF     (64 * 1024) /* a CLUSTER SLOTS reply */
+#define MAP_BUF     (4 << 20) /* a CLUSTER SLOTS reply (a ring lists many ranges) */
 
 /* ---- options ---------------------------------------------------------- */
 
