@@ -43,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdbool.h>
@@ -70,7 +71,8 @@ static char proto[CORE_OPT_STRLEN] = "alf";
 static char comp_id[CORE_OPT_STRLEN] = "EDUMATCHER";
 
 static const struct core_option options[] = {
-    {"host", CORE_OPT_STRING, host, 0, 0, NULL, 0, "gateway address"},
+    {"host", CORE_OPT_STRING, host, 0, 0, NULL, 0,
+     "gateway host: a name or an IPv4 or IPv6 address"},
     {"port", CORE_OPT_INT, &port, 1, 65535, NULL, 0, "gateway port"},
     {"conns", CORE_OPT_INT, &nconns, 1, 1024, NULL, 0, "trader connections"},
     {"rate", CORE_OPT_INT, &rate, 0, 10000000, NULL, 0,
@@ -411,17 +413,23 @@ static void on_readable(struct conn *c)
 
 static void connect_all(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
-        fprintf(stderr, "em-load: bad host %s\n", host);
+    /* A name or an address of either family ("127.0.0.1", "::1",
+     * "localhost"): the first address getaddrinfo gives. */
+    char service[16];
+    snprintf(service, sizeof service, "%" PRId64, port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai = NULL;
+    int gai = getaddrinfo(host, service, &hints, &ai);
+    if (gai != 0 || !ai) {
+        fprintf(stderr, "em-load: bad host %s: %s\n", host, gai_strerror(gai));
         exit(2);
     }
     L.epfd = epoll_create1(0);
     for (int i = 0; i < L.n; i++) {
         struct conn *c = &L.c[i];
         c->idx = i;
-        c->fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&a, sizeof a) != 0)
+        c->fd = socket(ai->ai_family, SOCK_STREAM, 0);
+        if (c->fd < 0 || connect(c->fd, ai->ai_addr, ai->ai_addrlen) != 0)
             die("connect");
         int one = 1;
         setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -444,6 +452,7 @@ static void connect_all(void)
         queue_line(c, line, n);
         flush_out(c);
     }
+    freeaddrinfo(ai);
     /* wait for every LOGGEDIN (bounded) */
     uint64_t deadline = core_now_ns() + 5000000000ull;
     int ok = 0;

@@ -23,7 +23,7 @@
 #ifndef GS_CLIENT_H
 #define GS_CLIENT_H
 
-#include "gridsync/commands/multi.h"
+#include "gridsync/client/multi_state.h"
 #include "gridsync/protocol/resp.h"
 #include "gridsync/store/store.h"
 #include "gridsync/types/value.h"
@@ -118,7 +118,7 @@ struct gs_client {
      * again (read_barrier 1 passed, -1 failed). */
     bool replay;
     signed char read_barrier;
-    struct gs_multi multi; /* MULTI/EXEC and WATCH state (gridsync/commands/multi.h) */
+    struct gs_multi multi; /* MULTI/EXEC and WATCH state (client/multi_state.h, commands/multi.h) */
 };
 
 /* Case-insensitive comparison of an argument with a literal. */

@@ -38,7 +38,7 @@ struct gs_arg;
 struct gs_cluster;
 struct gs_cluster_wait;
 
-/* Cluster mode as a node feature (node/node.h): on when cluster-enabled;
+/* Cluster mode as a node feature (client/node_ctx.h): on when cluster-enabled;
  * it starts the groups (gs_cluster_new), routes commands with keys
  * (gs_cluster_route), expires the keys of the groups this node leads
  * through their logs (followers never expire on their own clock; see

@@ -1,5 +1,5 @@
 /*
- * Cluster mode as a node feature (node/node.h, struct gs_feature): its
+ * Cluster mode as a node feature (client/node_ctx.h, struct gs_feature): its
  * options, the hooks the node calls (start, route, cron, client closed,
  * read-through fill, CONFIG SET, stop, free). The node includes nothing of
  * cluster/; gridsync-server's main hands it gs_cluster_feature.
@@ -14,7 +14,8 @@
 #include "core/error.h"
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/cluster/slot.h"
-#include "gridsync/node/node.h"
+#include "gridsync/client/node_ctx.h"
+#include "gridsync/commands/commands.h"
 
 static int feature_start(struct gs_node *n, void **self)
 {
@@ -97,7 +98,8 @@ static const struct gs_option options[] = {
     GS_OPTION(cluster_peers, "cluster-peers", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
               "every node's host:port, comma-separated, the same list on every node"),
     GS_OPTION(dir, "dir", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-              "directory for the cluster's Raft logs and snapshots"),
+              "directory for the cluster's Raft logs and snapshots (relative: to the working "
+              "directory at start)"),
     GS_OPTION(cluster_replicas, "cluster-replicas", CORE_OPT_INT, 1, 7, NULL, CORE_OPT_IMMUTABLE,
               "copies of each slot (Raft group size)"),
     GS_OPTION(cluster_read_mode, "cluster-read-mode", CORE_OPT_ENUM, 0, 0, read_mode_names, 0,

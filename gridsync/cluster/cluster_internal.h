@@ -117,12 +117,20 @@ struct gs_cluster {
     struct gs_cl_hints *hints; /* leader_hints.c, NULL when off */
 };
 
-/* ---- cluster.c ---- */
+/* ---- cluster_peers.c ---- */
 
 /* Parse "host:port" into nd (name, host, port, ids). 0 or CORE_EINVAL. */
 int gs_cl_parse_peer(struct cnode *nd, const char *s, size_t len);
 /* Does node i share a name, raft id or group number with an earlier one? */
 bool gs_cl_clashes(const struct gs_cluster *cl, unsigned i);
+/* Fill cl->nodes from cluster-peers' comma-separated list (room for
+ * GS_RING_MAX_NODES, so that nodes added later never move the array). 0,
+ * CORE_ENOMEM, or CORE_EINVAL (with a log line) for a bad or repeated
+ * address or an empty list. */
+int gs_cl_parse_peers(struct gs_cluster *cl, const char *list);
+
+/* ---- cluster.c ---- */
+
 /* Start grp's Raft group on this node (join: without bootstrapping).
  * Returns 0 or a CORE_E* code (logged; grp->raft stays NULL). */
 int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join);

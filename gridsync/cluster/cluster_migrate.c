@@ -29,7 +29,7 @@
 #include "core/log.h"
 #include "gridsync/cluster/cluster.h"
 #include "gridsync/cluster/cluster_internal.h"
-#include "gridsync/node/node.h"
+#include "gridsync/client/node_ctx.h"
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"

@@ -15,7 +15,8 @@
 
 #include "core/error.h"
 #include "gridsync/cluster/cluster.h"
-#include "gridsync/node/node.h"
+#include "gridsync/client/node_ctx.h"
+#include "gridsync/commands/commands.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
 

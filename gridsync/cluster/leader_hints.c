@@ -31,7 +31,7 @@
 #include "core/log.h"
 #include "gridsync/cluster/cluster_internal.h"
 #include "gridsync/cluster/raft_glue.h"
-#include "gridsync/node/node.h"
+#include "gridsync/client/node_ctx.h"
 
 #define HINT_INTERVAL_MS 50
 /* Four intervals: one or two lost datagrams do not drop a hint. */

@@ -8,13 +8,15 @@
  *  - gs_fsm: the replicated state machine of one shard (a gs_store) plus
  *    the proposer that turns write commands into log entries. It works on
  *    any struct raft, so the unit tests drive it with libraft's
- *    deterministic fixture (raft/fixture.h) and the server with real I/O.
+ *    deterministic fixture (raft/fixture.h) and the server with real I/O
+ *    (raft_glue.c).
  *
  *  - gs_group: one Raft group on a libuv loop: a raft instance, its uv
  *    I/O (log and snapshots under a data directory), its TCP transport
  *    (libraft's, wrapped to set TCP_NODELAY), a gs_fsm, a prepare handle
  *    that cuts one batch per loop iteration, and an optional preferred
- *    leader that leadership is handed back to once it is caught up.
+ *    leader that leadership is handed back to once it is caught up
+ *    (raft_group.c).
  *
  * Writes. gs_fsm_submit queues one command into the open batch; the batch
  * becomes one log entry at the end of the loop iteration (gs_fsm_flush,
@@ -305,5 +307,14 @@ void gs_group_close_erase(struct gs_group *g, void (*cb)(void *data), void *data
 
 /* Raft facts for CLUSTER INFO / INFO: term, commit and applied index. */
 void gs_group_raft_info(struct gs_group *g, uint64_t *term, uint64_t *commit, uint64_t *applied);
+
+/* ---- libraft's codes ---------------------------------------------------- */
+
+/* libraft's codes to ours, the one place they are converted (raft_glue.c,
+ * raft_group.c): out of memory and "not the leader (any more)" mean the
+ * same everywhere; any other failure means what the caller says
+ * (`otherwise`), because the same RAFT_* code says different things from
+ * raft_apply and raft_start. 0 stays 0. */
+int gs_from_raft(int rv, int otherwise);
 
 #endif

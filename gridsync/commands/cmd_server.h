@@ -8,7 +8,8 @@
 #define GS_CMD_SERVER_H
 
 #include "core/buf.h"
-#include "gridsync/node/node.h"
+#include "gridsync/client/node_ctx.h"
+#include "gridsync/commands/commands.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -14,7 +14,8 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
-#include "gridsync/node/node.h"
+#include "gridsync/client/node_ctx.h"
+#include "gridsync/commands/commands.h"
 
 #include <stdint.h>
 #include <stdlib.h>

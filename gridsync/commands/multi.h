@@ -33,7 +33,7 @@
 #ifndef GS_MULTI_H
 #define GS_MULTI_H
 
-#include "core/buf.h"
+#include "gridsync/client/multi_state.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -42,27 +42,6 @@ struct gs_node;
 struct gs_client;
 struct gs_command;
 struct gs_arg;
-struct gs_watch; /* one (key, client) pair, multi.c */
-
-/* Per-client transaction state (inside struct gs_client; zero = idle). */
-struct gs_multi {
-    bool active;           /* between MULTI and EXEC/DISCARD */
-    bool aborted;          /* a command failed to queue: EXEC answers EXECABORT */
-    bool watch_dirty;      /* a watched key was modified since WATCH */
-    unsigned flags;        /* union of the queued commands' GS_CMD_* flags */
-    size_t count;          /* commands queued */
-    struct core_buf queue; /* the queued commands, packed (multi.c) */
-    struct gs_arg *argv;   /* EXEC's argument array, reused */
-    size_t argv_cap;
-    struct gs_watch *watched; /* this client's watches */
-};
-
-/* The node's watched keys: a chained hash table of (key, client) pairs. */
-struct gs_watch_table {
-    struct gs_watch **bucket; /* NULL until the first WATCH */
-    size_t mask;              /* buckets - 1 */
-    size_t count;             /* pairs */
-};
 
 /* Called by gs_execute for a command that passed its checks: when the
  * client is inside MULTI and cmd is not one that runs at once (EXEC,
@@ -73,14 +52,6 @@ struct gs_watch_table {
  * do nothing. The arguments are copied. */
 bool gs_multi_queue(struct gs_client *c, const struct gs_command *cmd, size_t argc,
                     struct gs_arg *argv);
-
-/* A command was refused while the client is inside MULTI (unknown,
- * arity, NOAUTH): EXEC will answer EXECABORT. No-op outside MULTI. */
-static inline void gs_multi_flag_error(struct gs_multi *m)
-{
-    if (m->active)
-        m->aborted = true;
-}
 
 /* EXEC itself refused before it runs (arity, NOAUTH), inside MULTI or
  * not: Redis's rejectCommand -> execCommandAbort replies "EXECABORT

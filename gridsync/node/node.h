@@ -11,143 +11,14 @@
 #ifndef GS_NODE_H
 #define GS_NODE_H
 
-#include "core/config.h"
-#include "core/uv_server.h"
-#include "gridsync/client/client.h"
+#include "gridsync/client/node_ctx.h"
 #include "gridsync/commands/commands.h"
 #include "gridsync/commands/multi.h"
-#include "gridsync/protocol/resp.h"
-#include "gridsync/store/store.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
-
-#define GS_VERSION       "0.1.0"
-#define GS_REDIS_VERSION "7.0.0" /* the Redis version whose commands we follow */
-
-/* Options; CONFIG GET/SET and the command line use the same table. */
-struct gs_command;
-struct gs_origin;
-struct gs_held;
-struct gs_feature;
-
-#define GS_NODE_MAX_FEATURES 4  /* struct gs_feature, below */
-#define GS_NODE_MAX_OPTS     64 /* rows of the bound option table, terminator included */
-
-struct gs_config {
-    int64_t port;
-    char bind[CORE_OPT_STRLEN];
-    int64_t maxmemory;
-    int maxmemory_policy; /* enum gs_evict_policy */
-    int64_t maxclients;
-    char requirepass[CORE_OPT_STRLEN];
-    int64_t query_buf_limit;
-    int64_t output_buf_limit;
-    int64_t proto_max_bulk_len;
-    int64_t timeout;
-    int64_t hz;
-    int loglevel; /* enum core_log_level */
-    char save[CORE_OPT_STRLEN];
-    bool appendonly;
-    /* gs-origin: read-through origin (issue #6, docs/gridsync-origin.md) */
-    char origin[CORE_OPT_STRLEN]; /* URL template with {key}; empty = off */
-    int64_t origin_timeout;       /* ms */
-    int64_t origin_ttl;           /* ms; 0 = no expiry */
-    int64_t origin_negative_ttl;  /* ms; 0 = 404s not remembered */
-    int64_t origin_max_fetches;
-    int64_t origin_queue;
-    bool origin_coalesce;
-    /* Cluster mode (gridsync/cluster/cluster.h). */
-    bool cluster_enabled;
-    char cluster_peers[CORE_OPT_STRLEN]; /* host:port,host:port,... (all nodes) */
-    char dir[CORE_OPT_STRLEN];           /* Raft logs and snapshots */
-    int64_t cluster_replicas;            /* replication factor */
-    int cluster_read_mode;               /* enum gs_read_mode (raft_glue.h) */
-    bool cluster_join;                   /* this node is being added (docs) */
-    int64_t cluster_snapshot_entries;    /* Raft log entries between snapshots */
-    /* Conversion thresholds of the value types (gridsync/types/value.h). */
-    int64_t hash_max_listpack_entries;
-    int64_t hash_max_listpack_value;
-    int64_t list_max_listpack_size;
-    int64_t set_max_intset_entries;
-};
-
-struct gs_node {
-    uv_loop_t *loop;
-    struct core_server *srv;
-    /* The databases, indexed by number; a client's c->db points at one.
-     * In cluster mode database 0's store is the one of the Raft group this
-     * node prefers to lead (the other groups have their own, cluster.c). */
-    struct gs_db *dbs;
-    unsigned n_dbs;
-    struct gs_config cfg;
-    struct core_option opts[GS_NODE_MAX_OPTS]; /* the option table, bound to cfg */
-    uv_timer_t cron;                           /* active expiry, clock resync */
-    bool stopping;
-    /* Wall clock: read once per cron tick; between ticks derived from the
-     * loop's own time, which libuv updates once per iteration. */
-    int64_t wall_base_ms;
-    uint64_t loop_base_ms;
-    int64_t start_wall_ms;
-    struct gs_shared shared; /* counters, scratch, limits: what clients share (client.h) */
-    const struct gs_command *cmd_index[256]; /* open addressing by name hash */
-    char config_file[CORE_OPT_STRLEN];
-    struct gs_origin *origin;   /* gs-origin: NULL unless configured */
-    struct gs_cluster *cluster; /* NULL unless cluster-enabled */
-    struct {
-        const struct gs_feature *ops;
-        void *self;
-    } features[GS_NODE_MAX_FEATURES];
-    unsigned n_features;
-    struct gs_watch_table watches; /* WATCHed keys (gridsync/commands/multi.h) */
-};
-
-/* ------------------------------------------------------------ features
- *
- * A feature (read-through, cluster mode) is wired into the node by these
- * hooks, as the store's modified-key hook wires transactions into the
- * store: the node calls them at its life-cycle points and names nothing
- * else of the feature. gridsync-server's main decides which features a
- * node has; each one decides from the configuration whether it is on.
- *
- * Every hook but start may be NULL. Hooks run in the order the features
- * were given, and only for a feature whose start set *self. */
-struct gs_feature {
-    const char *name; /* also the INFO section its info hook writes */
-    /* Its options (NULL-name terminated; may be NULL), bound into the
-     * node's table by gs_config_bind. */
-    const struct gs_option *options;
-    /* Start on node n (bound and listening, loop not yet running). Sets
-     * *self to the feature's state, or NULL when the configuration leaves
-     * it off. Returns 0 or a CORE_E* code (logged); on a failure with
-     * *self set, stop and free are still called. */
-    int (*start)(struct gs_node *n, void **self);
-    /* A command about to run (known, arity and authentication checked):
-     * true if the feature took it (replied, or will reply later). */
-    bool (*route)(void *self, struct gs_client *c, const struct gs_command *cmd, size_t argc,
-                  struct gs_arg *argv);
-    /* Each cron tick, at the node's clock. Returns true when the feature
-     * expires the node's keyspaces itself (the node then does not). */
-    bool (*cron)(void *self, int64_t now_ms);
-    void (*client_closed)(void *self, struct gs_client *c);
-    /* After a large batch of output: true if the client was closed for
-     * output the feature holds for it beyond client-output-buffer-limit. */
-    bool (*over_output_limit)(void *self, struct gs_client *c);
-    /* A value read through from outside (the origin) for key, to keep with
-     * an absolute expiry (-1: none) unless the key is present by then.
-     * True if the feature took it (cluster mode proposes it through the
-     * key's group, or drops it on a node that does not lead the group);
-     * when none does, the node's database 0 keeps it. */
-    bool (*fill)(void *self, const char *key, size_t klen, const char *val, size_t vlen,
-                 int64_t expire_ms);
-    void (*apply_config)(void *self);             /* after CONFIG SET */
-    void (*info)(void *self, struct core_buf *b); /* its INFO section, header included */
-    void (*reset_stats)(void *self);              /* CONFIG RESETSTAT */
-    void (*stop)(void *self); /* the node is stopping: close handles (the loop still runs) */
-    void (*free)(void *self); /* after the loop has returned */
-};
 
 /* Create a node from a filled configuration (see gs_node_options for the
  * defaults), bind and listen, then start each feature of the
@@ -157,27 +28,10 @@ struct gs_feature {
 int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *cfg,
                 const struct gs_feature *const *features);
 
-/* Stop accepting, close every client and the node's handles; the loop
- * then returns. Safe from inside a command (SHUTDOWN) and from a signal
- * callback. */
-void gs_node_stop(struct gs_node *n);
-
 void gs_node_free(struct gs_node *n);
 
 /* Fill cfg with the defaults. */
 void gs_config_defaults(struct gs_config *cfg);
-
-/* One row of an option table, bound by name to its field of struct
- * gs_config: rows may come in any order and from several tables (the
- * node's and each feature's), and a row cannot bind another row's field. */
-struct gs_option {
-    struct core_option opt; /* opt.ptr stays NULL; gs_config_bind sets it */
-    size_t off;             /* offsetof(struct gs_config, field) */
-};
-#define GS_OPTION(field, name, type, min, max, choices, flags, help)                               \
-    {                                                                                              \
-        {name, type, NULL, min, max, choices, flags, help}, offsetof(struct gs_config, field)      \
-    }
 
 /* Write the option table into opts (GS_NODE_MAX_OPTS rows, terminator
  * included): the node's rows, then each feature's (NULL-terminated list,
@@ -185,26 +39,9 @@ struct gs_option {
 void gs_config_bind(struct gs_config *cfg, struct core_option *opts,
                     const struct gs_feature *const *features);
 
-/* The node's view of "now" in Unix ms, refreshed once per loop iteration.
- * For the node's own work (expiry, fills); a command uses c->db->now_ms,
- * which gs_execute sets from this. */
-static inline int64_t gs_node_now_ms(const struct gs_node *n)
-{
-    return n->wall_base_ms + (int64_t)(uv_now(n->loop) - n->loop_base_ms);
-}
-
-/* Apply changed options to the running node (after CONFIG SET). */
-void gs_node_apply_config(struct gs_node *n);
-
 /* ------------------------------------------------------- command table */
 
 /* Build the node's command index (at start). */
 void gs_command_index_build(struct gs_node *n);
-
-/* Find a command by name, case-insensitively; NULL if unknown. O(1). */
-const struct gs_command *gs_command_lookup(const struct gs_node *n, const char *name, size_t len);
-
-/* Run one request (argv[0] is the command name). */
-void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv);
 
 #endif

@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "gridsync/node/node.h"
+#include "gridsync/client/node_ctx.h"
 #include "gridsync/origin/origin.h"
 
 #include <stdio.h>

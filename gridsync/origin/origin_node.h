@@ -2,7 +2,7 @@
  * The origin inside a GridSync node: GET and MGET misses are fetched from
  * the origin (gridsync/origin/origin.h) and their replies held back in order.
  *
- * It is wired in as a node feature (gs_origin_feature, node/node.h: start
+ * It is wired in as a node feature (gs_origin_feature, client/node_ctx.h: start
  * and stop, a client closing, the output limit, CONFIG SET, INFO and
  * RESETSTAT) and as the databases' read-miss hook (struct gs_miss_ops,
  * client/client.h: GET and MGET misses); the node names none of this.

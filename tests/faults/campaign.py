@@ -28,6 +28,7 @@ codes, sanitizer or crash lines in the logs, a node that did not stop).
 Run: tests/faults/campaign.py --faults 1000 --mode lease (make faults-long);
 the short seeded run in make test is tests/faults/test_campaign.py."""
 import argparse
+import json
 import os
 import random
 import signal
@@ -292,6 +293,10 @@ class Campaign:
                 t.join(timeout=60)
             self.c.wait_ready(timeout=60)
             self.final_reads()
+            if self.a.save_history:
+                with open(self.a.save_history, "w") as f:
+                    for op in self.ops:
+                        f.write(json.dumps(op) + "\n")
             return self.report()
         finally:
             self.finish()
@@ -425,6 +430,7 @@ def parse(argv=None):
                    help="mean pause (s) between a client's operations (bounds the history)")
     p.add_argument("--budget", type=int, default=2_000_000)
     p.add_argument("--no-partitions", dest="partitions", action="store_false")
+    p.add_argument("--save-history", metavar="FILE", help="write every operation, one JSON a line")
     p.add_argument("--verbose", action="store_true")
     return p.parse_args(argv)
 

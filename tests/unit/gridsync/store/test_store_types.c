@@ -70,7 +70,12 @@ static void test_accounting_and_overwrite(void **state)
     struct gs_obj lp;
     assert_true(gs_entry_obj(e, &lp));
     assert_true(gs_store_entry_mem(e) <= small);
+    /* (the entry's own block is compared with glibc's rule only outside
+     * ASan, whose allocator rounds differently) */
+    assert_true(gs_store_entry_mem(e) > gs_hash_mem(&lp) + sizeof(lp));
+#if !defined(__SANITIZE_ADDRESS__)
     assert_int_equal(gs_store_entry_mem(e), gs_store_entry_cost(1, sizeof(lp)) + gs_hash_mem(&lp));
+#endif
     /* growing past the listpack limit converts and costs more */
     e = make_hash(s, "big", 600, -1);
     struct gs_obj o;

@@ -1,0 +1,203 @@
+/*
+ * The cluster's node table: parsing the peer list (cluster-peers and
+ * CLUSTER ADDNODE's address), the ids every node derives from a name, and
+ * the read-only accessors the CLUSTER commands use. State and contracts:
+ * cluster_internal.h, cluster.h.
+ */
+#include "gridsync/cluster/cluster.h"
+#include "gridsync/cluster/cluster_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/ring.h"
+
+/* MurmurHash3's 64-bit finaliser: every input bit reaches every output
+ * bit. */
+static uint64_t mix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+
+int gs_cl_parse_peer(struct cnode *nd, const char *s, size_t len)
+{
+    if (len == 0 || len >= sizeof(nd->name))
+        return CORE_EINVAL;
+    memcpy(nd->name, s, len);
+    nd->name[len] = '\0';
+    char *colon = strrchr(nd->name, ':');
+    if (!colon || colon == nd->name)
+        return CORE_EINVAL;
+    size_t hlen = (size_t)(colon - nd->name);
+    memcpy(nd->host, nd->name, hlen);
+    nd->host[hlen] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port <= 0 || port + RAFT_PORT_OFFSET > 65535)
+        return CORE_EINVAL;
+    nd->port = (int)port;
+    /* A stable 40-hex id (Redis's node id shape) from the address, so
+     * every node derives the same id for every other; mixed so that
+     * addresses that differ in one digit do not share a long prefix. */
+    uint64_t h[3];
+    h[0] = mix64(core_fnv1a64(nd->name, strlen(nd->name)));
+    h[1] = mix64(h[0] ^ 0x9e3779b97f4a7c15ull);
+    h[2] = mix64(h[1] ^ 0x9e3779b97f4a7c15ull);
+    snprintf(nd->id, sizeof(nd->id), "%016llx%016llx%08llx", (unsigned long long)h[0],
+             (unsigned long long)h[1], (unsigned long long)(h[2] >> 32));
+    /* Raft ids and group numbers derive from the name too, not from the
+     * position in the peer list: a node restarted with the list as it is
+     * after a join or a leave finds its groups' members unchanged. */
+    nd->raft_id = h[0] ? h[0] : 1;
+    nd->mux_group = (uint32_t)h[1];
+    return 0;
+}
+
+/* Does node i share a name, raft id or group number with an earlier
+ * node? (Derived from names by a 64-bit hash: a clash is astronomically
+ * rare, but would silently merge two nodes' traffic.) */
+bool gs_cl_clashes(const struct gs_cluster *cl, unsigned i)
+{
+    for (unsigned k = 0; k < i; k++)
+        if (!cl->nodes[k].removed && (strcmp(cl->nodes[k].name, cl->nodes[i].name) == 0 ||
+                                      cl->nodes[k].raft_id == cl->nodes[i].raft_id ||
+                                      cl->nodes[k].mux_group == cl->nodes[i].mux_group))
+            return true;
+    return false;
+}
+
+int gs_cl_parse_peers(struct gs_cluster *cl, const char *list)
+{
+    unsigned cap = 1;
+    for (const char *p = list; *p; p++)
+        cap += *p == ',';
+    if (cap > GS_RING_MAX_NODES)
+        return CORE_EINVAL;
+    /* Room for nodes added later (CLUSTER ADDNODE): groups point into
+     * these arrays, so they never move. */
+    cl->nodes = calloc(GS_RING_MAX_NODES, sizeof(*cl->nodes));
+    if (!cl->nodes)
+        return CORE_ENOMEM;
+    cl->n = 0;
+    const char *p = list;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && (*p == ' ')) {
+            p++;
+            len--;
+        }
+        if (len) {
+            if (gs_cl_parse_peer(&cl->nodes[cl->n], p, len)) {
+                CORE_WARN("cluster-peers: bad address '%.*s' (want host:port)", (int)len, p);
+                return CORE_EINVAL;
+            }
+            if (gs_cl_clashes(cl, cl->n)) {
+                CORE_WARN("cluster-peers: '%.*s' is listed twice (or its id gs_cl_clashes)",
+                          (int)len, p);
+                return CORE_EINVAL;
+            }
+            cl->n++;
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return cl->n ? 0 : CORE_EINVAL;
+}
+
+/* ------------------------------------------------------------ accessors */
+
+unsigned gs_cluster_nodes(const struct gs_cluster *cl)
+{
+    return cl->n;
+}
+
+unsigned gs_cluster_self(const struct gs_cluster *cl)
+{
+    return cl->self;
+}
+
+const char *gs_cluster_node_host(const struct gs_cluster *cl, unsigned i)
+{
+    return cl->nodes[i].host;
+}
+
+int gs_cluster_node_port(const struct gs_cluster *cl, unsigned i)
+{
+    return cl->nodes[i].port;
+}
+
+const char *gs_cluster_node_id(const struct gs_cluster *cl, unsigned i)
+{
+    return cl->nodes[i].id;
+}
+
+unsigned gs_cluster_slot_group(const struct gs_cluster *cl, unsigned slot)
+{
+    return cl->serve[slot];
+}
+
+int gs_cluster_slot_importer(const struct gs_cluster *cl, unsigned slot)
+{
+    if (!cl->target)
+        return -1;
+    unsigned to = cl->tmap[gs_ring_owner_of_slot(cl->target, slot)];
+    if (to == cl->serve[slot])
+        return -1;
+    return (int)gs_cluster_group_leader(cl, to);
+}
+
+bool gs_cluster_node_live(const struct gs_cluster *cl, unsigned i)
+{
+    return !cl->nodes[i].removed;
+}
+
+unsigned gs_cluster_group_leader(const struct gs_cluster *cl, unsigned g)
+{
+    const struct cgroup *grp = &cl->groups[g];
+    if (!grp->raft)
+        return gs_cl_redirect_node(cl, grp);
+    int l = gs_cl_leader_of(cl, grp);
+    return l >= 0 ? (unsigned)l : g;
+}
+
+unsigned gs_cluster_group_members(const struct gs_cluster *cl, unsigned g, unsigned *out)
+{
+    const struct cgroup *grp = &cl->groups[g];
+    memcpy(out, grp->members, grp->n_members * sizeof(*out));
+    return grp->n_members;
+}
+
+void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
+{
+    size_t used = strlen(out);
+    for (unsigned g = 0; g < cl->n && used < outlen; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        if (!grp->raft)
+            continue;
+        uint64_t term, commit, applied;
+        gs_group_raft_info(grp->raft, &term, &commit, &applied);
+        struct gs_store_stats keys;
+        gs_store_stats(grp->db.store, &keys);
+        int n =
+            snprintf(out + used, outlen - used,
+                     "group_%s:role=%s,member=%d,term=%llu,commit=%llu,applied=%llu,keys=%llu\r\n",
+                     cl->nodes[g].name, gs_group_is_leader(grp->raft) ? "leader" : "follower",
+                     grp->role, (unsigned long long)term, (unsigned long long)commit,
+                     (unsigned long long)applied, (unsigned long long)keys.keys);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
