@@ -2,6 +2,7 @@
 #include "core/config.h"
 
 #include "core/error.h"
+#include "core/log.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 int core_parse_int64(const char *s, size_t len, int64_t *out)
 {
@@ -176,69 +178,304 @@ void core_config_format(const struct core_option *o, char *out, size_t outlen)
     }
 }
 
-/* Split a config line into name and value in place. Returns 0 for a blank
- * or comment line, 1 for name+value, CORE_EINVAL if malformed. */
-static int split_line(char *line, char **name, char **value)
+static int hexval(int c)
 {
-    char *p = line;
-    while (isspace((unsigned char)*p))
-        p++;
-    if (*p == 0 || *p == '#')
-        return 0;
-    *name = p;
-    while (*p && !isspace((unsigned char)*p))
-        p++;
-    if (*p == 0)
-        return CORE_EINVAL;
-    *p++ = 0;
-    while (isspace((unsigned char)*p))
-        p++;
-    if (*p == '"') {
-        p++;
-        char *end = strchr(p, '"');
-        if (!end)
-            return CORE_EINVAL;
-        *end = 0;
-        *value = p;
-        return 1;
-    }
-    *value = p;
-    char *end = p + strlen(p);
-    while (end > p && isspace((unsigned char)end[-1]))
-        *--end = 0;
-    return 1;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = tolower(c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-int core_config_load_file(const struct core_option *opts, const char *path, char *err,
-                          size_t errlen)
+int core_config_split_args(const char *line, size_t len, char *out, size_t outcap, char **argv,
+                           int maxargs)
 {
+    size_t i = 0, o = 0;
+    int argc = 0;
+    while (i < len && isspace((unsigned char)line[i]))
+        i++;
+    if (i < len && line[i] == '#')
+        return 0;
+    while (i < len) {
+        if (argc == maxargs)
+            return CORE_ERANGE;
+        if (o >= outcap)
+            return CORE_ERANGE;
+        argv[argc++] = out + o;
+        char quote = 0;
+        if (line[i] == '"' || line[i] == '\'')
+            quote = line[i++];
+        for (;;) {
+            if (i == len) {
+                if (quote)
+                    return CORE_EINVAL; /* unterminated quotes */
+                break;
+            }
+            char ch = line[i];
+            if (!quote && isspace((unsigned char)ch))
+                break;
+            if (quote && ch == quote) {
+                i++;
+                /* sdssplitargs: "closing quote must be followed by a space
+                 * or nothing at all". */
+                if (i < len && !isspace((unsigned char)line[i]))
+                    return CORE_EINVAL;
+                break;
+            }
+            if (quote == '"' && ch == '\\' && i + 3 < len && line[i + 1] == 'x' &&
+                hexval((unsigned char)line[i + 2]) >= 0 &&
+                hexval((unsigned char)line[i + 3]) >= 0) {
+                ch = (char)(hexval((unsigned char)line[i + 2]) * 16 +
+                            hexval((unsigned char)line[i + 3]));
+                i += 4;
+            } else if (quote == '"' && ch == '\\' && i + 1 < len) {
+                static const char from[] = "nrtba", to[] = "\n\r\t\b\a";
+                const char *k = strchr(from, line[i + 1]);
+                ch = k && line[i + 1] ? to[k - from] : line[i + 1];
+                i += 2;
+            } else if (quote == '\'' && ch == '\\' && i + 1 < len && line[i + 1] == '\'') {
+                ch = '\'';
+                i += 2;
+            } else {
+                i++;
+            }
+            if (o + 1 >= outcap)
+                return CORE_ERANGE;
+            out[o++] = ch;
+        }
+        out[o++] = 0;
+        while (i < len && isspace((unsigned char)line[i]))
+            i++;
+    }
+    return argc;
+}
+
+static bool is_ignored(const struct core_config_compat *compat, const char *name)
+{
+    if (!compat || !compat->ignored)
+        return false;
+    for (const char *const *n = compat->ignored; *n; n++)
+        if (strcasecmp(*n, name) == 0)
+            return true;
+    return false;
+}
+
+#define MAX_LINE_ARGS 64
+#define MAX_INCLUDE   8
+
+/* Apply one file; `seen` marks APPEND options already set by a line of this
+ * load (indexed like opts), so that their later lines add to the value. */
+static int load_file(const struct core_option *opts, const struct core_config_compat *compat,
+                     const char *path, int depth, bool *seen, char *err, size_t errlen)
+{
+    if (depth > MAX_INCLUDE) {
+        snprintf(err, errlen, "%s: includes nested too deep", path);
+        return CORE_ERANGE;
+    }
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "can't open config file '%s': %s", path, strerror(errno));
         return core_from_errno(errno);
     }
-    char line[1024];
-    int lineno = 0;
-    int rc = 0;
-    while (fgets(line, sizeof(line), f)) {
+    char *line = NULL, *args = NULL;
+    size_t cap = 0, args_cap = 0;
+    ssize_t n;
+    int lineno = 0, rc = 0;
+    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
         lineno++;
-        char *name, *value;
-        int s = split_line(line, &name, &value);
-        if (s == 0)
+        if (args_cap < (size_t)n + 1) {
+            char *p = realloc(args, (size_t)n + 1);
+            if (!p) {
+                rc = CORE_ENOMEM;
+                snprintf(err, errlen, "%s:%d: out of memory", path, lineno);
+                break;
+            }
+            args = p;
+            args_cap = (size_t)n + 1;
+        }
+        char *argv[MAX_LINE_ARGS];
+        int argc = core_config_split_args(line, (size_t)n, args, args_cap, argv, MAX_LINE_ARGS);
+        if (argc == 0)
             continue;
-        char why[256];
-        if (s < 0) {
+        if (argc < 0) {
+            snprintf(err, errlen, "%s:%d: %s", path, lineno,
+                     argc == CORE_EINVAL ? "unbalanced quotes in configuration line"
+                                         : "too many arguments");
+            rc = CORE_EINVAL;
+            break;
+        }
+        if (argc == 1) {
             snprintf(err, errlen, "%s:%d: expected 'name value'", path, lineno);
             rc = CORE_EINVAL;
             break;
         }
-        rc = core_config_set(opts, name, value, true, why, sizeof(why));
+        if (strcasecmp(argv[0], "include") == 0) {
+            for (int i = 1; i < argc && rc == 0; i++)
+                rc = load_file(opts, compat, argv[i], depth + 1, seen, err, errlen);
+            continue;
+        }
+        const struct core_option *o = core_config_find(opts, argv[0]);
+        if (!o && is_ignored(compat, argv[0])) {
+            if (compat->on_ignored)
+                compat->on_ignored(compat->arg, path, lineno, argv[0]);
+            else
+                core_log(CORE_LOG_WARNING, "%s:%d: '%s' does not apply here; ignored", path, lineno,
+                         argv[0]);
+            continue;
+        }
+        /* The arguments joined with single spaces, after what an APPEND
+         * option already holds from an earlier line. */
+        char value[CORE_OPT_STRLEN];
+        size_t used = 0;
+        bool append = o && (o->flags & CORE_OPT_APPEND) && seen[o - opts];
+        if (append)
+            used = (size_t)snprintf(value, sizeof(value), "%s", (const char *)o->ptr);
+        for (int i = 1; i < argc && used < sizeof(value); i++)
+            used += (size_t)snprintf(value + used, sizeof(value) - used, "%s%s", used ? " " : "",
+                                     argv[i]);
+        char why[300];
+        if (used >= sizeof(value)) {
+            snprintf(why, sizeof(why), "argument for '%s' is too long", argv[0]);
+            rc = CORE_ERANGE;
+        } else {
+            rc = core_config_set(opts, argv[0], value, true, why, sizeof(why));
+        }
         if (rc) {
             snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
             break;
         }
+        seen[o - opts] = true;
     }
+    free(line);
+    free(args);
     fclose(f);
+    return rc;
+}
+
+int core_config_load_file_compat(const struct core_option *opts,
+                                 const struct core_config_compat *compat, const char *path,
+                                 char *err, size_t errlen)
+{
+    size_t count = 0;
+    while (opts[count].name)
+        count++;
+    bool *seen = calloc(count + 1, sizeof(*seen));
+    if (!seen)
+        return CORE_ENOMEM;
+    int rc = load_file(opts, compat, path, 0, seen, err, errlen);
+    free(seen);
+    return rc;
+}
+
+int core_config_load_file(const struct core_option *opts, const char *path, char *err,
+                          size_t errlen)
+{
+    return core_config_load_file_compat(opts, NULL, path, err, errlen);
+}
+
+/* A value as a config file line holds it: quoted when empty or when it
+ * has blanks, quotes or control bytes. */
+static void write_directive(FILE *f, const struct core_option *o)
+{
+    char v[CORE_OPT_STRLEN + 32];
+    core_config_format(o, v, sizeof(v));
+    bool plain = v[0] != 0;
+    for (const char *p = v; *p; p++)
+        if (isspace((unsigned char)*p) || *p == '"' || *p == '\'' || *p == '\\' ||
+            (unsigned char)*p < 32)
+            plain = false;
+    /* An APPEND option's words are separate arguments in the file. */
+    if (plain || (v[0] && (o->flags & CORE_OPT_APPEND) && !strpbrk(v, "\"'\\"))) {
+        fprintf(f, "%s %s\n", o->name, v);
+        return;
+    }
+    fprintf(f, "%s \"", o->name);
+    for (const char *p = v; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 32 || ch == 127)
+            fprintf(f, "\\x%02x", ch);
+        else
+            fputc(ch, f);
+    }
+    fprintf(f, "\"\n");
+}
+
+int core_config_rewrite(const struct core_option *opts, const struct core_option *defaults,
+                        const char *path, char *err, size_t errlen)
+{
+    size_t count = 0;
+    while (opts[count].name)
+        count++;
+    bool *done = calloc(count + 1, sizeof(*done));
+    char tmp[CORE_OPT_STRLEN + 32];
+    snprintf(tmp, sizeof(tmp), "%s.rewrite-%d", path, (int)getpid());
+    FILE *in = fopen(path, "r"), *out = done ? fopen(tmp, "w") : NULL;
+    if (!in || !out) {
+        int e = errno;
+        snprintf(err, errlen, "Rewriting config file: %s", strerror(e));
+        if (in)
+            fclose(in);
+        if (out)
+            fclose(out);
+        free(done);
+        return done ? core_from_errno(e) : CORE_ENOMEM;
+    }
+    char *line = NULL, *args = NULL;
+    size_t cap = 0, args_cap = 0;
+    ssize_t n;
+    int rc = 0;
+    while ((n = getline(&line, &cap, in)) >= 0) {
+        if (args_cap < (size_t)n + 1) {
+            char *p = realloc(args, (size_t)n + 1);
+            if (!p) {
+                rc = CORE_ENOMEM;
+                break;
+            }
+            args = p;
+            args_cap = (size_t)n + 1;
+        }
+        char *argv[MAX_LINE_ARGS];
+        int argc = core_config_split_args(line, (size_t)n, args, args_cap, argv, MAX_LINE_ARGS);
+        const struct core_option *o = argc > 0 ? core_config_find(opts, argv[0]) : NULL;
+        if (!o) {
+            fputs(line, out);
+            if (n > 0 && line[n - 1] != '\n')
+                fputc('\n', out);
+            continue;
+        }
+        if (!done[o - opts])
+            write_directive(out, o);
+        done[o - opts] = true;
+    }
+    bool header = false;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        if (done[i])
+            continue;
+        char now[CORE_OPT_STRLEN + 32], dflt[CORE_OPT_STRLEN + 32];
+        core_config_format(&opts[i], now, sizeof(now));
+        core_config_format(&defaults[i], dflt, sizeof(dflt));
+        if (strcmp(now, dflt) == 0)
+            continue;
+        if (!header)
+            fprintf(out, "# Generated by CONFIG REWRITE\n");
+        header = true;
+        write_directive(out, &opts[i]);
+    }
+    free(line);
+    free(args);
+    free(done);
+    fclose(in);
+    if (fflush(out) || fsync(fileno(out)))
+        rc = rc ? rc : core_from_errno(errno);
+    if (fclose(out) && !rc)
+        rc = core_from_errno(errno);
+    if (!rc && rename(tmp, path))
+        rc = core_from_errno(errno);
+    if (rc) {
+        snprintf(err, errlen, "Rewriting config file: %s", core_strerror(rc));
+        unlink(tmp);
+    }
     return rc;
 }
 
@@ -265,6 +502,13 @@ void core_config_usage(FILE *out, const struct core_option *opts, const char *us
 int core_config_parse_args(const struct core_option *opts, int argc, char **argv,
                            const char *usage_line, char *err, size_t errlen)
 {
+    return core_config_parse_args_compat(opts, NULL, argc, argv, usage_line, err, errlen);
+}
+
+int core_config_parse_args_compat(const struct core_option *opts,
+                                  const struct core_config_compat *compat, int argc, char **argv,
+                                  const char *usage_line, char *err, size_t errlen)
+{
     int i = 1;
     for (int j = 1; j < argc; j++) {
         if (!strcmp(argv[j], "--help") || !strcmp(argv[j], "-h")) {
@@ -273,7 +517,7 @@ int core_config_parse_args(const struct core_option *opts, int argc, char **argv
         }
     }
     if (i < argc && strncmp(argv[i], "--", 2) != 0) {
-        int rc = core_config_load_file(opts, argv[i], err, errlen);
+        int rc = core_config_load_file_compat(opts, compat, argv[i], err, errlen);
         if (rc)
             return rc;
         i++;

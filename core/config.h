@@ -33,6 +33,12 @@ enum core_opt_type {
 enum {
     CORE_OPT_IMMUTABLE = 1 << 0, /* settable at start only, not by CONFIG SET */
     CORE_OPT_SECRET = 1 << 1,    /* not printed by core_config_dump */
+    /* A STRING option a file may repeat, each line adding to the value
+     * (Redis's `save 900 1` / `save 300 10`, one
+     * `client-output-buffer-limit <class> ...` line per class): the
+     * values are joined with spaces. A later file line or a flag that
+     * follows a flag replaces the value as usual. */
+    CORE_OPT_APPEND = 1 << 2,
 };
 
 struct core_option {
@@ -70,6 +76,53 @@ void core_config_format(const struct core_option *opt, char *out, size_t outlen)
 /* Load `name value` lines from a file. Errors name the file and line. */
 int core_config_load_file(const struct core_option *opts, const char *path, char *err,
                           size_t errlen);
+
+/* What a config file written for another program (redis.conf for
+ * gridsync-server) may hold beyond the option table. */
+struct core_config_compat {
+    /* NULL-terminated names of that program's directives that have no
+     * meaning here: accepted with a logged warning, their values unused. */
+    const char *const *ignored;
+    /* Called for each ignored directive (e.g. to log it once the log file
+     * is open); NULL logs a warning at once. */
+    void (*on_ignored)(void *arg, const char *path, int line, const char *name);
+    void *arg;
+};
+
+/* Split one config line into arguments as Redis's sdssplitargs does:
+ * blanks separate arguments; "double quotes" take \n \r \t \b \a \\ \"
+ * and \xHH escapes; 'single quotes' take \' only; a closing quote must be
+ * followed by a blank or the end. The arguments are written, each NUL
+ * terminated, into out (outcap bytes; len + 1 always suffices) and argv[i]
+ * points into it. Returns the number of arguments (at most maxargs), or
+ * CORE_EINVAL for unbalanced quotes, CORE_ERANGE if there are more than
+ * maxargs. A line whose first non-blank byte is '#' has no arguments. */
+int core_config_split_args(const char *line, size_t len, char *out, size_t outcap, char **argv,
+                           int maxargs);
+
+/* core_config_load_file, plus: Redis's file syntax (several arguments to a
+ * directive, joined with single spaces into the option's value; quoting as
+ * core_config_split_args), `include <path>` (nested at most 8 deep), and
+ * compat->ignored (compat may be NULL). */
+int core_config_load_file_compat(const struct core_option *opts,
+                                 const struct core_config_compat *compat, const char *path,
+                                 char *err, size_t errlen);
+
+/* core_config_parse_args, loading the file with core_config_load_file_compat. */
+int core_config_parse_args_compat(const struct core_option *opts,
+                                  const struct core_config_compat *compat, int argc, char **argv,
+                                  const char *usage_line, char *err, size_t errlen);
+
+/* Redis's CONFIG REWRITE: rewrite the file at path so that it sets every
+ * option to its current value. Lines of other directives and comments are
+ * kept as they are; the first line of an option is replaced with its
+ * current value and later lines of it are dropped; options that differ
+ * from their default (the same table bound to default values, `defaults`)
+ * and had no line are appended. Written to a temporary file, then renamed
+ * over path. CORE_OPT_SECRET options are written too (the file is the
+ * owner's). Returns 0 or a CORE_E* code with err set. */
+int core_config_rewrite(const struct core_option *opts, const struct core_option *defaults,
+                        const char *path, char *err, size_t errlen);
 
 /* Apply argv: an optional first argument that does not start with "--" is
  * a config file; then `--name value` pairs (a flag that is an option of

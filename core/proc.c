@@ -86,13 +86,20 @@ int core_proc_double_arg(const char *prog, const char *opt, const char *v, doubl
 bool core_proc_options(const char *prog, char role, const struct core_option *opts,
                        const char *loglevel, int argc, char **argv, int *exit_code)
 {
+    return core_proc_options_compat(prog, role, opts, NULL, loglevel, argc, argv, exit_code);
+}
+
+bool core_proc_options_compat(const char *prog, char role, const struct core_option *opts,
+                              const struct core_config_compat *compat, const char *loglevel,
+                              int argc, char **argv, int *exit_code)
+{
     if (core_proc_version(prog, argc, argv)) {
         *exit_code = 0;
         return true;
     }
     char usage[160], err[256];
     snprintf(usage, sizeof usage, "Usage: %s [config-file] [--option value ...]", prog);
-    int rc = core_config_parse_args(opts, argc, argv, usage, err, sizeof err);
+    int rc = core_config_parse_args_compat(opts, compat, argc, argv, usage, err, sizeof err);
     if (rc == 1) {
         *exit_code = 0;
         return true;

@@ -41,6 +41,12 @@
 bool core_proc_options(const char *prog, char role, const struct core_option *opts,
                        const char *loglevel, int argc, char **argv, int *exit_code);
 
+/* core_proc_options for a program whose config file may be written for
+ * another one (core_config_compat: gridsync-server reads redis.conf). */
+bool core_proc_options_compat(const char *prog, char role, const struct core_option *opts,
+                              const struct core_config_compat *compat, const char *loglevel,
+                              int argc, char **argv, int *exit_code);
+
 /*
  * For tools with their own argument parsing: if argv holds --help or -h,
  * print `usage` (a complete text, ending in a newline) on stdout and

@@ -14,6 +14,12 @@
  *  3. Unconsumed input is in[in_start .. in.len); the protocol sees it as
  *     one contiguous block starting at offset 0, so its parser may keep
  *     offsets across reads while the scaffold compacts the buffer.
+ *  4. clients_mem is the sum of every open connection's `accounted`, the
+ *     capacity of its three buffers when last counted: at every flush
+ *     (after each batch of requests, each write, each pushed message) and
+ *     at close. When it passes clients_mem_limit, the biggest connections
+ *     are evicted until it is under: their memory leaves the sum at once,
+ *     the connections close when no callback can be using them.
  */
 #include "core/uv_server.h"
 
@@ -56,13 +62,24 @@ struct core_conn {
     uv_write_t wreq;
     uint64_t created_ms, last_active_ms;
     char peer[64], local[64];
+    /* core_conn_set_output_limit: this connection's own limit. */
+    bool own_limit;
+    int64_t out_hard, out_soft, out_soft_s;
+    uint64_t soft_since_ms; /* when output went above out_soft; 0 = below */
+    /* The clients' memory budget (invariant 4): what this connection's
+     * buffers held when last counted into the server's clients_mem. */
+    size_t accounted;
+    bool no_evict; /* core_conn_set_no_evict */
+    bool evicting; /* chosen for eviction; closed from the evict handle */
 };
 
 struct core_server {
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    uv_tcp_t listeners[CORE_SERVER_MAX_LISTENERS];
+    int nlisteners; /* initialised handles in listeners[] */
     uv_timer_t cron;
     bool listening, stopped;
+    int first_listening; /* index of the first listener that listens, or -1 */
     const struct core_server_ops *ops;
     void *app;
     struct core_server_limits limits;
@@ -71,6 +88,9 @@ struct core_server {
     struct core_list conns; /* OPEN and DRAINING connections, oldest first */
     uint64_t next_id;
     struct core_server_stats stats;
+    size_t clients_mem;   /* sum of every connection's accounted bytes */
+    uv_idle_t evict_idle; /* closes evicted connections outside callbacks */
+    bool evict_scheduled;
 };
 
 static void format_addr(const struct sockaddr_storage *ss, char *out, size_t outlen)
@@ -110,6 +130,8 @@ static void conn_do_close(struct core_conn *c)
         return;
     struct core_server *s = c->srv;
     c->state = CONN_CLOSING;
+    s->clients_mem -= c->accounted;
+    c->accounted = 0;
     if (core_list_linked(&c->link)) {
         core_list_remove(&c->link);
         s->stats.connected--;
@@ -174,10 +196,125 @@ static int conn_start_write(struct core_conn *c)
     return 0;
 }
 
-static bool over_output_limit(const struct core_conn *c)
+/* Redis's checkClientOutputBufferLimits: over the hard limit, or over the
+ * soft limit for longer than soft_s seconds (checked as output is added). */
+static bool over_output_limit(struct core_conn *c)
 {
-    int64_t lim = c->srv->limits.output_buf_limit;
-    return lim > 0 && pending_output(c) > (size_t)lim;
+    const struct core_server_limits *l = &c->srv->limits;
+    int64_t hard = c->own_limit ? c->out_hard : l->output_buf_limit;
+    int64_t soft = c->own_limit ? c->out_soft : l->output_soft_limit;
+    int64_t soft_s = c->own_limit ? c->out_soft_s : l->output_soft_seconds;
+    size_t pending = pending_output(c);
+    if (hard > 0 && pending > (size_t)hard)
+        return true;
+    if (soft <= 0 || pending <= (size_t)soft) {
+        c->soft_since_ms = 0;
+        return false;
+    }
+    uint64_t now = uv_now(c->srv->loop);
+    if (!c->soft_since_ms) { /* first seen above: the clock starts */
+        c->soft_since_ms = now ? now : 1;
+        return false;
+    }
+    return now - c->soft_since_ms > (uint64_t)soft_s * 1000;
+}
+
+void core_conn_set_output_limit(struct core_conn *c, int64_t hard, int64_t soft, int64_t soft_s)
+{
+    c->own_limit = hard >= 0;
+    c->out_hard = hard;
+    c->out_soft = soft;
+    c->out_soft_s = soft_s;
+    c->soft_since_ms = 0;
+}
+
+/* ------------------------------------------------- the clients' budget */
+
+static size_t conn_mem(const struct core_conn *c)
+{
+    return c->in.cap + c->out.cap + c->wbuf.cap;
+}
+
+static void account(struct core_conn *c)
+{
+    size_t m = conn_mem(c);
+    c->srv->clients_mem = c->srv->clients_mem - c->accounted + m;
+    c->accounted = m;
+}
+
+static void evict_cb(uv_idle_t *h)
+{
+    struct core_server *s = h->data;
+    uv_idle_stop(h);
+    s->evict_scheduled = false;
+    struct core_list *l, *tmp;
+    core_list_foreach_safe(l, tmp, &s->conns)
+    {
+        struct core_conn *c = conn_of(l);
+        if (c->evicting)
+            core_conn_close(c);
+    }
+}
+
+/* Take x out of the budget now (invariant 4). A connection inside its
+ * on_data closes when on_data returns; another one stops reading, drops
+ * its unsent output and unread input at once and is closed from the
+ * evict handle, outside any callback, so that no caller up the stack
+ * finds its application state freed under it. */
+static void evict(struct core_server *s, struct core_conn *x)
+{
+    s->stats.evicted_clients++;
+    CORE_WARN("Evicting client id=%llu addr=%s: clients use %zu bytes, more than "
+              "maxmemory-clients (%lld); this one %zu",
+              (unsigned long long)x->id, x->peer, s->clients_mem,
+              (long long)s->limits.clients_mem_limit, x->accounted);
+    x->evicting = true;
+    if (x->in_callback) {
+        core_conn_close(x);
+    } else {
+        uv_read_stop((uv_stream_t *)&x->tcp);
+        core_buf_free(&x->out);
+        core_buf_free(&x->in);
+        x->in_start = 0;
+        if (!s->evict_scheduled) {
+            s->evict_scheduled = true;
+            uv_idle_start(&s->evict_idle, evict_cb);
+        }
+    }
+    s->clients_mem -= x->accounted;
+    x->accounted = 0;
+}
+
+/* Redis 7's maxmemory-clients: while the clients' buffers together are
+ * over the budget, the biggest client goes first. O(connections) per
+ * eviction; evictions are rare. */
+static void enforce_budget(struct core_server *s)
+{
+    int64_t lim = s->limits.clients_mem_limit;
+    while (lim > 0 && s->clients_mem > (size_t)lim) {
+        struct core_conn *big = NULL;
+        struct core_list *l;
+        core_list_foreach(l, &s->conns)
+        {
+            struct core_conn *x = conn_of(l);
+            if (!x->no_evict && !x->evicting && x->state != CONN_CLOSING &&
+                (!big || x->accounted > big->accounted))
+                big = x;
+        }
+        if (!big || big->accounted == 0)
+            return;
+        evict(s, big);
+    }
+}
+
+void core_conn_set_no_evict(struct core_conn *c, bool on)
+{
+    c->no_evict = on;
+}
+
+size_t core_server_clients_memory(const struct core_server *s)
+{
+    return s->clients_mem;
 }
 
 int core_conn_flush(struct core_conn *c)
@@ -195,8 +332,16 @@ int core_conn_flush(struct core_conn *c)
         core_conn_close(c);
         return CORE_ECLOSED;
     }
-    if (c->state == CONN_DRAINING && !c->writing && c->out.len == 0 && !c->in_callback)
+    if (c->state == CONN_DRAINING && !c->writing && c->out.len == 0 && !c->in_callback) {
         conn_do_close(c);
+        return 0;
+    }
+    if (!c->evicting) {
+        account(c);
+        enforce_budget(c->srv);
+        if (c->evicting)
+            return CORE_ECLOSED;
+    }
     return 0;
 }
 
@@ -348,6 +493,8 @@ static void on_connection(uv_stream_t *listener, int status)
     c->id = s->next_id++;
     c->created_ms = c->last_active_ms = uv_now(s->loop);
     uv_tcp_nodelay(&c->tcp, 1);
+    if (s->limits.tcp_keepalive_s > 0) /* Redis's tcp-keepalive */
+        uv_tcp_keepalive(&c->tcp, 1, (unsigned)s->limits.tcp_keepalive_s);
     struct sockaddr_storage ss;
     int len = sizeof(ss);
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
@@ -396,6 +543,7 @@ int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core
     s->app = app;
     s->limits = *limits;
     s->next_id = 1;
+    s->first_listening = -1;
     core_list_init(&s->conns);
     if (reject_msg) {
         s->reject_msg = strdup(reject_msg);
@@ -405,8 +553,8 @@ int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core
         }
         s->reject_len = strlen(reject_msg);
     }
-    uv_tcp_init(loop, &s->listener);
-    s->listener.data = s;
+    uv_idle_init(loop, &s->evict_idle);
+    s->evict_idle.data = s;
     uv_timer_init(loop, &s->cron);
     s->cron.data = s;
     uv_timer_start(&s->cron, cron_cb, 1000, 1000);
@@ -425,12 +573,26 @@ int core_server_listen(struct core_server *s, const char *host, int port)
         rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&ss);
     if (rc)
         return CORE_EINVAL;
-    rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
+    if (s->nlisteners == CORE_SERVER_MAX_LISTENERS || s->stopped)
+        return CORE_ERANGE;
+    uv_tcp_t *l = &s->listeners[s->nlisteners];
+    if (uv_tcp_init(s->loop, l))
+        return CORE_ENOMEM;
+    s->nlisteners++;
+    l->data = s;
+    /* IPv6 listeners take IPv6 only, as Redis's: an IPv4 address of the
+     * same port may be another listener. */
+    rc = uv_tcp_bind(l, (struct sockaddr *)&ss, ss.ss_family == AF_INET6 ? UV_TCP_IPV6ONLY : 0);
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);
-    if (rc)
+        rc = uv_listen((uv_stream_t *)l, 511, on_connection);
+    if (rc) {
+        /* The handle stays in listeners[] (closed by core_server_stop)
+         * but is never counted as listening. */
         return core_from_uv(rc);
+    }
     s->listening = true;
+    if (s->first_listening < 0)
+        s->first_listening = s->nlisteners - 1;
     return 0;
 }
 
@@ -440,7 +602,7 @@ int core_server_port(const struct core_server *s)
         return CORE_ESTATE;
     struct sockaddr_storage ss;
     int len = sizeof(ss);
-    if (uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len))
+    if (uv_tcp_getsockname(&s->listeners[s->first_listening], (struct sockaddr *)&ss, &len))
         return CORE_EIO;
     if (ss.ss_family == AF_INET)
         return ntohs(((struct sockaddr_in *)&ss)->sin_port);
@@ -462,8 +624,10 @@ void core_server_stop(struct core_server *s)
     if (s->stopped)
         return;
     s->stopped = true;
-    uv_close((uv_handle_t *)&s->listener, handle_closed_cb);
+    for (int i = 0; i < s->nlisteners; i++)
+        uv_close((uv_handle_t *)&s->listeners[i], handle_closed_cb);
     uv_close((uv_handle_t *)&s->cron, handle_closed_cb);
+    uv_close((uv_handle_t *)&s->evict_idle, handle_closed_cb);
     while (!core_list_empty(&s->conns)) {
         struct core_conn *c = conn_of(core_list_first(&s->conns));
         if (c->in_callback) {

@@ -56,8 +56,19 @@ struct core_server_limits {
     int64_t maxclients;
     int64_t query_buf_limit;  /* bytes */
     int64_t output_buf_limit; /* bytes; 0 = no limit */
-    int64_t idle_timeout_s;   /* 0 = off */
+    /* Redis's soft limit: closed after output stayed above output_soft_limit
+     * for more than output_soft_seconds (0 bytes = none). */
+    int64_t output_soft_limit, output_soft_seconds;
+    int64_t idle_timeout_s;  /* 0 = off */
+    int64_t tcp_keepalive_s; /* TCP keepalive probes after this idle time; 0 = off */
+    /* Budget for every connection's buffers together (Redis 7's
+     * maxmemory-clients); over it, the biggest connections are closed
+     * first. 0 = none. */
+    int64_t clients_mem_limit;
 };
+
+/* Most addresses one server listens on (Redis's CONFIG_BINDADDR_MAX). */
+#define CORE_SERVER_MAX_LISTENERS 16
 
 struct core_server_ops {
     /* A connection was accepted. Set its user data here. Return 0 to keep
@@ -85,6 +96,7 @@ struct core_server_stats {
     uint64_t closed_by_query_limit;  /* client-query-buffer-limit hits */
     uint64_t closed_by_output_limit; /* output-buffer-limit hits */
     uint64_t closed_by_timeout;      /* idle timeouts */
+    uint64_t evicted_clients;        /* closed by clients_mem_limit */
 };
 
 /* Create a server on `loop` (not yet listening). `reject_msg` (copied; may
@@ -94,8 +106,11 @@ struct core_server_stats {
 int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core_server_ops *ops,
                     void *app, const struct core_server_limits *limits, const char *reject_msg);
 
-/* Bind and listen on host:port (IPv4 or IPv6 literal). Returns 0, or a
- * CORE_E* code converted from libuv's (CORE_EBUSY: address in use). */
+/* Bind and listen on host:port (IPv4 or IPv6 literal; IPv6 sockets take
+ * IPv6 only). May be called for up to CORE_SERVER_MAX_LISTENERS addresses;
+ * every listener feeds the same connections. Returns 0, or a CORE_E* code
+ * converted from libuv's (CORE_EBUSY: address in use; CORE_ERANGE: too
+ * many addresses). */
 int core_server_listen(struct core_server *s, const char *host, int port);
 
 /* The port actually bound (useful after listening on port 0), or a
@@ -147,6 +162,19 @@ void core_conn_close(struct core_conn *c);
  * is committed, so that pipelined requests keep their order). No-op when
  * not open or from inside on_data. */
 void core_conn_redeliver(struct core_conn *c);
+
+/* Give c its own output limits instead of the server's (as the limits
+ * struct's output fields; Redis's per-class client-output-buffer-limit,
+ * e.g. for a client that subscribed). A negative hard limit gives the
+ * connection the server's limits again. */
+void core_conn_set_output_limit(struct core_conn *c, int64_t hard, int64_t soft, int64_t soft_s);
+
+/* CLIENT NO-EVICT: never chosen by the clients' memory budget. */
+void core_conn_set_no_evict(struct core_conn *c, bool on);
+
+/* Bytes the connections' buffers (input, output, in-flight write) hold
+ * together, as last counted (at every flush and close). */
+size_t core_server_clients_memory(const struct core_server *s);
 
 /* Stop reading and close once all pending output has been written. */
 void core_conn_close_after_reply(struct core_conn *c);

@@ -3,6 +3,8 @@
  */
 #include "gridsync/client/client.h"
 
+#include "gridsync/client/cmd_stats.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,8 +26,11 @@ bool gs_arg_int(struct gs_client *c, const struct gs_arg *a, int64_t *out, const
 
 void gs_error(struct gs_client *c, const char *msg)
 {
+    size_t len = strlen(msg);
     c->shared->stats.error_replies++;
-    gs_reply_error(&c->w, msg, strlen(msg));
+    if (c->shared->stats.detail)
+        gs_cmd_stats_error(c->shared->stats.detail, msg, len);
+    gs_reply_error(&c->w, msg, len);
 }
 
 void gs_errorf(struct gs_client *c, const char *fmt, ...)

@@ -35,9 +35,8 @@
 
 struct gs_client;
 
-/* The number of databases a node has today (SELECT 0 only). The node keeps
- * them in an array indexed by database number (gs_node's dbs). */
-#define GS_DBS_DEFAULT 1
+/* The node keeps its databases (the `databases` option, 16 by default; one
+ * in cluster mode) in an array indexed by database number (gs_node's dbs). */
 
 /* A database context: one keyspace and the clock of the command running
  * against it. Not owned by the client: the node owns its databases, the
@@ -46,9 +45,10 @@ struct gs_client;
 struct gs_db {
     struct gs_store *store;         /* the keyspace (never NULL) */
     int64_t now_ms;                 /* "now" of the running command, Unix ms */
-    unsigned id;                    /* database number (0 today) */
+    unsigned id;                    /* database number (SELECT's index) */
     const struct gs_miss_ops *miss; /* NULL: no read-through */
     void *miss_ctx;
+    struct gs_node *node; /* the node whose database this is; NULL in cluster groups */
 };
 
 /* Counters every command updates (INFO's total_commands_processed and
@@ -56,6 +56,9 @@ struct gs_db {
 struct gs_stats {
     uint64_t commands;
     uint64_t error_replies;
+    /* Per command and per error code (INFO commandstats, errorstats);
+     * NULL where nothing is counted in such detail. */
+    struct gs_cmd_stats *detail;
 };
 
 /* Node-wide state a command may use beside its database. The node owns
@@ -76,6 +79,13 @@ struct gs_shared {
      * waits. */
     void (*key_ready)(void *arg, const struct gs_db *db, const char *key, size_t klen);
     void *key_ready_arg;
+    /* The node's databases (SELECT, MOVE, SWAPDB, COPY ... DB, FLUSHALL):
+     * dbs[0 .. n_dbs). Cluster mode has one and keeps `databases`, the
+     * configured count, for Redis Cluster's errors. */
+    struct gs_db *dbs;
+    unsigned n_dbs;
+    int64_t databases;
+    bool cluster_mode;
 };
 
 /* What a database does on a read miss: read-through (origin/origin_node.h)
@@ -88,6 +98,8 @@ struct gs_miss_ops {
 
 struct gs_node;
 struct gs_client;
+struct gs_cmd_stats;
+struct gs_subscriber;
 struct gs_held;
 struct gs_cluster_wait;
 struct core_conn;
@@ -119,6 +131,12 @@ struct gs_client {
     bool replay;
     signed char read_barrier;
     struct gs_multi multi; /* MULTI/EXEC and WATCH state (client/multi_state.h, commands/multi.h) */
+    bool denied;           /* protected-mode: answered DENIED at its first request (node.c) */
+    struct gs_subscriber *sub; /* Pub/Sub subscriptions; NULL if none ever (commands/pubsub.h) */
+    bool no_evict;             /* CLIENT NO-EVICT ON */
+    /* CLIENT REPLY OFF / SKIP: gs_execute drops the replies of the
+     * commands concerned (Redis's CLIENT_REPLY_OFF / _SKIP / _SKIP_NEXT). */
+    bool reply_off, reply_skip, reply_skip_next;
 };
 
 /* Case-insensitive comparison of an argument with a literal. */

@@ -17,6 +17,7 @@
 #include "core/config.h"
 #include "core/uv_server.h"
 #include "gridsync/client/client.h"
+#include "gridsync/client/cmd_stats.h"
 #include "gridsync/client/multi_state.h"
 
 #include <stdbool.h>
@@ -32,9 +33,19 @@ struct gs_command;
 struct gs_origin;
 struct gs_held;
 struct gs_feature;
+struct gs_pubsub;
+struct gs_subscriber;
+struct gs_slowlog;
 
 #define GS_NODE_MAX_FEATURES 4  /* struct gs_feature, below */
 #define GS_NODE_MAX_OPTS     64 /* rows of the bound option table, terminator included */
+
+/* Redis's client-output-buffer-limit classes (networking.c). */
+enum gs_client_class { GS_CLASS_NORMAL, GS_CLASS_REPLICA, GS_CLASS_PUBSUB, GS_CLASS_COUNT };
+
+struct gs_obuf_limit {
+    int64_t hard, soft, soft_seconds; /* bytes, bytes, seconds; 0 = none */
+};
 
 struct gs_config {
     int64_t port;
@@ -44,13 +55,32 @@ struct gs_config {
     int64_t maxclients;
     char requirepass[CORE_OPT_STRLEN];
     int64_t query_buf_limit;
-    int64_t output_buf_limit;
+    /* client-output-buffer-limit as Redis writes it ("normal 0 0 0 replica
+     * ... pubsub 32mb 8mb 60"); a single size is normal's hard limit. Parsed
+     * into obuf[] by gs_node_apply_config, classes not named keep theirs. */
+    char output_buf_limit[CORE_OPT_STRLEN];
+    struct gs_obuf_limit obuf[GS_CLASS_COUNT];
     int64_t proto_max_bulk_len;
     int64_t timeout;
     int64_t hz;
     int loglevel; /* enum core_log_level */
     char save[CORE_OPT_STRLEN];
     bool appendonly;
+    /* What a redis.conf sets about the process (gridsync-server honours
+     * them; docs/gridsync.md "Running from a redis.conf"). */
+    bool daemonize;
+    char pidfile[CORE_OPT_STRLEN];
+    char logfile[CORE_OPT_STRLEN];
+    int64_t databases;
+    bool protected_mode;
+    int64_t tcp_keepalive; /* seconds; 0 = off */
+    /* Redis 7's maxmemory-clients: a size, or "N%" of maxmemory (of the
+     * machine's memory when maxmemory is 0); "0" = no budget. */
+    char maxmemory_clients[CORE_OPT_STRLEN];
+    int64_t slowlog_slower_than;  /* microseconds; negative = off */
+    int64_t slowlog_max_len;      /* entries */
+    int64_t latency_threshold_ms; /* latency-monitor-threshold; 0 = off */
+    int appendfsync;              /* accepted: there is no append-only file */
     /* gs-origin: read-through origin (issue #6, docs/gridsync-origin.md) */
     char origin[CORE_OPT_STRLEN]; /* URL template with {key}; empty = off */
     int64_t origin_timeout;       /* ms */
@@ -101,7 +131,12 @@ struct gs_node {
         void *self;
     } features[GS_NODE_MAX_FEATURES];
     unsigned n_features;
-    struct gs_watch_table watches; /* WATCHed keys (gridsync/commands/multi.h) */
+    const struct gs_feature *const *feature_list; /* as given to gs_node_new (CONFIG REWRITE) */
+    struct gs_watch_table watches;                /* WATCHed keys (gridsync/commands/multi.h) */
+    struct gs_cmd_stats cmdstats;                 /* INFO commandstats/errorstats/latencystats */
+    struct gs_pubsub *pubsub;                     /* channels and subscribers (commands/pubsub.h) */
+    struct gs_slowlog *slowlog;                   /* SLOWLOG and LATENCY records (node/slowlog.h) */
+    const char **cmd_names;                       /* gs_commands[i].name, for cmdstats' INFO */
 };
 
 /* ------------------------------------------------------------ features
@@ -170,7 +205,25 @@ static inline int64_t gs_node_now_ms(const struct gs_node *n)
 }
 
 /* Apply changed options to the running node (after CONFIG SET). */
+/* Fill cfg with the defaults. */
+void gs_config_defaults(struct gs_config *cfg);
+
+/* Write the option table into opts (GS_NODE_MAX_OPTS rows, terminator
+ * included): the node's rows, then each feature's (NULL-terminated list,
+ * may be NULL), each option pointing at its field of *cfg. */
+void gs_config_bind(struct gs_config *cfg, struct core_option *opts,
+                    const struct gs_feature *const *features);
+
 void gs_node_apply_config(struct gs_node *n);
+
+/* Parse a maxmemory-clients value into bytes for this maxmemory (see
+ * struct gs_config). Returns 0 or CORE_EINVAL. */
+int gs_clients_budget_parse(const char *value, int64_t maxmemory, int64_t *bytes);
+
+/* Parse a client-output-buffer-limit value onto *limits (the classes it
+ * names change; the others keep their values). Returns 0, or CORE_EINVAL
+ * with why written. */
+int gs_obuf_limits_parse(const char *value, struct gs_obuf_limit *limits, char *why, size_t len);
 
 /* Stop accepting, close every client and the node's handles; the loop
  * then returns. Safe from inside a command (SHUTDOWN) and from a signal
@@ -182,5 +235,14 @@ const struct gs_command *gs_command_lookup(const struct gs_node *n, const char *
 
 /* Run one request (argv[0] is the command name). */
 void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv);
+
+/* Call cmd's handler for c once its checks have passed: the one place
+ * handlers run from (gs_execute, EXEC, cluster reads), so every call is
+ * counted in total_commands_processed and INFO commandstats, timed for
+ * latencystats and SLOWLOG, and marked failed when it replied an error. */
+void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, struct gs_arg *argv);
+
+/* Command cmd was refused before it ran (rejected_calls in commandstats). */
+void gs_command_rejected(struct gs_node *n, const struct gs_command *cmd);
 
 #endif

@@ -635,7 +635,6 @@ static bool serve_at_leader(struct gs_cluster *cl, struct cgroup *grp, struct gs
 static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
                    const struct gs_command *cmd, size_t argc, struct gs_arg *argv)
 {
-    struct gs_node *n = cl->node;
     grp->db.now_ms = c->db->now_ms; /* the node's clock, set by gs_execute */
     if (!gs_group_is_leader(grp->raft) && grp->last_entry_ms > 0) {
         /* A replica read (READONLY) deletes expired keys it meets, so it
@@ -644,13 +643,11 @@ static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
          * find the same keys here as everywhere (invariant 3). */
         grp->db.now_ms = grp->last_entry_ms;
     }
-    n->shared.stats.commands++;
-    c->last_cmd = cmd->name;
     /* The command runs against the group's database, whatever the client
      * has selected; the selection is back once it returns. */
     struct gs_db *selected = c->db;
     c->db = &grp->db;
-    cmd->fn(c, argc, argv);
+    gs_call(c, cmd, argc, argv);
     c->db = selected;
 }
 
@@ -729,7 +726,7 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
 {
     bool write = (cmd->flags & GS_CMD_WRITE) != 0;
     if (cmd->first_key <= 0) {
-        if (cmd->fn == gs_cmd_flushdb)
+        if (cmd->fn == gs_cmd_flushdb || cmd->fn == gs_cmd_flushall)
             return flush_led_groups(cl, c, argc, argv);
         if (cmd->fn == gs_cmd_dbsize) {
             dbsize_led_groups(cl, c);

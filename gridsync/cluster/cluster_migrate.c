@@ -85,7 +85,7 @@ static bool parse_num(const char *p, size_t len, long long *out)
     tmp[len] = '\0';
     char *end;
     *out = strtoll(tmp, &end, 10);
-    return *end == '\0';
+    return end == tmp + len; /* a NUL inside the field is not a number */
 }
 
 struct key_list {

@@ -233,9 +233,10 @@ static void cluster_info(struct gs_client *c)
     unsigned live = 0; /* nodes that have left are not known any more */
     for (unsigned i = 0; i < gs_cluster_nodes(cl); i++)
         live += gs_cluster_node_live(cl, i);
-    char text[8192];
+    char text[1024];
+    /* Only lines Redis 7.0 prints (redis-py's cluster_info() parses each
+     * as key:value); the Raft groups are under GRIDSYNC GROUPS. */
     snprintf(text, sizeof(text),
-             "cluster_enabled:1\r\n"
              "cluster_state:ok\r\n"
              "cluster_slots_assigned:%u\r\n"
              "cluster_slots_ok:%u\r\n"
@@ -246,7 +247,39 @@ static void cluster_info(struct gs_client *c)
              "cluster_current_epoch:%u\r\n"
              "cluster_my_epoch:%u\r\n",
              GS_SLOTS, GS_SLOTS, live, live, gs_cluster_nodes(cl), gs_cluster_self(cl) + 1);
-    gs_cluster_info_groups(cl, text, sizeof(text));
+    gs_reply_verbatim(&c->w, text, strlen(text), "txt");
+}
+
+/* GRIDSYNC GROUPS: GridSync's own, one line per Raft group this node is a
+ * member of: group_<name>:role=leader|follower,member=<i>,term=..,
+ * commit=..,applied=..,keys=.. (docs/gridsync-cluster.md). */
+void gs_cmd_gridsync(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (gs_arg_is(&argv[1], "help") && argc == 2) {
+        static const char *const lines[] = {
+            "GRIDSYNC <subcommand>. Subcommands are:",
+            "GROUPS",
+            "    The Raft groups this node is a member of: role, term, commit, applied, keys.",
+            "HELP",
+            "    Prints this help.",
+        };
+        gs_reply_array(&c->w, sizeof(lines) / sizeof(lines[0]));
+        for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+            gs_reply_simple(&c->w, lines[i], strlen(lines[i]));
+        return;
+    }
+    if (!gs_arg_is(&argv[1], "groups") || argc != 2) {
+        gs_errorf(c,
+                  "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try "
+                  "GRIDSYNC HELP.",
+                  (int)(argv[1].len < 64 ? argv[1].len : 64), argv[1].p);
+        return;
+    }
+    if (!require_cluster(c))
+        return;
+    char text[8192];
+    text[0] = 0;
+    gs_cluster_info_groups(c->node->cluster, text, sizeof(text));
     gs_reply_verbatim(&c->w, text, strlen(text), "txt");
 }
 

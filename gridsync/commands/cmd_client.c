@@ -4,6 +4,8 @@
  */
 #include "gridsync/commands/cmd_server.h"
 
+#include "gridsync/commands/pubsub.h"
+
 #include "core/error.h"
 #include "core/log.h"
 #include "gridsync/commands/glob.h"
@@ -35,23 +37,29 @@ static void client_line(struct gs_node *n, struct core_conn *conn, struct core_b
         multi = (long long)c->multi.count;
         multi_mem = c->multi.queue.cap;
     }
+    size_t nsub = 0, npsub = 0, nssub = 0;
+    if (c)
+        gs_pubsub_counts(c, &nsub, &npsub, &nssub);
+    if (nsub + npsub + nssub)
+        *f++ = 'P';
     if (c && c->multi.watch_dirty)
         *f++ = 'd';
     if (f == flags)
         *f++ = 'N';
     *f = 0;
-    gs_sbprintf(b,
-                "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=0 sub=0 "
-                "psub=0 ssub=0 multi=%lld qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=%zu rbs=%zu "
-                "rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=default redir=-1 "
-                "resp=%d lib-name=%s lib-ver=%s\n",
-                (unsigned long long)core_conn_id(conn), core_conn_peer(conn), core_conn_local(conn),
-                core_conn_fd(conn), c && c->name ? c->name : "",
-                (unsigned long long)((now - core_conn_created_ms(conn)) / 1000),
-                (unsigned long long)((now - core_conn_last_active_ms(conn)) / 1000), flags, multi,
-                qbuf, qcap - qbuf, multi_mem, qcap, qcap, omem,
-                qcap + omem + multi_mem + sizeof(*c), c ? c->last_cmd : "NULL", c ? c->w.proto : 2,
-                c && c->lib_name ? c->lib_name : "", c && c->lib_ver ? c->lib_ver : "");
+    gs_sbprintf(
+        b,
+        "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=%u sub=%zu "
+        "psub=%zu ssub=%zu multi=%lld qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=%zu rbs=%zu "
+        "rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r cmd=%s user=default redir=-1 "
+        "resp=%d lib-name=%s lib-ver=%s\n",
+        (unsigned long long)core_conn_id(conn), core_conn_peer(conn), core_conn_local(conn),
+        core_conn_fd(conn), c && c->name ? c->name : "",
+        (unsigned long long)((now - core_conn_created_ms(conn)) / 1000),
+        (unsigned long long)((now - core_conn_last_active_ms(conn)) / 1000), flags,
+        c && c->db ? c->db->id : 0u, nsub, npsub, nssub, multi, qbuf, qcap - qbuf, multi_mem, qcap,
+        qcap, omem, qcap + omem + multi_mem + sizeof(*c), c ? c->last_cmd : "NULL",
+        c ? c->w.proto : 2, c && c->lib_name ? c->lib_name : "", c && c->lib_ver ? c->lib_ver : "");
 }
 
 struct list_ctx {
@@ -222,6 +230,8 @@ static const struct gs_subcommand client_subs[] = {
     {"info", 2, "client|info"},
     {"kill", -3, "client|kill"},
     {"help", 2, "client|help"},
+    {"no-evict", 3, "client|no-evict"},
+    {"reply", 3, "client|reply"},
     {NULL, 0, NULL},
 };
 
@@ -285,6 +295,29 @@ void gs_cmd_client(struct gs_client *c, size_t argc, struct gs_arg *argv)
             return;
         }
         client_kill(c, argc, argv);
+    } else if (gs_arg_is(sub, "no-evict") && argc == 3) {
+        /* Redis 7's CLIENT NO-EVICT: maxmemory-clients never picks it. */
+        if (!gs_arg_is(&argv[2], "on") && !gs_arg_is(&argv[2], "off")) {
+            gs_error_syntax(c);
+            return;
+        }
+        c->no_evict = gs_arg_is(&argv[2], "on");
+        core_conn_set_no_evict(c->conn, c->no_evict);
+        gs_reply_ok(&c->w);
+    } else if (gs_arg_is(sub, "reply") && argc == 3) {
+        /* Redis's CLIENT REPLY: OFF and SKIP answer nothing; gs_execute
+         * drops the replies (node.h). */
+        if (gs_arg_is(&argv[2], "on")) {
+            c->reply_off = c->reply_skip = c->reply_skip_next = false;
+            gs_reply_ok(&c->w);
+        } else if (gs_arg_is(&argv[2], "off")) {
+            c->reply_off = true;
+        } else if (gs_arg_is(&argv[2], "skip")) {
+            if (!c->reply_off)
+                c->reply_skip_next = true;
+        } else {
+            gs_error_syntax(c);
+        }
     } else if (gs_arg_is(sub, "help") && argc == 2) {
         static const char *const lines[] = {
             "GETNAME",
@@ -297,6 +330,10 @@ void gs_cmd_client(struct gs_client *c, size_t argc, struct gs_arg *argv)
             "    Kill connections (ID, ADDR, LADDR, SKIPME, USER).",
             "LIST [ID <id> ...]",
             "    Return information about client connections.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
             "SETINFO <LIB-NAME|LIB-VER> <value>",
             "    Set client library information.",
             "SETNAME <name>",

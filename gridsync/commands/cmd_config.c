@@ -113,6 +113,23 @@ static bool config_value_ok(const struct core_option *o, char *value, char *why,
         return false;
     }
     default:
+        if (strcmp(o->name, "maxmemory-clients") == 0) {
+            int64_t b;
+            if (gs_clients_budget_parse(value, 0, &b) == 0)
+                return true;
+            size_t vl = strlen(value);
+            int64_t pct;
+            if (vl > 1 && value[vl - 1] == '%' && core_parse_int64(value, vl - 1, &pct) == 0 &&
+                pct > 100)
+                snprintf(why, len, "percentage argument must be less or equal to 100");
+            else
+                snprintf(why, len, "argument must be a memory or percent value");
+            return false;
+        }
+        if (strcmp(o->name, "client-output-buffer-limit") == 0) {
+            struct gs_obuf_limit scratch[GS_CLASS_COUNT] = {{0, 0, 0}};
+            return gs_obuf_limits_parse(value, scratch, why, len) == 0;
+        }
         return true;
     }
     if (rc || v < o->min || v > o->max) {
@@ -176,6 +193,30 @@ static void config_set(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_ok(&c->w);
 }
 
+/* Redis's configRewriteCommand: the file the server started from gets
+ * every option's current value (core_config_rewrite keeps its other
+ * lines). */
+static void config_rewrite(struct gs_client *c)
+{
+    struct gs_node *n = c->node;
+    if (!n->config_file[0]) {
+        gs_error(c, "ERR The server is running without a config file");
+        return;
+    }
+    struct gs_config dflt;
+    struct core_option dopts[GS_NODE_MAX_OPTS];
+    gs_config_defaults(&dflt);
+    gs_config_bind(&dflt, dopts, n->feature_list);
+    char why[512];
+    if (core_config_rewrite(n->opts, dopts, n->config_file, why, sizeof(why))) {
+        CORE_WARN("CONFIG REWRITE failed: %s", why);
+        gs_errorf(c, "ERR %s", why);
+        return;
+    }
+    CORE_INFO("CONFIG REWRITE executed with success.");
+    gs_reply_ok(&c->w);
+}
+
 static const struct gs_subcommand config_subs[] = {
     {"get", -3, "config|get"},
     {"set", -4, "config|set"},
@@ -204,13 +245,14 @@ void gs_cmd_config(struct gs_client *c, size_t argc, struct gs_arg *argv)
         }
         for (unsigned d = 0; d < c->node->n_dbs; d++)
             gs_store_reset_stats(c->node->dbs[d].store);
-        memset(&c->node->shared.stats, 0, sizeof(c->node->shared.stats));
+        c->node->shared.stats.commands = c->node->shared.stats.error_replies = 0;
+        gs_cmd_stats_reset(&c->node->cmdstats);
         for (unsigned i = 0; i < c->node->n_features; i++)
             if (c->node->features[i].ops->reset_stats)
                 c->node->features[i].ops->reset_stats(c->node->features[i].self);
         gs_reply_ok(&c->w);
     } else if (gs_arg_is(sub, "rewrite")) {
-        gs_error(c, "ERR The server is running without a config file");
+        config_rewrite(c);
     } else if (gs_arg_is(sub, "help")) {
         static const char *const lines[] = {
             "GET <pattern>",

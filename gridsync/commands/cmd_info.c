@@ -1,6 +1,7 @@
 /*
  * INFO: the sections Redis clients read (server, clients, memory, stats,
- * replication, the features' own, cluster, keyspace).
+ * replication, cpu, commandstats, errorstats, latencystats, the features'
+ * own, cluster, keyspace per database).
  */
 #include "gridsync/commands/cmd_server.h"
 
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,11 +48,40 @@ static bool want(size_t argc, struct gs_arg *argv, const char *section, bool dfl
     return false;
 }
 
+struct buffer_max {
+    size_t in, out;
+};
+
+static void buffer_max_of(struct core_conn *conn, void *arg)
+{
+    struct buffer_max *m = arg;
+    size_t in = core_conn_input_capacity(conn), out = core_conn_output_pending(conn);
+    if (in > m->in)
+        m->in = in;
+    if (out > m->out)
+        m->out = out;
+}
+
+static int64_t clients_budget(const struct gs_node *n)
+{
+    int64_t b = 0;
+    (void)gs_clients_budget_parse(n->cfg.maxmemory_clients, n->cfg.maxmemory, &b);
+    return b;
+}
+
 static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct gs_arg *argv)
 {
-    /* Database 0's figures (the only database today). */
-    struct gs_store_stats st;
-    gs_store_stats(n->dbs[0].store, &st);
+    /* The node's figures: every database's together. */
+    struct gs_store_stats st = {0};
+    for (unsigned d = 0; d < n->n_dbs; d++) {
+        struct gs_store_stats ds;
+        gs_store_stats(n->dbs[d].store, &ds);
+        st.used_memory += ds.used_memory;
+        st.expired_keys += ds.expired_keys;
+        st.evicted_keys += ds.evicted_keys;
+        st.hits += ds.hits;
+        st.misses += ds.misses;
+    }
     struct core_server_stats ss;
     core_server_get_stats(n->srv, &ss);
     int64_t now = gs_node_now_ms(n);
@@ -77,8 +108,13 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
     }
     if (want(argc, argv, "clients", true)) {
         SECTION("Clients");
-        gs_sbprintf(b, "connected_clients:%" PRIu64 "\r\nmaxclients:%lld\r\nblocked_clients:0\r\n",
-                    ss.connected, (long long)n->cfg.maxclients);
+        struct buffer_max mx = {0, 0};
+        core_server_foreach(n->srv, buffer_max_of, &mx);
+        gs_sbprintf(b,
+                    "connected_clients:%" PRIu64 "\r\nmaxclients:%lld\r\n"
+                    "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\n"
+                    "blocked_clients:0\r\n",
+                    ss.connected, (long long)n->cfg.maxclients, mx.in, mx.out);
     }
     if (want(argc, argv, "memory", true)) {
         char used[32], maxm[32];
@@ -88,10 +124,11 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
         SECTION("Memory");
         gs_sbprintf(b,
                     "used_memory:%" PRIu64 "\r\nused_memory_human:%s\r\nmaxmemory:%lld\r\n"
-                    "maxmemory_human:%s\r\nmaxmemory_policy:%s\r\n"
-                    "lazyfree_pending_objects:%" PRIu64 "\r\n",
+                    "maxmemory_human:%s\r\nmaxmemory_policy:%s\r\nmem_clients_normal:%zu\r\n"
+                    "maxmemory_clients:%lld\r\nlazyfree_pending_objects:%" PRIu64 "\r\n",
                     st.used_memory, used, (long long)n->cfg.maxmemory, maxm,
-                    pol[n->cfg.maxmemory_policy], gs_store_lazyfree_pending(n->dbs[0].store));
+                    pol[n->cfg.maxmemory_policy], core_server_clients_memory(n->srv),
+                    (long long)clients_budget(n), gs_store_lazyfree_pending(n->dbs[0].store));
     }
     if (want(argc, argv, "persistence", true)) {
         SECTION("Persistence");
@@ -106,15 +143,48 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
                     "\r\nevicted_keys:%" PRIu64 "\r\nkeyspace_hits:%" PRIu64
                     "\r\nkeyspace_misses:%" PRIu64 "\r\ntotal_error_replies:%" PRIu64
                     "\r\nclient_query_buffer_limit_disconnections:%" PRIu64
-                    "\r\nclient_output_buffer_limit_disconnections:%" PRIu64 "\r\n",
+                    "\r\nclient_output_buffer_limit_disconnections:%" PRIu64
+                    "\r\nevicted_clients:%" PRIu64 "\r\n",
                     ss.total_connections, n->shared.stats.commands, ss.total_net_input_bytes,
                     ss.total_net_output_bytes, ss.rejected_connections, st.expired_keys,
                     st.evicted_keys, st.hits, st.misses, n->shared.stats.error_replies,
-                    ss.closed_by_query_limit, ss.closed_by_output_limit);
+                    ss.closed_by_query_limit, ss.closed_by_output_limit, ss.evicted_clients);
     }
     if (want(argc, argv, "replication", true)) {
         SECTION("Replication");
         gs_sbprintf(b, "role:master\r\nconnected_slaves:0\r\n");
+    }
+    if (want(argc, argv, "cpu", true)) {
+        /* Redis's "%ld.%06ld" of getrusage's times. */
+        struct rusage self, children, thread;
+        getrusage(RUSAGE_SELF, &self);
+        getrusage(RUSAGE_CHILDREN, &children);
+        getrusage(RUSAGE_THREAD, &thread);
+        SECTION("CPU");
+        gs_sbprintf(b,
+                    "used_cpu_sys:%ld.%06ld\r\nused_cpu_user:%ld.%06ld\r\n"
+                    "used_cpu_sys_children:%ld.%06ld\r\nused_cpu_user_children:%ld.%06ld\r\n"
+                    "used_cpu_sys_main_thread:%ld.%06ld\r\nused_cpu_user_main_thread:%ld.%06ld\r\n",
+                    (long)self.ru_stime.tv_sec, (long)self.ru_stime.tv_usec,
+                    (long)self.ru_utime.tv_sec, (long)self.ru_utime.tv_usec,
+                    (long)children.ru_stime.tv_sec, (long)children.ru_stime.tv_usec,
+                    (long)children.ru_utime.tv_sec, (long)children.ru_utime.tv_usec,
+                    (long)thread.ru_stime.tv_sec, (long)thread.ru_stime.tv_usec,
+                    (long)thread.ru_utime.tv_sec, (long)thread.ru_utime.tv_usec);
+    }
+    /* Redis 7.0's order: commandstats and latencystats only on request
+     * (or "all"), errorstats by default. */
+    if (want(argc, argv, "commandstats", false)) {
+        SECTION("Commandstats");
+        gs_cmd_stats_info_commands(&n->cmdstats, n->cmd_names, b);
+    }
+    if (want(argc, argv, "errorstats", true)) {
+        SECTION("Errorstats");
+        gs_cmd_stats_info_errors(&n->cmdstats, b);
+    }
+    if (want(argc, argv, "latencystats", false)) {
+        SECTION("Latencystats");
+        gs_cmd_stats_info_latency(&n->cmdstats, n->cmd_names, b);
     }
     for (unsigned i = 0; i < n->n_features; i++) { /* each writes its own header */
         const struct gs_feature *f = n->features[i].ops;
@@ -131,9 +201,13 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
     }
     if (want(argc, argv, "keyspace", true)) {
         SECTION("Keyspace");
-        if (st.keys)
-            gs_sbprintf(b, "db0:keys=%" PRIu64 ",expires=%" PRIu64 ",avg_ttl=0\r\n", st.keys,
-                        st.keys_with_expire);
+        for (unsigned d = 0; d < n->n_dbs; d++) {
+            struct gs_store_stats ds;
+            gs_store_stats(n->dbs[d].store, &ds);
+            if (ds.keys)
+                gs_sbprintf(b, "db%u:keys=%" PRIu64 ",expires=%" PRIu64 ",avg_ttl=0\r\n", d,
+                            ds.keys, ds.keys_with_expire);
+        }
     }
 #undef SECTION
 }

@@ -9,6 +9,7 @@
 #include "gridsync/commands/commands.h"
 
 #include "gridsync/commands/glob.h"
+#include "gridsync/commands/multi.h"
 #include "gridsync/types/value.h"
 
 #include <ctype.h>
@@ -73,7 +74,8 @@ void gs_cmd_type(struct gs_client *c, size_t argc, struct gs_arg *argv)
 /* Store a copy of e's value and expiry under dst (RENAME, COPY). The value
  * is copied aside first: setting the destination may move entries. On
  * failure replies OOM and returns false. */
-static bool copy_entry(struct gs_client *c, struct gs_entry *e, const struct gs_arg *dst)
+static bool copy_entry(struct gs_client *c, struct gs_entry *e, struct gs_db *db,
+                       const struct gs_arg *dst)
 {
     struct gs_obj o;
     if (gs_entry_obj(e, &o)) { /* a collection: a deep copy */
@@ -82,7 +84,7 @@ static bool copy_entry(struct gs_client *c, struct gs_entry *e, const struct gs_
             gs_error_oom(c);
             return false;
         }
-        if (gs_store_set_obj(c->db->store, dst->p, dst->len, &copy, gs_entry_expire_ms(e), NULL)) {
+        if (gs_store_set_obj(db->store, dst->p, dst->len, &copy, gs_entry_expire_ms(e), NULL)) {
             gs_obj_free(&copy);
             gs_error_oom(c);
             return false;
@@ -99,8 +101,7 @@ static bool copy_entry(struct gs_client *c, struct gs_entry *e, const struct gs_
         gs_error_oom(c);
         return false;
     }
-    int rc =
-        gs_store_set(c->db->store, dst->p, dst->len, c->shared->scratch.data, vlen, expire, NULL);
+    int rc = gs_store_set(db->store, dst->p, dst->len, c->shared->scratch.data, vlen, expire, NULL);
     scratch_done(c->shared);
     if (rc) {
         gs_error_oom(c);
@@ -137,7 +138,7 @@ static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
             return;
         }
     } else {
-        if (!copy_entry(c, e, &argv[2]))
+        if (!copy_entry(c, e, c->db, &argv[2]))
             return;
         gs_store_delete(c->db->store, argv[1].p, argv[1].len, now);
     }
@@ -157,42 +158,58 @@ void gs_cmd_renamenx(struct gs_client *c, size_t argc, struct gs_arg *argv)
     rename_generic(c, argv, true);
 }
 
-/* A DB index argument (SELECT, COPY ... DB): Redis's
- * getIntFromObjectOrReply, then selectDb. Only 0 exists. Returns false
- * after replying with the error. */
-static bool db_zero(struct gs_client *c, const struct gs_arg *a)
+/* A DB index argument (SELECT, MOVE, SWAPDB, COPY ... DB): Redis's
+ * getIntFromObjectOrReply (msg replaces its texts when not NULL). Returns
+ * false after replying. */
+static bool db_index(struct gs_client *c, const struct gs_arg *a, const char *msg, int64_t *id)
 {
-    int64_t db;
-    if (!gs_arg_int(c, a, &db, NULL))
+    if (!gs_arg_int(c, a, id, msg))
         return false;
-    if (db < INT32_MIN || db > INT32_MAX) {
-        gs_error(c, "ERR value is out of range, value must between -2147483648 and 2147483647");
-        return false;
-    }
-    if (db != 0) {
-        gs_error(c, "ERR DB index is out of range");
+    if (*id < INT32_MIN || *id > INT32_MAX) {
+        gs_error(c, msg ? msg
+                        : "ERR value is out of range, value must between -2147483648 and "
+                          "2147483647");
         return false;
     }
     return true;
+}
+
+/* Redis's selectDb: the database with that index, or NULL (out of range;
+ * cluster mode has database 0 only). */
+static struct gs_db *db_of(struct gs_client *c, int64_t id)
+{
+    return id >= 0 && id < (int64_t)c->shared->n_dbs ? &c->shared->dbs[id] : NULL;
 }
 
 /* Redis's copyCommand. */
 void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     bool replace = false;
+    struct gs_db *dst = c->db;
     for (size_t j = 3; j < argc; j++) {
         if (gs_arg_is(&argv[j], "replace")) {
             replace = true;
         } else if (gs_arg_is(&argv[j], "db") && j + 1 < argc) {
-            if (!db_zero(c, &argv[j + 1]))
+            int64_t id;
+            if (!db_index(c, &argv[j + 1], NULL, &id))
                 return;
+            /* Redis Cluster has the databases but refuses to use them. */
+            if (c->shared->cluster_mode && id > 0 && id < c->shared->databases) {
+                gs_error(c, "ERR Copying to another database is not allowed in cluster mode");
+                return;
+            }
+            if (!(dst = db_of(c, id))) {
+                gs_error(c, "ERR DB index is out of range");
+                return;
+            }
             j++;
         } else {
             gs_error_syntax(c);
             return;
         }
     }
-    if (argv[1].len == argv[2].len && memcmp(argv[1].p, argv[2].p, argv[1].len) == 0) {
+    if (dst == c->db && argv[1].len == argv[2].len &&
+        memcmp(argv[1].p, argv[2].p, argv[1].len) == 0) {
         gs_error(c, "ERR source and destination objects are the same");
         return;
     }
@@ -202,11 +219,11 @@ void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_reply_int(&c->w, 0);
         return;
     }
-    if (!replace && gs_store_lookup(c->db->store, argv[2].p, argv[2].len, now, GS_LOOKUP_NOTOUCH)) {
+    if (!replace && gs_store_lookup(dst->store, argv[2].p, argv[2].len, now, GS_LOOKUP_NOTOUCH)) {
         gs_reply_int(&c->w, 0);
         return;
     }
-    if (!copy_entry(c, e, &argv[2]))
+    if (!copy_entry(c, e, dst, &argv[2]))
         return;
     gs_reply_int(&c->w, 1);
 }
@@ -357,20 +374,114 @@ void gs_cmd_dbsize(struct gs_client *c, size_t argc, struct gs_arg *argv)
 }
 
 /* FLUSHDB and FLUSHALL [ASYNC|SYNC]: both clear the one database. */
-void gs_cmd_flushdb(struct gs_client *c, size_t argc, struct gs_arg *argv)
+static bool flush_args_ok(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     if (argc > 2 || (argc == 2 && !gs_arg_is(&argv[1], "async") && !gs_arg_is(&argv[1], "sync"))) {
         gs_error_syntax(c);
-        return;
+        return false;
     }
+    return true;
+}
+
+void gs_cmd_flushdb(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (!flush_args_ok(c, argc, argv))
+        return;
     gs_store_clear(c->db->store);
+    gs_reply_ok(&c->w);
+}
+
+void gs_cmd_flushall(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (!flush_args_ok(c, argc, argv))
+        return;
+    if (c->shared->cluster_mode) {
+        /* Database 0 only; each Raft group's entry empties its own store
+         * (the context the cluster gives the command, client.h). */
+        gs_store_clear(c->db->store);
+    } else {
+        for (unsigned d = 0; d < c->shared->n_dbs; d++)
+            gs_store_clear(c->shared->dbs[d].store);
+    }
     gs_reply_ok(&c->w);
 }
 
 void gs_cmd_select(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    if (db_zero(c, &argv[1]))
-        gs_reply_ok(&c->w);
+    int64_t id;
+    if (!db_index(c, &argv[1], NULL, &id))
+        return;
+    if (c->shared->cluster_mode && id != 0) {
+        gs_error(c, "ERR SELECT is not allowed in cluster mode");
+        return;
+    }
+    struct gs_db *db = db_of(c, id);
+    if (!db) {
+        gs_error(c, "ERR DB index is out of range");
+        return;
+    }
+    db->now_ms = c->db->now_ms;
+    c->db = db;
+    gs_reply_ok(&c->w);
+}
+
+/* Redis 7.0's moveCommand: the key, its value and TTL go to database db
+ * if it is not there already. */
+void gs_cmd_move(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (c->shared->cluster_mode) {
+        gs_error(c, "ERR MOVE is not allowed in cluster mode");
+        return;
+    }
+    int64_t id;
+    if (!db_index(c, &argv[2], NULL, &id))
+        return;
+    struct gs_db *dst = db_of(c, id);
+    if (!dst) {
+        gs_error(c, "ERR DB index is out of range");
+        return;
+    }
+    if (dst == c->db) {
+        gs_error(c, "ERR source and destination objects are the same");
+        return;
+    }
+    int64_t now = c->db->now_ms;
+    dst->now_ms = now;
+    struct gs_entry *e =
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
+    if (!e || gs_store_lookup(dst->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH)) {
+        gs_reply_int(&c->w, 0);
+        return;
+    }
+    if (!copy_entry(c, e, dst, &argv[1]))
+        return;
+    gs_store_delete(c->db->store, argv[1].p, argv[1].len, now);
+    gs_reply_int(&c->w, 1);
+}
+
+/* Redis 7.0's swapdbCommand: clients keep their database numbers and see
+ * each other's data. */
+void gs_cmd_swapdb(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (c->shared->cluster_mode) {
+        gs_error(c, "ERR SWAPDB is not allowed in cluster mode");
+        return;
+    }
+    int64_t a, b;
+    if (!db_index(c, &argv[1], "ERR invalid first DB index", &a) ||
+        !db_index(c, &argv[2], "ERR invalid second DB index", &b))
+        return;
+    struct gs_db *da = db_of(c, a), *db = db_of(c, b);
+    if (!da || !db) {
+        gs_error(c, "ERR DB index is out of range");
+        return;
+    }
+    struct gs_store *t = da->store;
+    da->store = db->store;
+    db->store = t;
+    da->now_ms = db->now_ms = c->db->now_ms;
+    gs_multi_swapped(c->node, (unsigned)a, (unsigned)b);
+    gs_reply_ok(&c->w);
 }
 
 /* ------------------------------------------------------------- expiry */

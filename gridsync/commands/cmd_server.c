@@ -10,6 +10,8 @@
  */
 #include "gridsync/commands/cmd_server.h"
 
+#include "gridsync/commands/pubsub.h"
+
 #include "core/error.h"
 #include "core/log.h"
 #include "gridsync/commands/glob.h"
@@ -129,7 +131,11 @@ void gs_cmd_ping(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_error_arity(c, "ping");
         return;
     }
-    if (argc == 1)
+    if (gs_pubsub_resp2_subscribed(c)) { /* Redis's pingCommand in subscribed mode */
+        gs_reply_array(&c->w, 2);
+        gs_reply_bulk(&c->w, "pong", 4);
+        gs_reply_bulk(&c->w, argc == 1 ? "" : argv[1].p, argc == 1 ? 0 : argv[1].len);
+    } else if (argc == 1)
         gs_reply_raw(&c->w, "+PONG\r\n", 7);
     else
         gs_reply_bulk(&c->w, argv[1].p, argv[1].len);
@@ -280,7 +286,7 @@ void gs_cmd_hello(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_bulk_cstr(w, "id");
     gs_reply_int(w, (int64_t)core_conn_id(c->conn));
     gs_reply_bulk_cstr(w, "mode");
-    gs_reply_bulk_cstr(w, "standalone");
+    gs_reply_bulk_cstr(w, c->node->cluster ? "cluster" : "standalone");
     gs_reply_bulk_cstr(w, "role");
     gs_reply_bulk_cstr(w, "master");
     gs_reply_bulk_cstr(w, "modules");

@@ -392,7 +392,8 @@ void gs_cmd_decrby(struct gs_client *c, size_t argc, struct gs_arg *argv)
     incr_by(c, &argv[1], -by);
 }
 
-/* Redis's string2ld. */
+/* Redis's string2ld. strtold stops at a NUL byte inside the argument,
+ * so the whole length must have been read ("42\0abc" is not a float). */
 bool gs_parse_long_double(const char *p, size_t len, long double *out)
 {
     char buf[MAX_LONG_DOUBLE_CHARS];
@@ -408,7 +409,7 @@ bool gs_parse_long_double(const char *p, size_t len, long double *out)
     char *end;
     errno = 0;
     long double v = strtold(buf, &end);
-    if (*end != 0 ||
+    if ((size_t)(end - buf) != len ||
         (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || fpclassify(v) == FP_ZERO)) ||
         isnan(v))
         return false;

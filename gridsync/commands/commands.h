@@ -69,5 +69,11 @@ gs_cmd_fn gs_cmd_sadd, gs_cmd_srem, gs_cmd_smembers, gs_cmd_sismember, gs_cmd_sm
     gs_cmd_sscan;                       /* cmd_set.c */
 gs_cmd_fn gs_cmd_object, gs_cmd_memory; /* cmd_object.c */
 gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
+gs_cmd_fn gs_cmd_flushall, gs_cmd_move, gs_cmd_swapdb;                             /* cmd_keys.c */
+gs_cmd_fn gs_cmd_subscribe, gs_cmd_unsubscribe, gs_cmd_psubscribe, gs_cmd_punsubscribe,
+    gs_cmd_ssubscribe, gs_cmd_sunsubscribe, gs_cmd_publish, gs_cmd_spublish,
+    gs_cmd_pubsub;                        /* cmd_pubsub.c */
+gs_cmd_fn gs_cmd_slowlog, gs_cmd_latency; /* cmd_slowlog.c */
+gs_cmd_fn gs_cmd_gridsync;                /* cluster/cmd_cluster.c */
 
 #endif

@@ -8,41 +8,57 @@ static int fold(int c, bool nocase)
     return nocase ? tolower(c) : c;
 }
 
-/* Match one character class starting at pat[*pi] == '['; advances *pi past
- * the closing ']' (or to the end, as Redis treats an unclosed class). */
+/* The pattern byte at i, or 0 past the end: Redis's patterns are NUL
+ * terminated sds strings and stringmatchlen peeks at that terminator. */
+static unsigned char at(const char *pat, size_t plen, size_t i)
+{
+    return i < plen ? (unsigned char)pat[i] : 0;
+}
+
+/* Match one character class starting at pat[*pi] == '['; leaves *pi on
+ * the closing ']' or, for an unclosed class, on the last pattern byte.
+ * A port of the '[' case of Redis's stringmatchlen, quirks included: a
+ * range's end may be ']' or '-' when three bytes remain (`[1-]`, `[--]`),
+ * an escaped byte is compared without case folding, and a range's bounds
+ * are swapped before they are folded. */
 static bool match_class(const char *pat, size_t plen, size_t *pi, unsigned char c, bool nocase)
 {
     size_t i = *pi + 1;
-    bool neg = false, hit = false;
-    if (i < plen && pat[i] == '^') {
-        neg = true;
+    bool neg = at(pat, plen, i) == '^', hit = false;
+    if (neg)
         i++;
-    }
-    while (i < plen && pat[i] != ']') {
-        if (pat[i] == '\\' && i + 1 < plen) {
+    for (;;) {
+        size_t left = i < plen ? plen - i : 0;
+        if (at(pat, plen, i) == '\\' && left >= 2) {
             i++;
-            if (fold((unsigned char)pat[i], nocase) == fold(c, nocase))
+            if ((unsigned char)pat[i] == c)
                 hit = true;
-            i++;
-        } else if (i + 2 < plen && pat[i + 1] == '-' && pat[i + 2] != ']') {
-            int lo = fold((unsigned char)pat[i], nocase),
-                hi = fold((unsigned char)pat[i + 2], nocase);
+        } else if (at(pat, plen, i) == ']') {
+            break;
+        } else if (left == 0) {
+            i--;
+            break;
+        } else if (left >= 3 && pat[i + 1] == '-') {
+            int lo = (unsigned char)pat[i], hi = (unsigned char)pat[i + 2], x = c;
             if (lo > hi) {
                 int t = lo;
                 lo = hi;
                 hi = t;
             }
-            int x = fold(c, nocase);
+            if (nocase) {
+                lo = tolower(lo);
+                hi = tolower(hi);
+                x = tolower(x);
+            }
+            i += 2;
             if (x >= lo && x <= hi)
                 hit = true;
-            i += 3;
-        } else {
-            if (fold((unsigned char)pat[i], nocase) == fold(c, nocase))
-                hit = true;
-            i++;
+        } else if (fold((unsigned char)pat[i], nocase) == fold(c, nocase)) {
+            hit = true;
         }
+        i++;
     }
-    *pi = i < plen ? i + 1 : i;
+    *pi = i;
     return neg ? !hit : hit;
 }
 
@@ -50,6 +66,10 @@ bool gs_glob_match(const char *pat, size_t plen, const char *str, size_t slen, b
 {
     size_t p = 0, s = 0;
     size_t star_p = (size_t)-1, star_s = 0;
+    /* stringmatchlen never matches an empty string against a non-empty
+     * pattern, not even "*" (KEYS and SCAN special-case a lone "*"). */
+    if (slen == 0)
+        return plen == 0;
     while (s < slen) {
         if (p < plen && pat[p] == '*') {
             while (p < plen && pat[p] == '*')
@@ -69,6 +89,7 @@ bool gs_glob_match(const char *pat, size_t plen, const char *str, size_t slen, b
                 np = p + 1;
             } else if (pat[p] == '[') {
                 ok = match_class(pat, plen, &np, c, nocase);
+                np++;
             } else if (pat[p] == '\\' && p + 1 < plen) {
                 ok = fold((unsigned char)pat[p + 1], nocase) == fold(c, nocase);
                 np = p + 2;

@@ -35,6 +35,7 @@ struct gs_watch {
     struct gs_watch *cnext;          /* the client's list */
     struct gs_client *c;
     uint64_t h;
+    unsigned db; /* the database of the key (Redis's db->watched_keys) */
     size_t klen;
     char key[];
 };
@@ -82,40 +83,53 @@ static int table_grow(struct gs_watch_table *t)
     return 0;
 }
 
-/* The database the watch table covers: database 0, the only one today
- * (with several, each database gets its table, as Redis's
- * db->watched_keys). Its clock is that of the command that changed a key. */
-static struct gs_db *watched_db(struct gs_node *n)
-{
-    return &n->dbs[0];
-}
-
 /* Redis's touchAllWatchedKeysInDb: a flush dirties the watchers of the
- * keys that exist (watching a missing key survives FLUSHALL). */
-static void touch_existing(struct gs_node *n)
+ * keys that exist in db (watching a missing key survives FLUSHALL); with
+ * also, SWAPDB's other database, keys that exist in either. */
+static void touch_existing(struct gs_node *n, const struct gs_db *db, const struct gs_db *also)
 {
     struct gs_watch_table *t = &n->watches;
-    const struct gs_db *db = watched_db(n);
     for (size_t i = 0; i <= t->mask; i++)
-        for (struct gs_watch *w = t->bucket[i]; w; w = w->bnext)
-            if (!w->c->multi.watch_dirty &&
-                gs_store_lookup(db->store, w->key, w->klen, db->now_ms, GS_LOOKUP_NOTOUCH))
+        for (struct gs_watch *w = t->bucket[i]; w; w = w->bnext) {
+            if (w->c->multi.watch_dirty || (w->db != db->id && (!also || w->db != also->id)))
+                continue;
+            if (gs_store_lookup(db->store, w->key, w->klen, db->now_ms, GS_LOOKUP_NOTOUCH) ||
+                (also &&
+                 gs_store_lookup(also->store, w->key, w->klen, also->now_ms, GS_LOOKUP_NOTOUCH)))
                 w->c->multi.watch_dirty = true;
+        }
 }
 
-/* The store's hook (installed only while the table is non-empty). */
+/* The stores' hook (installed only while the table is non-empty); arg is
+ * the database whose store changed. */
 static void on_key_modified(void *arg, const char *key, size_t klen)
 {
-    struct gs_node *n = arg;
+    struct gs_db *db = arg;
+    struct gs_node *n = db->node;
     struct gs_watch_table *t = &n->watches;
     if (!key) {
-        touch_existing(n);
+        touch_existing(n, db, NULL);
         return;
     }
     uint64_t h = key_hash(n, key, klen);
     for (struct gs_watch *w = t->bucket[h & t->mask]; w; w = w->bnext)
-        if (w->h == h && w->klen == klen && memcmp(w->key, key, klen) == 0)
+        if (w->h == h && w->db == db->id && w->klen == klen && memcmp(w->key, key, klen) == 0)
             w->c->multi.watch_dirty = true;
+}
+
+/* Invariant 2, for every database: the hook is there iff someone watches. */
+static void set_hooks(struct gs_node *n, bool on)
+{
+    for (unsigned d = 0; d < n->n_dbs; d++)
+        gs_store_on_modified(n->dbs[d].store, on ? on_key_modified : NULL, on ? &n->dbs[d] : NULL);
+}
+
+void gs_multi_swapped(struct gs_node *n, unsigned a, unsigned b)
+{
+    if (!n->watches.count)
+        return;
+    set_hooks(n, true); /* each store's hook names the database it is in now */
+    touch_existing(n, &n->dbs[a], &n->dbs[b]);
 }
 
 static int watch_key(struct gs_client *c, const struct gs_arg *key)
@@ -124,7 +138,8 @@ static int watch_key(struct gs_client *c, const struct gs_arg *key)
     struct gs_watch_table *t = &n->watches;
     uint64_t h = key_hash(n, key->p, key->len);
     for (struct gs_watch *w = c->multi.watched; w; w = w->cnext)
-        if (w->h == h && w->klen == key->len && memcmp(w->key, key->p, key->len) == 0)
+        if (w->h == h && w->db == c->db->id && w->klen == key->len &&
+            memcmp(w->key, key->p, key->len) == 0)
             return 0; /* already watched (Redis's watchForKey) */
     /* A key whose TTL has already passed is removed now, before the watch
      * exists: as Redis 7.0 (which remembers it as expired at WATCH time),
@@ -137,13 +152,14 @@ static int watch_key(struct gs_client *c, const struct gs_arg *key)
         return CORE_ENOMEM;
     w->c = c;
     w->h = h;
+    w->db = c->db->id;
     w->klen = key->len;
     memcpy(w->key, key->p, key->len);
     bucket_insert(&t->bucket[h & t->mask], w);
     w->cnext = c->multi.watched;
     c->multi.watched = w;
     if (t->count++ == 0)
-        gs_store_on_modified(watched_db(n)->store, on_key_modified, n); /* invariant 2 */
+        set_hooks(n, true); /* invariant 2 */
     return 0;
 }
 
@@ -157,7 +173,7 @@ static void unwatch_all(struct gs_client *c)
         bucket_remove(w);
         free(w);
         if (--t->count == 0)
-            gs_store_on_modified(watched_db(n)->store, NULL, NULL); /* invariant 2 */
+            set_hooks(n, false); /* invariant 2 */
         w = next;
     }
     c->multi.watched = NULL;
@@ -255,7 +271,6 @@ bool gs_multi_queue(struct gs_client *c, const struct gs_command *cmd, size_t ar
 static void run_queue(struct gs_client *c)
 {
     struct gs_multi *m = &c->multi;
-    struct gs_node *n = c->node;
     const char *p = m->queue.data, *end = m->queue.data + m->queue.len;
     gs_reply_array(&c->w, m->count);
     while (p < end) {
@@ -285,9 +300,7 @@ static void run_queue(struct gs_client *c)
         }
         /* Redis's execCommand calls each command without processCommand's
          * checks (they ran at queueing time). */
-        c->last_cmd = h.cmd->name;
-        n->shared.stats.commands++;
-        h.cmd->fn(c, h.argc, m->argv);
+        gs_call(c, h.cmd, h.argc, m->argv);
     }
 }
 
@@ -414,7 +427,7 @@ void gs_multi_client_closed(struct gs_client *c)
 
 void gs_multi_node_free(struct gs_node *n)
 {
-    gs_store_on_modified(watched_db(n)->store, NULL, NULL);
+    set_hooks(n, false);
     free(n->watches.bucket);
     n->watches.bucket = NULL;
     n->watches.count = 0;

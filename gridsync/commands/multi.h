@@ -67,4 +67,8 @@ void gs_multi_client_closed(struct gs_client *c);
  * remove the store's hook; before the store is freed. */
 void gs_multi_node_free(struct gs_node *n);
 
+/* SWAPDB a b has swapped the two databases' stores: the watchers of keys
+ * that exist in either are dirtied (Redis's touchAllWatchedKeysInDb). */
+void gs_multi_swapped(struct gs_node *n, unsigned a, unsigned b);
+
 #endif

@@ -19,6 +19,8 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "gridsync/commands/pubsub.h"
+#include "gridsync/node/slowlog.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -35,6 +37,174 @@
 #define EXPIRE_BUDGET_NS (2 * 1000 * 1000)
 
 static const char *const policy_names[] = {"noeviction", "slru", "allkeys-lru", NULL};
+static const char *const appendfsync_names[] = {"always", "everysec", "no", NULL};
+
+const char *const gs_redis_conf_ignored[] = {"tcp-backlog",
+                                             "always-show-logo",
+                                             "set-proc-title",
+                                             "proc-title-template",
+                                             "supervised",
+                                             "syslog-enabled",
+                                             "syslog-ident",
+                                             "syslog-facility",
+                                             "crash-log-enabled",
+                                             "crash-memcheck-enabled",
+                                             "unixsocket",
+                                             "unixsocketperm",
+                                             "socket-mark-id",
+                                             "stop-writes-on-bgsave-error",
+                                             "rdbcompression",
+                                             "rdbchecksum",
+                                             "dbfilename",
+                                             "rdb-del-sync-files",
+                                             "sanitize-dump-payload",
+                                             "replica-serve-stale-data",
+                                             "replica-read-only",
+                                             "repl-diskless-sync",
+                                             "repl-diskless-sync-delay",
+                                             "repl-diskless-sync-max-replicas",
+                                             "repl-diskless-load",
+                                             "repl-disable-tcp-nodelay",
+                                             "repl-ping-replica-period",
+                                             "repl-timeout",
+                                             "repl-backlog-size",
+                                             "repl-backlog-ttl",
+                                             "replica-priority",
+                                             "min-replicas-to-write",
+                                             "min-replicas-max-lag",
+                                             "acllog-max-len",
+                                             "lazyfree-lazy-eviction",
+                                             "lazyfree-lazy-expire",
+                                             "lazyfree-lazy-server-del",
+                                             "replica-lazy-flush",
+                                             "lazyfree-lazy-user-del",
+                                             "lazyfree-lazy-user-flush",
+                                             "oom-score-adj",
+                                             "oom-score-adj-values",
+                                             "disable-thp",
+                                             "appendfilename",
+                                             "appenddirname",
+                                             "no-appendfsync-on-rewrite",
+                                             "auto-aof-rewrite-percentage",
+                                             "auto-aof-rewrite-min-size",
+                                             "aof-load-truncated",
+                                             "aof-use-rdb-preamble",
+                                             "aof-timestamp-enabled",
+                                             "aof-rewrite-incremental-fsync",
+                                             "rdb-save-incremental-fsync",
+                                             "notify-keyspace-events",
+                                             "hash-max-listpack-entries",
+                                             "hash-max-listpack-value",
+                                             "hash-max-ziplist-entries",
+                                             "hash-max-ziplist-value",
+                                             "list-max-listpack-size",
+                                             "list-max-ziplist-size",
+                                             "list-compress-depth",
+                                             "set-max-intset-entries",
+                                             "set-max-listpack-entries",
+                                             "zset-max-listpack-entries",
+                                             "zset-max-listpack-value",
+                                             "zset-max-ziplist-entries",
+                                             "zset-max-ziplist-value",
+                                             "hll-sparse-max-bytes",
+                                             "stream-node-max-bytes",
+                                             "stream-node-max-entries",
+                                             "activerehashing",
+                                             "dynamic-hz",
+                                             "jemalloc-bg-thread",
+                                             "io-threads",
+                                             "io-threads-do-reads",
+                                             "maxmemory-samples",
+                                             "maxmemory-eviction-tenacity",
+                                             "replica-ignore-maxmemory",
+                                             "active-expire-effort",
+                                             "lfu-log-factor",
+                                             "lfu-decay-time",
+                                             "activedefrag",
+                                             "active-defrag-ignore-bytes",
+                                             "active-defrag-threshold-lower",
+                                             "active-defrag-threshold-upper",
+                                             "active-defrag-cycle-min",
+                                             "active-defrag-cycle-max",
+                                             "active-defrag-max-scan-fields",
+                                             "lua-time-limit",
+                                             "busy-reply-threshold",
+                                             "cluster-config-file",
+                                             "cluster-node-timeout",
+                                             "latency-tracking",
+                                             "latency-tracking-info-percentiles",
+                                             "tracking-table-max-keys",
+                                             "shutdown-timeout",
+                                             "shutdown-on-sigint",
+                                             "shutdown-on-sigterm",
+                                             "enable-protected-configs",
+                                             "enable-debug-command",
+                                             "enable-module-command",
+                                             NULL};
+
+static const char *const class_names[GS_CLASS_COUNT] = {"normal", "replica", "pubsub"};
+
+/* Redis's CONFIG GET form: every class, sizes in bytes. */
+static void format_obuf(const struct gs_obuf_limit *l, char *out, size_t len)
+{
+    size_t used = 0;
+    for (int i = 0; i < GS_CLASS_COUNT && used < len; i++)
+        used +=
+            (size_t)snprintf(out + used, len - used, "%s%s %lld %lld %lld", i ? " " : "",
+                             i == GS_CLASS_REPLICA ? "slave" : class_names[i], (long long)l[i].hard,
+                             (long long)l[i].soft, (long long)l[i].soft_seconds);
+}
+
+int gs_obuf_limits_parse(const char *value, struct gs_obuf_limit *limits, char *why, size_t len)
+{
+    char buf[CORE_OPT_STRLEN];
+    snprintf(buf, sizeof(buf), "%s", value);
+    char *tok[64];
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, " ", &save); t && n < 64;
+         t = strtok_r(NULL, " ", &save))
+        tok[n++] = t;
+    struct gs_obuf_limit out[GS_CLASS_COUNT];
+    memcpy(out, limits, sizeof(out));
+    int64_t v;
+    if (n == 1 && core_parse_memory(tok[0], &v) == 0) { /* GridSync's older form */
+        out[GS_CLASS_NORMAL].hard = v;
+        memcpy(limits, out, sizeof(out));
+        return 0;
+    }
+    /* Redis's config.c: "Wrong number of arguments in buffer limit
+     * configuration." / "Invalid client class specified in buffer limit
+     * configuration." / "Error in hard, soft or soft_seconds setting in
+     * buffer limit configuration." */
+    if (n == 0 || n % 4) {
+        snprintf(why, len, "Wrong number of arguments in buffer limit configuration.");
+        return CORE_EINVAL;
+    }
+    for (int i = 0; i < n; i += 4) {
+        int cls = -1;
+        if (!strcasecmp(tok[i], "normal"))
+            cls = GS_CLASS_NORMAL;
+        else if (!strcasecmp(tok[i], "replica") || !strcasecmp(tok[i], "slave"))
+            cls = GS_CLASS_REPLICA;
+        else if (!strcasecmp(tok[i], "pubsub"))
+            cls = GS_CLASS_PUBSUB;
+        if (cls < 0) {
+            snprintf(why, len, "Invalid client class specified in buffer limit configuration.");
+            return CORE_EINVAL;
+        }
+        int64_t h, so, sec;
+        if (core_parse_memory(tok[i + 1], &h) || core_parse_memory(tok[i + 2], &so) ||
+            core_parse_int64(tok[i + 3], strlen(tok[i + 3]), &sec) || sec < 0) {
+            snprintf(why, len,
+                     "Error in hard, soft or soft_seconds setting in buffer limit "
+                     "configuration.");
+            return CORE_EINVAL;
+        }
+        out[cls] = (struct gs_obuf_limit){h, so, sec};
+    }
+    memcpy(limits, out, sizeof(out));
+    return 0;
+}
 
 void gs_config_defaults(struct gs_config *cfg)
 {
@@ -45,12 +215,30 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->maxmemory_policy = GS_EVICT_SLRU;
     cfg->maxclients = 10000;
     cfg->query_buf_limit = 1024LL * 1024 * 1024; /* Redis's default, 1gb */
-    cfg->output_buf_limit = 256LL * 1024 * 1024;
+    /* Redis's defaults, except normal clients: a 256mb hard limit (Redis
+     * has none) so that one client that stops reading cannot take the
+     * node's memory (docs/gridsync.md). */
+    cfg->obuf[GS_CLASS_NORMAL] = (struct gs_obuf_limit){256LL << 20, 0, 0};
+    cfg->obuf[GS_CLASS_REPLICA] = (struct gs_obuf_limit){256LL << 20, 64LL << 20, 60};
+    cfg->obuf[GS_CLASS_PUBSUB] = (struct gs_obuf_limit){32LL << 20, 8LL << 20, 60};
+    format_obuf(cfg->obuf, cfg->output_buf_limit, sizeof(cfg->output_buf_limit));
     cfg->proto_max_bulk_len = GS_RESP_MAX_BULK_DEFLT;
     cfg->timeout = 0;
     cfg->hz = 10;
     cfg->loglevel = CORE_LOG_NOTICE;
     cfg->appendonly = false;
+    cfg->databases = 16;
+    cfg->tcp_keepalive = 300;
+    cfg->slowlog_slower_than = 10000; /* Redis's defaults */
+    cfg->slowlog_max_len = 128;
+    /* Redis's default is 0 (no budget). Here a tenth of the machine's
+     * memory, in bytes: a crowd of clients that pipeline without reading
+     * cannot take the node's memory, and a small maxmemory (which bounds
+     * the data; client buffers come on top of it) does not shrink it. */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    snprintf(cfg->maxmemory_clients, sizeof(cfg->maxmemory_clients), "%lld",
+             pages > 0 && page > 0 ? (long long)pages * page / 10 : 0LL);
+    cfg->appendfsync = 1; /* everysec */
     /* gs-origin */
     cfg->origin_timeout = 1000;
     cfg->origin_ttl = 0;
@@ -73,7 +261,8 @@ static const struct gs_option node_options[] = {
     GS_OPTION(port, "port", CORE_OPT_INT, 0, 65535, NULL, CORE_OPT_IMMUTABLE,
               "TCP port (0 = any free)"),
     GS_OPTION(bind, "bind", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-              "address to listen on"),
+              "addresses to listen on, space-separated; a leading - marks one that may be "
+              "missing"),
     GS_OPTION(maxmemory, "maxmemory", CORE_OPT_MEMORY, 0, INT64_MAX, NULL, 0,
               "memory limit for data (0 = none), e.g. 100mb"),
     GS_OPTION(maxmemory_policy, "maxmemory-policy", CORE_OPT_ENUM, 0, 0, policy_names, 0,
@@ -84,15 +273,18 @@ static const struct gs_option node_options[] = {
               "password clients must AUTH with (empty = none)"),
     GS_OPTION(query_buf_limit, "client-query-buffer-limit", CORE_OPT_MEMORY, 1024 * 1024, INT64_MAX,
               NULL, 0, "most unprocessed input per client"),
-    GS_OPTION(output_buf_limit, "client-output-buffer-limit", CORE_OPT_MEMORY, 0, INT64_MAX, NULL,
-              0, "most unsent output per client before it is dropped (0 = none)"),
+    GS_OPTION(output_buf_limit, "client-output-buffer-limit", CORE_OPT_STRING, 0, 0, NULL,
+              CORE_OPT_APPEND,
+              "per class (normal, replica, pubsub): <class> <hard> <soft> <soft-seconds>; unsent "
+              "output above which a client is dropped (0 = none); a single size sets normal's "
+              "hard limit"),
     GS_OPTION(proto_max_bulk_len, "proto-max-bulk-len", CORE_OPT_MEMORY, 1024 * 1024, INT64_MAX,
               NULL, 0, "largest bulk string in a request"),
     GS_OPTION(timeout, "timeout", CORE_OPT_INT, 0, INT32_MAX, NULL, 0,
               "close clients idle for this many seconds (0 = never)"),
     GS_OPTION(hz, "hz", CORE_OPT_INT, 1, 500, NULL, 0, "active expiry cycles per second"),
     GS_OPTION(loglevel, "loglevel", CORE_OPT_ENUM, 0, 0, core_log_level_names, 0, "log verbosity"),
-    GS_OPTION(save, "save", CORE_OPT_STRING, 0, 0, NULL, 0,
+    GS_OPTION(save, "save", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_APPEND,
               "accepted for compatibility; no persistence"),
     GS_OPTION(appendonly, "appendonly", CORE_OPT_BOOL, 0, 0, NULL, 0,
               "accepted for compatibility; no persistence"),
@@ -104,6 +296,30 @@ static const struct gs_option node_options[] = {
               NULL, 0, "list node size: -1..-5 = 4..64 KB, positive = elements per node"),
     GS_OPTION(set_max_intset_entries, "set-max-intset-entries", CORE_OPT_INT, 0, INT64_MAX, NULL, 0,
               "most members of a set of integers kept as an intset"),
+    GS_OPTION(daemonize, "daemonize", CORE_OPT_BOOL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "run in the background (writes pidfile)"),
+    GS_OPTION(pidfile, "pidfile", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "file to write the process id to (empty = none unless daemonized)"),
+    GS_OPTION(logfile, "logfile", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "file to append the log to (empty = standard error)"),
+    GS_OPTION(databases, "databases", CORE_OPT_INT, 1, 16384, NULL, CORE_OPT_IMMUTABLE,
+              "number of databases (SELECT 0 .. n-1)"),
+    GS_OPTION(protected_mode, "protected-mode", CORE_OPT_BOOL, 0, 0, NULL, 0,
+              "without requirepass, refuse clients that are not on loopback"),
+    GS_OPTION(tcp_keepalive, "tcp-keepalive", CORE_OPT_INT, 0, INT32_MAX, NULL, 0,
+              "seconds of idleness before TCP keepalive probes (0 = off)"),
+    GS_OPTION(maxmemory_clients, "maxmemory-clients", CORE_OPT_STRING, 0, 0, NULL, 0,
+              "budget for all clients' buffers together, a size or N% of maxmemory (of the "
+              "machine's memory without maxmemory); over it the biggest clients are "
+              "disconnected (0 = none)"),
+    GS_OPTION(slowlog_slower_than, "slowlog-log-slower-than", CORE_OPT_INT, -1, INT64_MAX, NULL, 0,
+              "commands taking at least this many microseconds go to SLOWLOG (-1 = none)"),
+    GS_OPTION(slowlog_max_len, "slowlog-max-len", CORE_OPT_INT, 0, INT32_MAX, NULL, 0,
+              "SLOWLOG entries kept"),
+    GS_OPTION(latency_threshold_ms, "latency-monitor-threshold", CORE_OPT_INT, 0, INT64_MAX, NULL,
+              0, "events of at least this many milliseconds go to LATENCY (0 = off)"),
+    GS_OPTION(appendfsync, "appendfsync", CORE_OPT_ENUM, 0, 0, appendfsync_names, 0,
+              "accepted for compatibility; no append-only file"),
     {{NULL, 0, NULL, 0, 0, NULL, 0, NULL}, 0},
 };
 
@@ -150,8 +366,19 @@ static uint32_t name_hash(const char *name, size_t len)
     return core_fnv1a32(low, len);
 }
 
-void gs_command_index_build(struct gs_node *n)
+int gs_command_index_build(struct gs_node *n)
 {
+    size_t ncmd = 0;
+    while (gs_commands[ncmd].name)
+        ncmd++;
+    n->cmd_names = calloc(ncmd + 1, sizeof(*n->cmd_names));
+    if (!n->cmd_names || gs_cmd_stats_init(&n->cmdstats, ncmd)) {
+        free(n->cmd_names);
+        n->cmd_names = NULL;
+        return CORE_ENOMEM;
+    }
+    for (size_t i = 0; i < ncmd; i++)
+        n->cmd_names[i] = gs_commands[i].name;
     memset(n->cmd_index, 0, sizeof(n->cmd_index));
     for (const struct gs_command *cmd = gs_commands; cmd->name; cmd++) {
         uint32_t h = name_hash(cmd->name, strlen(cmd->name)) & 255;
@@ -159,6 +386,7 @@ void gs_command_index_build(struct gs_node *n)
             h = (h + 1) & 255;
         n->cmd_index[h] = cmd;
     }
+    return 0;
 }
 
 const struct gs_command *gs_command_lookup(const struct gs_node *n, const char *name, size_t len)
@@ -210,7 +438,77 @@ static __attribute__((noinline)) void reply_arity(struct gs_client *c, const str
     }
 }
 
+static void execute(struct gs_client *c, size_t argc, struct gs_arg *argv);
+
+/* maxmemory holds for the node, across its databases, as in Redis: while
+ * they hold more together, the database that holds most gives up the
+ * excess, by its store's policy (each store evicts down to a limit set
+ * for the occasion, then gets the node's limit back). O(databases). */
+static int make_room(struct gs_node *n)
+{
+    uint64_t max = (uint64_t)n->cfg.maxmemory, total = 0;
+    if (n->n_dbs == 1)
+        return gs_store_make_room(n->dbs[0].store);
+    struct gs_store_stats st;
+    for (unsigned d = 0; d < n->n_dbs; d++) {
+        gs_store_stats(n->dbs[d].store, &st);
+        total += st.used_memory;
+    }
+    /* Databases in decreasing order of memory (ties by number), each once. */
+    uint64_t prev_used = UINT64_MAX;
+    unsigned prev = 0;
+    bool first = true;
+    while (total > max) {
+        unsigned big = n->n_dbs;
+        uint64_t big_used = 0;
+        for (unsigned d = 0; d < n->n_dbs; d++) {
+            gs_store_stats(n->dbs[d].store, &st);
+            uint64_t u = st.used_memory;
+            bool after_prev = first || u < prev_used || (u == prev_used && d > prev);
+            if (after_prev && (big == n->n_dbs || u > big_used))
+                big = d, big_used = u;
+        }
+        if (big == n->n_dbs || big_used == 0)
+            return CORE_ENOMEM; /* nothing left to evict anywhere */
+        first = false;
+        prev = big;
+        prev_used = big_used;
+        struct gs_store *s = n->dbs[big].store;
+        uint64_t excess = total - max;
+        gs_store_configure(s, big_used > excess ? big_used - excess : 1,
+                           (enum gs_evict_policy)n->cfg.maxmemory_policy);
+        (void)gs_store_make_room(s);
+        gs_store_configure(s, max, (enum gs_evict_policy)n->cfg.maxmemory_policy);
+        gs_store_stats(s, &st);
+        total -= big_used - st.used_memory;
+    }
+    return 0;
+}
+
 void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    if (!(c->reply_off | c->reply_skip | c->reply_skip_next)) {
+        execute(c, argc, argv);
+        if (c->reply_skip_next) { /* this was CLIENT REPLY SKIP */
+            c->reply_skip = true;
+            c->reply_skip_next = false;
+        }
+        return;
+    }
+    /* CLIENT REPLY OFF / SKIP: what this request wrote is dropped (if a
+     * flush took it meanwhile, it has gone out). */
+    size_t mark = c->w.buf->len;
+    execute(c, argc, argv);
+    if ((c->reply_off || c->reply_skip) && c->w.buf->len >= mark)
+        c->w.buf->len = mark;
+    c->reply_skip = false;
+    if (c->reply_skip_next) {
+        c->reply_skip = true;
+        c->reply_skip_next = false;
+    }
+}
+
+static void execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
     c->db->now_ms = gs_node_now_ms(n); /* the command's instant (client.h) */
@@ -224,11 +522,13 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
     }
     if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
         (cmd->arity < 0 && argc < (size_t)-cmd->arity)) {
+        gs_command_rejected(n, cmd);
         reply_arity(c, cmd);
         return;
     }
     if (!c->authenticated && !(cmd->flags & GS_CMD_NOAUTH)) {
         if (n->cfg.requirepass[0]) {
+            gs_command_rejected(n, cmd);
             if (!gs_multi_exec_refused(c, cmd, "NOAUTH Authentication required.")) {
                 gs_error(c, "NOAUTH Authentication required.");
                 gs_multi_flag_error(&c->multi);
@@ -243,22 +543,102 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
         if (n->features[i].ops->route &&
             n->features[i].ops->route(n->features[i].self, c, cmd, argc, argv))
             return;
+    /* RESP2 subscribed mode allows only the subscription commands. */
+    if (c->sub && gs_pubsub_refuses(c, cmd)) {
+        gs_command_rejected(n, cmd);
+        gs_multi_flag_error(&c->multi);
+        return;
+    }
     /* Inside MULTI: queued, +QUEUED (gridsync/commands/multi.h). */
     if (c->multi.active && gs_multi_queue(c, cmd, argc, argv))
         return;
     /* Redis's processCommand: evict before a command that may add memory,
      * and refuse it when nothing more can go. */
-    if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 &&
-        gs_store_make_room(c->db->store) == CORE_ENOMEM) {
+    if ((cmd->flags & GS_CMD_DENYOOM) && n->cfg.maxmemory > 0 && make_room(n) == CORE_ENOMEM) {
+        gs_command_rejected(n, cmd);
         gs_error_oom(c);
         return;
     }
+    gs_call(c, cmd, argc, argv);
+}
+
+void gs_command_rejected(struct gs_node *n, const struct gs_command *cmd)
+{
+    gs_cmd_stats_reject(&n->cmdstats, (size_t)(cmd - gs_commands));
+}
+
+/* Out of the hot path: Redis's slowlogPushCurrentCommand (EXEC is
+ * skipped there too: CMD_SKIP_SLOWLOG; its commands are logged). */
+static __attribute__((noinline)) void slow_command(struct gs_client *c, uint64_t usec, size_t argc,
+                                                   struct gs_arg *argv)
+{
+    struct gs_node *n = c->node;
+    /* Redis's redactClientCommandArgument: AUTH's arguments and HELLO's
+     * AUTH user and password never reach the log. */
+    struct gs_arg shown[8];
+    static const struct gs_arg redacted = {"(redacted)", 10};
+    if (argc <= 8 && (gs_arg_is(&argv[0], "auth") || gs_arg_is(&argv[0], "hello"))) {
+        bool auth = gs_arg_is(&argv[0], "auth");
+        for (size_t i = 0; i < argc; i++) {
+            bool secret = auth ? i > 0
+                               : (i >= 2 && gs_arg_is(&argv[i - 1], "auth")) ||
+                                     (i >= 3 && gs_arg_is(&argv[i - 2], "auth"));
+            shown[i] = secret ? redacted : argv[i];
+        }
+        argv = shown;
+    }
+    gs_slowlog_push(n->slowlog, (size_t)n->cfg.slowlog_max_len, gs_node_now_ms(n) / 1000, usec,
+                    argc, argv, c->conn ? core_conn_peer(c->conn) : "", c->name);
+}
+
+void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, struct gs_arg *argv)
+{
+    struct gs_node *n = c->node;
+    uint64_t errors = n->shared.stats.error_replies;
     c->last_cmd = cmd->name;
     n->shared.stats.commands++;
+    /* Redis's call() times every command the same way (ustime around
+     * the handler); two vDSO clock reads per command. */
+    uint64_t t0 = core_now_ns();
     cmd->fn(c, argc, argv);
+    uint64_t ns = core_now_ns() - t0;
+    gs_cmd_stats_call(&n->cmdstats, (size_t)(cmd - gs_commands), ns,
+                      n->shared.stats.error_replies != errors);
+    uint64_t usec = ns / 1000;
+    if (!n->slowlog) /* a node built by hand (tests) may have none */
+        return;
+    if (n->cfg.slowlog_slower_than >= 0 && usec >= (uint64_t)n->cfg.slowlog_slower_than &&
+        cmd->fn != gs_cmd_exec)
+        slow_command(c, usec, argc, argv);
+    if (n->cfg.latency_threshold_ms > 0 && usec / 1000 >= (uint64_t)n->cfg.latency_threshold_ms)
+        gs_latency_add(n->slowlog, cmd->flags & GS_CMD_FAST ? "fast-command" : "command",
+                       gs_node_now_ms(n) / 1000, usec / 1000);
 }
 
 /* ------------------------------------------------------- connections */
+
+static bool is_loopback(const struct core_conn *conn)
+{
+    const char *p = core_conn_peer(conn);
+    return strncmp(p, "127.", 4) == 0 || strncmp(p, "::1:", 4) == 0 ||
+           strncmp(p, "::ffff:127.", 11) == 0;
+}
+
+/* Redis 7.0's text (networking.c, clientAcceptHandler). */
+static const char denied_msg[] =
+    "DENIED Redis is running in protected mode because protected mode is enabled and no "
+    "password is set for the default user. In this mode connections are only accepted from the "
+    "loopback interface. If you want to connect from external computers to Redis you may adopt "
+    "one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG "
+    "SET protected-mode no' from the loopback interface by connecting to Redis from the same "
+    "host the server is running, however MAKE SURE Redis is not publicly accessible from "
+    "internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively "
+    "you can just disable the protected mode by editing the Redis configuration file, and "
+    "setting the protected mode option to 'no', and then restarting the server. 3) If you "
+    "started the server manually just for testing, restart it with the '--protected-mode no' "
+    "option. 4) Set up an authentication password for the default user. NOTE: You only need to "
+    "do one of the above things in order for the server to start accepting connections from "
+    "the outside.";
 
 static int on_open(struct core_conn *conn, void *app)
 {
@@ -274,6 +654,8 @@ static int on_open(struct core_conn *conn, void *app)
     c->w.proto = 2;
     c->authenticated = n->cfg.requirepass[0] == 0;
     c->last_cmd = "NULL";
+    /* Redis's protected mode: no password, so only loopback may talk. */
+    c->denied = n->cfg.protected_mode && !n->cfg.requirepass[0] && !is_loopback(conn);
     gs_resp_parser_init(&c->parser, n->cfg.proto_max_bulk_len);
     core_conn_set_data(conn, c);
     return 0;
@@ -289,6 +671,7 @@ static void on_close(struct core_conn *conn)
         if (n->features[i].ops->client_closed)
             n->features[i].ops->client_closed(n->features[i].self, c);
     gs_multi_client_closed(c);
+    gs_pubsub_client_closed(c);
     gs_resp_parser_free(&c->parser);
     free(c->name);
     free(c->lib_name);
@@ -311,6 +694,11 @@ static size_t on_data(struct core_conn *conn, char *data, size_t len)
     struct gs_client *c = core_conn_data(conn);
     struct gs_node *n = c->node;
     size_t off = 0;
+    if (c->denied) {
+        gs_reply_error(&c->w, denied_msg, sizeof(denied_msg) - 1);
+        core_conn_close_after_reply(conn);
+        return len;
+    }
     /* c->wait: a replicated write is pending; the rest waits (cluster.h). */
     while (off < len && !core_conn_closing(conn) && !c->wait) {
         size_t used, argc;
@@ -400,12 +788,49 @@ static void limits_from_config(const struct gs_config *cfg, struct core_server_l
 {
     l->maxclients = cfg->maxclients;
     l->query_buf_limit = cfg->query_buf_limit;
-    l->output_buf_limit = cfg->output_buf_limit;
+    l->output_buf_limit = cfg->obuf[GS_CLASS_NORMAL].hard;
+    l->output_soft_limit = cfg->obuf[GS_CLASS_NORMAL].soft;
+    l->output_soft_seconds = cfg->obuf[GS_CLASS_NORMAL].soft_seconds;
     l->idle_timeout_s = cfg->timeout;
+    l->tcp_keepalive_s = cfg->tcp_keepalive;
+    int64_t budget = 0;
+    (void)gs_clients_budget_parse(cfg->maxmemory_clients, cfg->maxmemory, &budget); /* checked */
+    l->clients_mem_limit = budget;
+}
+
+int gs_clients_budget_parse(const char *value, int64_t maxmemory, int64_t *bytes)
+{
+    size_t len = strlen(value);
+    if (len > 1 && value[len - 1] == '%') {
+        int64_t pct;
+        if (core_parse_int64(value, len - 1, &pct) || pct < 0 || pct > 100)
+            return CORE_EINVAL;
+        int64_t base = maxmemory;
+        if (base == 0) {
+            long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+            base = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+        }
+        *bytes = base / 100 * pct;
+        return 0;
+    }
+    return core_parse_memory(value, bytes);
+}
+
+/* The option's text onto the parsed limits, then back in Redis's form.
+ * CONFIG SET checks the text first; at start a bad one fails the start. */
+static int apply_obuf(struct gs_config *cfg)
+{
+    char why[128];
+    int rc = gs_obuf_limits_parse(cfg->output_buf_limit, cfg->obuf, why, sizeof(why));
+    if (rc)
+        CORE_WARN("client-output-buffer-limit: %s", why);
+    format_obuf(cfg->obuf, cfg->output_buf_limit, sizeof(cfg->output_buf_limit));
+    return rc;
 }
 
 void gs_node_apply_config(struct gs_node *n)
 {
+    (void)apply_obuf(&n->cfg);
     struct core_server_limits l;
     limits_from_config(&n->cfg, &l);
     core_server_set_limits(n->srv, &l);
@@ -420,6 +845,35 @@ void gs_node_apply_config(struct gs_node *n)
     for (unsigned i = 0; i < n->n_features; i++)
         if (n->features[i].ops->apply_config)
             n->features[i].ops->apply_config(n->features[i].self);
+    gs_pubsub_apply_limits(n);
+}
+
+/* Redis's bind: several addresses; "*" is every IPv4 address, "::*" every
+ * IPv6 one; a leading '-' lets an address be missing on this host. With
+ * port 0 the first listener picks the port and the others take the same. */
+static int listen_all(struct core_server *srv, const char *bind, int port)
+{
+    char list[CORE_OPT_STRLEN];
+    snprintf(list, sizeof(list), "%s", bind);
+    int bound = 0, rc = 0;
+    for (char *save = NULL, *a = strtok_r(list, " ", &save); a; a = strtok_r(NULL, " ", &save)) {
+        bool optional = a[0] == '-';
+        const char *addr = a + optional;
+        if (strcmp(addr, "*") == 0)
+            addr = "0.0.0.0";
+        else if (strcmp(addr, "::*") == 0)
+            addr = "::";
+        rc = core_server_listen(srv, addr, bound && port == 0 ? core_server_port(srv) : port);
+        if (rc == 0) {
+            bound++;
+            continue;
+        }
+        CORE_WARN("Could not create server TCP listening socket %s:%d: %s", addr, port,
+                  core_strerror(rc));
+        if (!optional || rc == CORE_EBUSY) /* '-' forgives a missing address only */
+            return rc;
+    }
+    return bound ? 0 : (rc ? rc : CORE_EINVAL);
 }
 
 static void dbs_free(struct gs_node *n)
@@ -446,6 +900,7 @@ static int dbs_new(struct gs_node *n, unsigned count)
             .hash_seed = core_hash64(&db, sizeof(db), (uint64_t)core_now_ns() ^ (uint64_t)getpid()),
         };
         db->id = d;
+        db->node = n;
         int rc = gs_store_new(&db->store, &scfg);
         if (rc) {
             dbs_free(n);
@@ -493,25 +948,40 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     n->loop = loop;
     n->cfg = *cfg;
     gs_config_bind(&n->cfg, n->opts, features);
-    gs_command_index_build(n);
+    n->feature_list = features;
+    int rc = CORE_ENOMEM;
+    if (gs_command_index_build(n) || gs_pubsub_new(&n->pubsub) || gs_slowlog_new(&n->slowlog))
+        goto fail_stats;
+    n->shared.stats.detail = &n->cmdstats;
     n->shared.proto_max_bulk_len = cfg->proto_max_bulk_len;
     n->shared.limits = node_type_limits(cfg);
     n->shared.rng = (uint64_t)(uintptr_t)n * 0x9e3779b97f4a7c15ull | 1;
-    int rc = dbs_new(n, GS_DBS_DEFAULT);
+    /* Redis Cluster keeps database 0 only. */
+    rc = dbs_new(n, cfg->cluster_enabled ? 1 : (unsigned)cfg->databases);
+    n->shared.dbs = n->dbs;
+    n->shared.n_dbs = n->n_dbs;
+    n->shared.databases = cfg->databases;
+    n->shared.cluster_mode = cfg->cluster_enabled;
     if (rc)
         goto fail_dbs;
+    int64_t budget;
+    rc = CORE_EINVAL;
+    if (apply_obuf(&n->cfg))
+        goto fail_server;
+    if (gs_clients_budget_parse(n->cfg.maxmemory_clients, 0, &budget)) {
+        CORE_WARN("maxmemory-clients: '%s' is not a size or a percentage",
+                  n->cfg.maxmemory_clients);
+        goto fail_server;
+    }
     struct core_server_limits l;
-    limits_from_config(cfg, &l);
+    limits_from_config(&n->cfg, &l);
     rc = core_server_new(&n->srv, loop, &server_ops, n, &l,
                          "-ERR max number of clients reached\r\n");
     if (rc)
         goto fail_server;
-    rc = core_server_listen(n->srv, cfg->bind, (int)cfg->port);
-    if (rc) {
-        CORE_WARN("Could not create server TCP listening socket %s:%lld: %s", cfg->bind,
-                  (long long)cfg->port, core_strerror(rc));
+    rc = listen_all(n->srv, cfg->bind, (int)cfg->port);
+    if (rc)
         goto fail_listen;
-    }
     uv_timer_init(loop, &n->cron);
     n->cron.data = n;
     resync_clock(n);
@@ -539,6 +1009,11 @@ fail_closed:
 fail_server:
     dbs_free(n);
 fail_dbs:
+fail_stats:
+    gs_cmd_stats_free(&n->cmdstats);
+    free(n->cmd_names);
+    gs_pubsub_free(n->pubsub);
+    gs_slowlog_free(n->slowlog);
     free(n);
     return rc;
 }
@@ -570,5 +1045,9 @@ void gs_node_free(struct gs_node *n)
     gs_multi_node_free(n); /* before the stores: their hook points here */
     dbs_free(n);
     core_buf_free(&n->shared.scratch);
+    gs_cmd_stats_free(&n->cmdstats);
+    free(n->cmd_names);
+    gs_pubsub_free(n->pubsub);
+    gs_slowlog_free(n->slowlog);
     free(n);
 }

@@ -30,18 +30,17 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
 
 void gs_node_free(struct gs_node *n);
 
-/* Fill cfg with the defaults. */
-void gs_config_defaults(struct gs_config *cfg);
-
-/* Write the option table into opts (GS_NODE_MAX_OPTS rows, terminator
- * included): the node's rows, then each feature's (NULL-terminated list,
- * may be NULL), each option pointing at its field of *cfg. */
-void gs_config_bind(struct gs_config *cfg, struct core_option *opts,
-                    const struct gs_feature *const *features);
+/* Directives of Redis 7.0's redis.conf that mean nothing to GridSync
+ * (persistence, replication, encodings tuning ...): a config file may hold
+ * them; gridsync-server logs a warning for each and goes on. Directives
+ * that would change security or data (rename-command, user, replicaof)
+ * are not in the list: a file that has them is refused. */
+extern const char *const gs_redis_conf_ignored[];
 
 /* ------------------------------------------------------- command table */
 
-/* Build the node's command index (at start). */
-void gs_command_index_build(struct gs_node *n);
+/* Build the node's command index and its command statistics (at start;
+ * gs_node_free frees them). Returns 0 or CORE_ENOMEM. */
+int gs_command_index_build(struct gs_node *n);
 
 #endif

@@ -220,7 +220,7 @@ static void held_enqueue(struct gs_client *c, struct gs_held *h)
 bool gs_origin_node_over_output_limit(struct gs_client *c)
 {
     const struct gs_held *t = c->held_tail;
-    int64_t lim = c->node->cfg.output_buf_limit;
+    int64_t lim = c->node->cfg.obuf[GS_CLASS_NORMAL].hard;
     if (t == NULL || lim <= 0 || core_conn_closing(c->conn))
         return false;
     size_t total = c->held_head->queued + held_bytes(t) + core_conn_output_pending(c->conn);

@@ -516,6 +516,11 @@ void gs_reply_set(struct gs_writer *w, size_t n)
     header(w, w->proto == 3 ? '~' : '*', (int64_t)n);
 }
 
+void gs_reply_push(struct gs_writer *w, size_t n)
+{
+    header(w, w->proto == 3 ? '>' : '*', (int64_t)n);
+}
+
 void gs_reply_map(struct gs_writer *w, size_t n)
 {
     if (w->proto == 3)

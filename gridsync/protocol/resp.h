@@ -111,7 +111,8 @@ void gs_reply_bulk_int(struct gs_writer *w, int64_t v);
 void gs_reply_null(struct gs_writer *w);       /* $-1 / _ */
 void gs_reply_null_array(struct gs_writer *w); /* *-1 / _ */
 void gs_reply_array(struct gs_writer *w, size_t n);
-void gs_reply_set(struct gs_writer *w, size_t n); /* ~n in RESP3, *n in RESP2 */
+void gs_reply_set(struct gs_writer *w, size_t n);  /* ~n in RESP3, *n in RESP2 */
+void gs_reply_push(struct gs_writer *w, size_t n); /* >n in RESP3, *n in RESP2 */
 /* n key-value pairs: %n in RESP3, *2n in RESP2. */
 void gs_reply_map(struct gs_writer *w, size_t n);
 /* A double: ,<v> in RESP3; a bulk string in RESP2 (as Redis's

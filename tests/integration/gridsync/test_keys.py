@@ -38,7 +38,7 @@ def test_rename_renamenx_copy(r):
                        match="^source and destination objects are the same$"):
         r.copy("fresh", "fresh")
     with pytest.raises(redis.ResponseError, match="^DB index is out of range$"):
-        r.execute_command("COPY", "fresh", "x", "DB", "3")
+        r.execute_command("COPY", "fresh", "x", "DB", "16")
 
 
 def test_keys_scan_randomkey_dbsize(r):
@@ -72,8 +72,9 @@ def test_keys_scan_randomkey_dbsize(r):
 
 def test_select(r, raw):
     assert raw.execute_command("SELECT", "0") == "OK"
+    assert raw.execute_command("SELECT", "15") == "OK"  # 16 databases by default
     with pytest.raises(redis.ResponseError, match="^DB index is out of range$"):
-        r.execute_command("SELECT", "1")
+        r.execute_command("SELECT", "16")
     with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
         r.execute_command("SELECT", "x")
 

@@ -60,7 +60,7 @@ def test_config_get_set(r):
     assert r.config_get("save") == {"save": ""}
     assert r.config_get("appendonly") == {"appendonly": "no"}
     got = r.config_get("maxmemory*")
-    assert set(got) == {"maxmemory", "maxmemory-policy"}
+    assert set(got) == {"maxmemory", "maxmemory-policy", "maxmemory-clients"}
     assert r.config_set("maxmemory", "10mb") is True
     assert r.config_get("maxmemory") == {"maxmemory": str(10 * 1024 * 1024)}
     assert r.config_set("maxmemory-policy", "allkeys-lru") is True

@@ -105,7 +105,8 @@ static struct fixture *start(int64_t maxclients, int64_t qlimit, int64_t olimit)
     uv_loop_init(&f->loop);
     uv_async_init(&f->loop, &f->stop, stop_cb);
     f->stop.data = f;
-    struct core_server_limits l = {maxclients, qlimit, olimit, 0};
+    struct core_server_limits l = {
+        .maxclients = maxclients, .query_buf_limit = qlimit, .output_buf_limit = olimit};
     assert_int_equal(core_server_new(&f->srv, &f->loop, &ops, f, &l, "FULL\n"), 0);
     assert_int_equal(core_server_listen(f->srv, "127.0.0.1", 0), 0);
     f->port = core_server_port(f->srv);

@@ -17,7 +17,10 @@ static bool m(const char *pat, const char *str)
 
 static void test_basic(void **state)
 {
-    assert_true(m("*", ""));
+    /* As stringmatchlen: an empty string matches only the empty pattern
+     * (KEYS and SCAN special-case a lone "*" before matching). */
+    assert_false(m("*", ""));
+    assert_true(m("", ""));
     assert_true(m("*", "anything"));
     assert_true(m("h?llo", "hello"));
     assert_false(m("h?llo", "hllo"));
@@ -39,6 +42,26 @@ static void test_basic(void **state)
     assert_true(m("abc*", "abc"));
 }
 
+/* Classes whose last byte is ']' or '-', answers taken from Redis 7.0's
+ * KEYS (tests/integration/gridsync/test_compat_vs_redis.py compares). */
+static void test_class_edges(void **state)
+{
+    assert_true(m("k[1-]", "k1"));
+    assert_true(m("k[1-]", "kA")); /* the range 1..] */
+    assert_false(m("k[1-]", "k-"));
+    assert_true(m("[a-]]", "a"));
+    assert_true(m("[a-]]", "]"));
+    assert_false(m("[a-]]", "b"));
+    assert_true(m("[--]", "-"));
+    assert_true(m("[--]", "A"));    /* the range -..], and the class is unclosed */
+    assert_false(m("[]]", "]"));    /* an empty class, which never matches */
+    assert_true(m("k[1-", "k1"));   /* unclosed: the class runs to the end */
+    assert_false(m("k[1-", "k1x")); /* and consumes the whole pattern */
+    assert_true(m("[^", "x"));
+    assert_true(gs_glob_match("[A-C]", 5, "b", 1, true));
+    assert_false(gs_glob_match("[\\A]", 5, "a", 1, true)); /* escapes do not fold */
+}
+
 static void test_nocase(void **state)
 {
     assert_true(gs_glob_match("MAX*", 4, "maxmemory", 9, true));
@@ -58,6 +81,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic),
+        cmocka_unit_test(test_class_edges),
         cmocka_unit_test(test_nocase),
         cmocka_unit_test(test_no_blowup),
     };

@@ -36,7 +36,7 @@ static struct harness *setup_harness(void)
     n->loop = &h->loop;
     gs_config_defaults(&n->cfg);
     gs_config_bind(&n->cfg, n->opts, NULL);
-    gs_command_index_build(n);
+    assert_int_equal(gs_command_index_build(n), 0);
     struct gs_store_config sc = {.maxmemory = 0, .policy = GS_EVICT_SLRU, .hash_seed = 42};
     assert_int_equal(gs_store_new(&h->db.store, &sc), 0);
     n->dbs = &h->db;
@@ -58,6 +58,8 @@ static void teardown_harness(struct harness *h)
 {
     gs_resp_parser_free(&h->client.parser);
     gs_store_free(h->db.store);
+    gs_cmd_stats_free(&h->node.cmdstats);
+    free(h->node.cmd_names);
     core_buf_free(&h->out);
     core_buf_free(&h->node.shared.scratch);
     uv_loop_close(&h->loop);

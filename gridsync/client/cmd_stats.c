@@ -1,0 +1,134 @@
+/* Per-command and per-error-code statistics (see cmd_stats.h). */
+#include "gridsync/client/cmd_stats.h"
+
+#include "core/error.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gs_cmd_stats_init(struct gs_cmd_stats *s, size_t ncommands)
+{
+    memset(s, 0, sizeof(*s));
+    s->cmd = calloc(ncommands ? ncommands : 1, sizeof(*s->cmd));
+    if (!s->cmd)
+        return CORE_ENOMEM;
+    s->ncommands = ncommands;
+    return 0;
+}
+
+void gs_cmd_stats_free(struct gs_cmd_stats *s)
+{
+    if (!s->cmd)
+        return;
+    for (size_t i = 0; i < s->ncommands; i++)
+        free(s->cmd[i].latency);
+    free(s->cmd);
+    s->cmd = NULL;
+}
+
+void gs_cmd_stats_reset(struct gs_cmd_stats *s)
+{
+    for (size_t i = 0; i < s->ncommands; i++) {
+        struct core_hist *h = s->cmd[i].latency;
+        memset(&s->cmd[i], 0, sizeof(s->cmd[i]));
+        if (h)
+            core_hist_reset(h);
+        s->cmd[i].latency = h;
+    }
+    s->nerrors = 0;
+    s->errors_untracked = 0;
+}
+
+void gs_cmd_stats_call(struct gs_cmd_stats *s, size_t idx, uint64_t ns, bool failed)
+{
+    struct gs_cmd_stat *st = &s->cmd[idx];
+    st->calls++;
+    st->usec_ns += ns;
+    st->failed += failed;
+    if (!st->latency) {
+        st->latency = malloc(sizeof(*st->latency));
+        if (!st->latency)
+            return; /* the counts above still hold; percentiles are skipped */
+        core_hist_reset(st->latency);
+    }
+    core_hist_record(st->latency, ns);
+}
+
+void gs_cmd_stats_error(struct gs_cmd_stats *s, const char *msg, size_t len)
+{
+    /* Redis's afterErrorReply: the code is the text up to the first space. */
+    size_t n = 0;
+    while (n < len && msg[n] != ' ')
+        n++;
+    if (n >= sizeof(s->errors[0].code))
+        n = sizeof(s->errors[0].code) - 1;
+    for (size_t i = 0; i < s->nerrors; i++) {
+        if (strlen(s->errors[i].code) == n && memcmp(s->errors[i].code, msg, n) == 0) {
+            s->errors[i].count++;
+            return;
+        }
+    }
+    if (s->nerrors == GS_ERRORSTATS_LIMIT) {
+        s->errors_untracked++;
+        return;
+    }
+    struct gs_error_stat *e = &s->errors[s->nerrors++];
+    memcpy(e->code, msg, n);
+    e->code[n] = 0;
+    e->count = 1;
+}
+
+static void append_line(struct core_buf *b, const char *line, int n)
+{
+    if (n > 0)
+        core_buf_append(b, line, (size_t)n);
+}
+
+void gs_cmd_stats_info_commands(const struct gs_cmd_stats *s, const char *const *names,
+                                struct core_buf *b)
+{
+    for (size_t i = 0; i < s->ncommands; i++) {
+        const struct gs_cmd_stat *st = &s->cmd[i];
+        if (!st->calls && !st->rejected && !st->failed)
+            continue;
+        double usec = (double)st->usec_ns / 1000.0;
+        char line[256];
+        int n =
+            snprintf(line, sizeof(line),
+                     "cmdstat_%s:calls=%" PRIu64 ",usec=%" PRIu64
+                     ",usec_per_call=%.2f,rejected_calls=%" PRIu64 ",failed_calls=%" PRIu64 "\r\n",
+                     names[i], st->calls, st->usec_ns / 1000,
+                     st->calls ? usec / (double)st->calls : 0.0, st->rejected, st->failed);
+        append_line(b, line, n);
+    }
+}
+
+void gs_cmd_stats_info_errors(const struct gs_cmd_stats *s, struct core_buf *b)
+{
+    for (size_t i = 0; i < s->nerrors; i++) {
+        char line[96];
+        int n = snprintf(line, sizeof(line), "errorstat_%s:count=%" PRIu64 "\r\n",
+                         s->errors[i].code, s->errors[i].count);
+        append_line(b, line, n);
+    }
+}
+
+void gs_cmd_stats_info_latency(const struct gs_cmd_stats *s, const char *const *names,
+                               struct core_buf *b)
+{
+    /* Redis's default latency-tracking-info-percentiles "50 99 99.9". */
+    for (size_t i = 0; i < s->ncommands; i++) {
+        const struct core_hist *h = s->cmd[i].latency;
+        if (!h || !h->count)
+            continue;
+        char line[256];
+        int n = snprintf(line, sizeof(line),
+                         "latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n", names[i],
+                         (double)core_hist_percentile(h, 50) / 1000.0,
+                         (double)core_hist_percentile(h, 99) / 1000.0,
+                         (double)core_hist_percentile(h, 99.9) / 1000.0);
+        append_line(b, line, n);
+    }
+}
