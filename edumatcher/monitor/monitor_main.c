@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
 static char connect_eps[CORE_OPT_STRLEN] = "";
@@ -94,6 +95,15 @@ static uint64_t now_ms(void)
     return core_now_ns() / 1000000u;
 }
 
+/* The market view's times are shown to people (the tape's clock, the
+ * chart's axis): wall-clock ms since 1970, not the monotonic clock. */
+static uint64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static void on_beacon(struct em_bus_sock *s, const char *topic, size_t tl, const void *payload,
                       size_t len, void *data)
 {
@@ -113,9 +123,9 @@ static void on_market(struct em_bus_sock *s, const char *topic, size_t tl, const
     struct monitor *m = data;
     m->msgs_in++;
     if (tl > 3 && memcmp(topic, "md.", 3) == 0)
-        em_mkt_book(&m->market, payload, len, now_ms());
+        em_mkt_book(&m->market, payload, len, wall_ms());
     else if (tl == 14 && memcmp(topic, "trade.executed", 14) == 0)
-        em_mkt_trade(&m->market, payload, len, now_ms());
+        em_mkt_trade(&m->market, payload, len, wall_ms());
 }
 
 /* page.html, compiled in by cmake/embed.cmake (monitor_page.c). */

@@ -17,7 +17,8 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "gridsync/commands/glob.h"
-#include "gridsync/node/node.h"
+#include "gridsync/client/node_ctx.h"
+#include "gridsync/commands/commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -24,6 +24,10 @@ def owner_of(c, key):
 
 def test_hash_and_list_survive_a_leader_kill(make_cluster):
     c = make_cluster(3)
+    # Writes start once every group is led by its preferred node: the
+    # hand-back of leadership would otherwise catch some in flight (an
+    # "outcome unknown" answer that a list push cannot simply retry).
+    c.wait_settled()
     rc = c.rc()
     for i in range(50):
         assert rc.hset("user:{1}", f"f{i}", f"v{i}") == 1
@@ -57,6 +61,7 @@ def test_types_in_snapshots_after_restart(make_cluster):
     after that recovers hashes (both encodings) and lists from snapshot
     plus log."""
     c = make_cluster(3, extra=["--cluster-snapshot-entries", "200"])
+    c.wait_settled()  # as above: no leadership hand-back during the writes
     rc = c.rc()
     for i in range(700):
         rc.hset("{snap}:small", f"f{i % 10}", str(i))
