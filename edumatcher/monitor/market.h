@@ -17,7 +17,7 @@
  *     epoch, or another epoch (the engine restarted).
  *
  * The ALF gateway keeps one too, without tape or chart use, to answer
- * `SYMBOLS` (docs/alf.md §8) from the symbol rules the MD lines carry.
+ * `SYMBOLS` (docs/alf.md §9) from the symbol rules the MD lines carry.
  */
 #ifndef EM_MONITOR_MARKET_H
 #define EM_MONITOR_MARKET_H

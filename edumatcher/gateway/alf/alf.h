@@ -29,7 +29,7 @@
  * (docs/alf.md A.8: the REJECT echoes it), else 0. */
 int em_alf_parse(const char *s, size_t n, struct em_msg *out);
 
-/* The gateway's own query (docs/alf.md §8): `SYMBOLS` or `SYMBOLS sym=<s>`
+/* The gateway's own query (docs/alf.md §9): `SYMBOLS` or `SYMBOLS sym=<s>`
  * in s[0..n) (no terminator; single spaces between tokens, as ALF §1).
  * Returns -1 when the line is not a SYMBOLS query (hand it to
  * em_alf_parse), 0 with sym set ("" for all symbols), or SYNTAX (another

@@ -96,7 +96,7 @@ static void write_symbol(struct alf_conn *a, const struct em_mkt_sym *m)
         core_buf_append(core_conn_out(a->conn), line, (size_t)n);
 }
 
-/* docs/alf.md §8: one SYMBOL line per symbol asked for, then ENDSYMBOLS;
+/* docs/alf.md §9: one SYMBOL line per symbol asked for, then ENDSYMBOLS;
  * an unknown symbol is a REJECT. Local: the engine is not asked. */
 static void answer_symbols(struct alf_conn *a, int code, const char *sym)
 {

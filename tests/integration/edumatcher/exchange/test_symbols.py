@@ -1,4 +1,4 @@
-"""SYMBOLS (docs/alf.md §8): a trader asks the ALF gateway for a symbol's
+"""SYMBOLS (docs/alf.md §9): a trader asks the ALF gateway for a symbol's
 rules and best bid/offer; the gateway answers from the engine's market data
 (and its query socket at start), without the engine seeing the question.
 Real engine and gateway processes, a plain TCP socket as the trader."""

@@ -290,7 +290,7 @@ static void test_price_format(void **state)
     assert_string_equal(b, "7");
 }
 
-/* The gateway's SYMBOLS query (docs/alf.md §8). */
+/* The gateway's SYMBOLS query (docs/alf.md §9). */
 static void test_parse_symbols(void **state)
 {
     char sym[EM_SYM_MAX + 1];
