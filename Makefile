@@ -2,6 +2,8 @@
 #   make test    install missing packages, build, run every test (ctest)
 #   make run     build and start the system in the foreground (Ctrl-C stops it)
 #   make bench   side-by-side benchmarks against the anchors (never pass/fail)
+#   make seed    the seed's quick start: 8 GridSync nodes and a Redis (Ctrl-C stops them)
+#   make bench-seed  the seed benchmark on what `make seed` runs (GridSync vs that Redis)
 #   make asan    unit tests under ASan+UBSan
 #   make fuzz    build the libFuzzer targets and run each briefly
 #   make format  clang-format every C file;  make format-check  verify only
@@ -16,7 +18,7 @@ FUZZ_SECONDS ?= 20
 C_SOURCES   = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 
 .PHONY: all deps configure build test unit run bench asan fuzz format format-check clean \
-        differential-long faults-long install
+        differential-long faults-long install seed bench-seed
 
 all: build
 
@@ -42,6 +44,12 @@ install: build
 
 run: build
 	@BUILD_DIR=$(abspath $(BUILD)) scripts/run
+
+seed: build
+	@BUILD_DIR=$(abspath $(BUILD)) scripts/seed
+
+bench-seed: build
+	@BUILD_DIR=$(abspath $(BUILD)) bench/gridsync/seed-bench
 
 bench: build
 	@BUILD_DIR=$(abspath $(BUILD)) bench/run-all

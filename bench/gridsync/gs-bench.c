@@ -22,6 +22,17 @@
  *   4. One write() per connection per loop iteration: every request a
  *      connection generates in an iteration goes out in one batch.
  *
+ * Cluster mode (--cluster): the slot map comes from CLUSTER SLOTS on the
+ * given node; -c connections are opened to each node of the map (and to a
+ * node first named by a redirection), and each request goes to a
+ * connection of the node that owns its key's slot (gridsync/cluster/slot.h:
+ * CRC16 with hash tags). The closed loop keeps connections x pipeline x
+ * (nodes at start) requests in flight in total. A -MOVED reply updates
+ * that slot, re-sends the request to the named node and re-reads the whole
+ * map from it before the next requests are routed; -ASK re-sends it once,
+ * preceded by ASKING, without touching the map. A redirected request keeps
+ * its first send time, so its latency includes the redirection.
+ *
  * Phases: CONNECT -> [LOAD] -> WARMUP -> MEASURE -> DRAIN -> report.
  *   LOAD    (--load) SETs every key once, pipelined, so GETs hit.
  *   WARMUP  runs the workload unrecorded for --warmup seconds.
@@ -50,6 +61,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/histogram.h"
+#include "gridsync/cluster/slot.h"
 
 #define NS_PER_S    1000000000ull
 #define KEY_DIGITS  12
@@ -57,6 +69,9 @@
 #define MAX_KEYS    1000000000000ull /* what KEY_DIGITS can name */
 #define IN_BUF_SIZE (256 * 1024)
 #define MAX_EVENTS  256
+#define MAX_NODES   16 /* cluster mode: nodes a run may talk to */
+#define NO_NODE     0xff
+#define MAP_BUF     (4 << 20) /* a CLUSTER SLOTS reply (a ring lists many ranges) */
 
 /* ---- options ---------------------------------------------------------- */
 
@@ -81,6 +96,7 @@ struct options {
     const char *json_path;
     bool progress;
     double drain_s;
+    bool cluster;
 };
 
 static void usage(FILE *out)
@@ -108,6 +124,8 @@ static void usage(FILE *out)
                  "      --json FILE          write results and the percentile curve as JSON\n"
                  "      --progress           a progress line every second even if not a TTY\n"
                  "      --drain SEC          wait at most this long for replies at the end (2)\n"
+                 "      --cluster            route by CLUSTER SLOTS, follow -MOVED and -ASK;\n"
+                 "                           -c connections to each node (closed loop only)\n"
                  "  -h, --help               this text\n");
 }
 
@@ -142,6 +160,7 @@ enum {
     OPT_JSON,
     OPT_PROGRESS,
     OPT_DRAIN,
+    OPT_CLUSTER,
 };
 
 /* Returns 0, 1 after --help, or CORE_EINVAL (message printed). */
@@ -168,6 +187,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"json", required_argument, 0, OPT_JSON},
         {"progress", no_argument, 0, OPT_PROGRESS},
         {"drain", required_argument, 0, OPT_DRAIN},
+        {"cluster", no_argument, 0, OPT_CLUSTER},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -262,6 +282,9 @@ static int parse_options(int argc, char **argv, struct options *o)
         case OPT_DRAIN:
             err = parse_double(optarg, 0, 3600, &o->drain_s);
             break;
+        case OPT_CLUSTER:
+            o->cluster = true;
+            break;
         case 'h':
             usage(stdout);
             return 1;
@@ -280,6 +303,11 @@ static int parse_options(int argc, char **argv, struct options *o)
     }
     if (optind < argc) {
         fprintf(stderr, "gs-bench: unexpected argument '%s'\n", argv[optind]);
+        return CORE_EINVAL;
+    }
+    if (o->cluster && (o->proto != GSB_PROTO_RESP || o->rate > 0)) {
+        fprintf(stderr,
+                "gs-bench: --cluster needs --protocol resp and a closed loop (no --rate)\n");
         return CORE_EINVAL;
     }
     return 0;
@@ -464,8 +492,24 @@ static const char *const phase_names[] = {"load", "warmup", "measure", "drain", 
 /* One request in flight. */
 struct inflight {
     uint64_t t_ns; /* send time, or intended send time in open loop */
+    uint64_t key;  /* cluster mode: to re-send it after a redirection */
     uint8_t is_get;
     uint8_t record; /* sent inside the measured window */
+    uint8_t asking; /* the ASKING before a request: its +OK is not counted */
+};
+
+/* Cluster mode: a request waiting for room on its node's connections. */
+struct pending {
+    uint64_t t_ns, key;
+    uint8_t is_get, record;
+    uint8_t ask_node; /* NO_NODE: route by the slot map; else ASKING there */
+};
+
+struct node {
+    char host[64];
+    char port[8];
+    bool opened; /* its connections were opened (they may have died since) */
+    unsigned rr; /* round robin over its connections */
 };
 
 struct conn {
@@ -487,11 +531,12 @@ struct counters {
     uint64_t completed;
     uint64_t gets, get_hits, get_misses, sets;
     uint64_t error_replies;
-    uint64_t unexpected; /* a reply of the wrong kind for its command */
-    uint64_t protocol;   /* connections closed on an unparsable reply */
-    uint64_t lost;       /* in flight when a connection died or the drain ended */
-    uint64_t closed;     /* connections closed by the server */
-    uint64_t unsent;     /* open loop: due in the window but never sent */
+    uint64_t unexpected;              /* a reply of the wrong kind for its command */
+    uint64_t protocol;                /* connections closed on an unparsable reply */
+    uint64_t lost;                    /* in flight when a connection died or the drain ended */
+    uint64_t closed;                  /* connections closed by the server */
+    uint64_t unsent;                  /* open loop: due in the window but never sent */
+    uint64_t moved, asked, map_reads; /* cluster mode */
 };
 
 struct bench {
@@ -500,7 +545,18 @@ struct bench {
     struct keychooser kc;
     struct rng rng;
     struct conn *conns;
+    unsigned nconns; /* conns[] entries: o.conns, or o.conns per node slot */
     unsigned alive;
+    /* cluster mode: node i owns conns[i * o.conns .. (i + 1) * o.conns) */
+    struct node nodes[MAX_NODES];
+    unsigned nnodes;
+    uint8_t slot_node[GS_SLOTS];
+    uint64_t outstanding, outstanding_cap; /* requests not yet answered */
+    struct pending *pend;
+    unsigned pend_cap, pend_head, pend_count;
+    int map_from; /* node to re-read CLUSTER SLOTS from, or -1 */
+    unsigned nodes_at_start;
+    char *map_buf;
     int ep;
     char *in;
 
@@ -584,9 +640,16 @@ static void conn_close(struct bench *b, struct conn *cn)
     epoll_ctl(b->ep, EPOLL_CTL_DEL, cn->fd, NULL);
     close(cn->fd);
     cn->alive = false;
-    b->c.lost += cn->count;
+    unsigned lost = cn->count;
+    if (b->o.cluster) { /* an ASKING is not a request */
+        lost = 0;
+        for (unsigned i = 0; i < cn->count; i++)
+            lost += !cn->ring[(cn->head + i) % cn->ring_cap].asking;
+        b->outstanding -= lost;
+    }
+    b->c.lost += lost;
     if (b->phase == PH_LOAD)
-        b->load_done += cn->count; /* lost, but the load must not wait for them */
+        b->load_done += lost; /* lost, but the load must not wait for them */
     cn->count = 0;
     cn->out_len = cn->out_off = 0;
     b->alive--;
@@ -604,8 +667,10 @@ static inline void conn_push(struct bench *b, struct conn *cn, bool is_get, uint
     cn->out_len += t->len;
     struct inflight *f = &cn->ring[(cn->head + cn->count) % cn->ring_cap];
     f->t_ns = t_ns;
+    f->key = key;
     f->is_get = is_get;
     f->record = record;
+    f->asking = 0;
     cn->count++;
     b->c.sent++;
 }
@@ -710,6 +775,333 @@ static void conn_top_up(struct bench *b, struct conn *cn, uint64_t now)
     }
 }
 
+/* ---- cluster mode ----------------------------------------------------- */
+
+static int node_find_or_add(struct bench *b, const char *host, size_t hl, long port)
+{
+    char ps[8];
+    if (port <= 0 || port > 65535 || hl == 0 || hl >= sizeof(b->nodes[0].host))
+        return -1;
+    snprintf(ps, sizeof(ps), "%ld", port);
+    for (unsigned i = 0; i < b->nnodes; i++)
+        if (strlen(b->nodes[i].host) == hl && !memcmp(b->nodes[i].host, host, hl) &&
+            !strcmp(b->nodes[i].port, ps))
+            return (int)i;
+    if (b->nnodes == MAX_NODES)
+        return -1;
+    struct node *n = &b->nodes[b->nnodes];
+    memcpy(n->host, host, hl);
+    n->host[hl] = '\0';
+    memcpy(n->port, ps, sizeof(ps));
+    n->opened = false;
+    n->rr = 0;
+    return (int)b->nnodes++;
+}
+
+/* Open the -c connections of node i (once: a node whose connections died
+ * stays closed, its slots move on through -MOVED or a map read). */
+static int node_open(struct bench *b, unsigned i)
+{
+    struct node *nd = &b->nodes[i];
+    if (nd->opened)
+        return 0;
+    nd->opened = true;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res;
+    if (getaddrinfo(nd->host, nd->port, &hints, &res)) {
+        fprintf(stderr, "gs-bench: cannot resolve node %s:%s\n", nd->host, nd->port);
+        return CORE_EINVAL;
+    }
+    int err = 0;
+    for (unsigned k = 0; k < b->o.conns; k++) {
+        unsigned idx = i * b->o.conns + k;
+        struct conn *cn = &b->conns[idx];
+        int fd = connect_one(res);
+        if (fd < 0) {
+            fprintf(stderr, "gs-bench: connect %s:%s: %s\n", nd->host, nd->port, strerror(-fd));
+            err = core_from_errno(-fd);
+            break;
+        }
+        cn->fd = fd;
+        cn->alive = true;
+        cn->want_out = false;
+        cn->head = cn->count = 0;
+        cn->out_len = cn->out_off = 0;
+        gsb_reply_parser_init(&cn->parser, b->o.proto);
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = idx};
+        if (epoll_ctl(b->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            close(fd);
+            cn->alive = false;
+            err = core_from_errno(errno);
+            break;
+        }
+        b->alive++;
+    }
+    freeaddrinfo(res);
+    return err;
+}
+
+/* A reader over one complete RESP reply (checked by gsb_reply_parse). */
+struct resp_walk {
+    const char *p, *end;
+};
+
+/* The number on a line of the given type ('*', ':' or '$'); the walk then
+ * stands after the line. -1 on anything else. */
+static long walk_num(struct resp_walk *w, char type)
+{
+    if (w->p >= w->end || *w->p != type)
+        return -1;
+    char *e;
+    long v = strtol(w->p + 1, &e, 10);
+    if (e + 2 > w->end || e[0] != '\r')
+        return -1;
+    w->p = e + 2;
+    return v;
+}
+
+static const char *walk_bulk(struct resp_walk *w, size_t *len)
+{
+    long n = walk_num(w, '$');
+    if (n < 0 || w->end - w->p < n + 2)
+        return NULL;
+    const char *s = w->p;
+    w->p += n + 2;
+    *len = (size_t)n;
+    return s;
+}
+
+static int walk_skip(struct resp_walk *w, int depth)
+{
+    if (w->p >= w->end || depth > GSB_REPLY_MAX_DEPTH)
+        return -1;
+    size_t len;
+    switch (*w->p) {
+    case '*': {
+        long n = walk_num(w, '*');
+        for (long i = 0; i < n; i++)
+            if (walk_skip(w, depth + 1))
+                return -1;
+        return 0;
+    }
+    case '$':
+        return walk_bulk(w, &len) ? 0 : -1;
+    default: {
+        const char *e = memchr(w->p, '\n', (size_t)(w->end - w->p));
+        if (!e)
+            return -1;
+        w->p = e + 1;
+        return 0;
+    }
+    }
+}
+
+/* Read the slot map from node `from` with a blocking CLUSTER SLOTS. Each
+ * range goes to its first listed node (the one that takes writes). */
+static int map_read(struct bench *b, unsigned from)
+{
+    static const char req[] = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res;
+    const struct node *nd = &b->nodes[from];
+    if (getaddrinfo(nd->host, nd->port, &hints, &res))
+        return CORE_EINVAL;
+    int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+    if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) < 0) {
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        return CORE_ECLOSED;
+    }
+    freeaddrinfo(res);
+    b->c.map_reads++;
+    struct gsb_reply_parser ps;
+    struct gsb_reply r = {0};
+    gsb_reply_parser_init(&ps, GSB_PROTO_RESP);
+    size_t have = 0, parsed = 0;
+    int done = 0;
+    if (write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1)) {
+        close(fd);
+        return CORE_ECLOSED;
+    }
+    while (!done && have < MAP_BUF) {
+        ssize_t n = read(fd, b->map_buf + have, MAP_BUF - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+        size_t used = 0;
+        done = gsb_reply_parse(&ps, b->map_buf + parsed, have - parsed, &used, &r);
+        parsed += used;
+        if (done < 0)
+            break;
+    }
+    close(fd);
+    if (done != 1 || r.kind != GSB_REPLY_ARRAY) {
+        fprintf(stderr, "gs-bench: CLUSTER SLOTS from %s:%s: no slot map\n", nd->host, nd->port);
+        return CORE_EPROTO;
+    }
+    memset(b->slot_node, NO_NODE, sizeof(b->slot_node));
+    struct resp_walk w = {b->map_buf, b->map_buf + parsed};
+    long ranges = walk_num(&w, '*');
+    for (long i = 0; i < ranges; i++) {
+        long m = walk_num(&w, '*');
+        long lo = walk_num(&w, ':'), hi = walk_num(&w, ':');
+        if (m < 3 || lo < 0 || hi < lo || hi >= GS_SLOTS)
+            return CORE_EPROTO;
+        long k = walk_num(&w, '*');
+        size_t hl = 0;
+        const char *host = walk_bulk(&w, &hl);
+        long port = walk_num(&w, ':');
+        if (k < 2 || !host)
+            return CORE_EPROTO;
+        for (long j = 2; j < k; j++)
+            if (walk_skip(&w, 0))
+                return CORE_EPROTO;
+        for (long j = 3; j < m; j++) /* replicas */
+            if (walk_skip(&w, 0))
+                return CORE_EPROTO;
+        if (hl == 0) { /* "" names the node asked */
+            host = nd->host;
+            hl = strlen(nd->host);
+        }
+        int id = node_find_or_add(b, host, hl, port);
+        if (id < 0)
+            return CORE_EINVAL;
+        memset(b->slot_node + lo, id, (size_t)(hi - lo + 1));
+    }
+    return 0;
+}
+
+static unsigned key_node(const struct bench *b, uint64_t key)
+{
+    char k[KEY_LEN];
+    memcpy(k, "key:", 4);
+    write_key_digits(k + 4, key);
+    uint8_t n = b->slot_node[gs_key_slot(k, KEY_LEN)];
+    return n == NO_NODE ? 0 : n; /* an unmapped slot: its owner will say -MOVED */
+}
+
+/* A live connection of node i with room for `need` ring entries. */
+static struct conn *node_conn(struct bench *b, unsigned i, unsigned need)
+{
+    struct node *nd = &b->nodes[i];
+    if (!nd->opened && node_open(b, i))
+        return NULL;
+    for (unsigned k = 0; k < b->o.conns; k++) {
+        unsigned idx = i * b->o.conns + (nd->rr + k) % b->o.conns;
+        struct conn *cn = &b->conns[idx];
+        if (cn->alive && !cn->want_out && cn->count + need <= cn->ring_cap &&
+            cn->out_cap - cn->out_len >= need * b->tpl.max_len) {
+            nd->rr = (nd->rr + k + 1) % b->o.conns;
+            return cn;
+        }
+    }
+    return NULL;
+}
+
+static void pend_add(struct bench *b, const struct pending *p)
+{
+    /* outstanding <= outstanding_cap == pend_cap: there is always room */
+    b->pend[(b->pend_head + b->pend_count) % b->pend_cap] = *p;
+    b->pend_count++;
+}
+
+/* Send one request (or queue it if its node has no room now). */
+static bool cluster_send(struct bench *b, const struct pending *p)
+{
+    bool ask = p->ask_node != NO_NODE;
+    struct conn *cn = node_conn(b, ask ? p->ask_node : key_node(b, p->key), ask ? 2 : 1);
+    if (!cn)
+        return false;
+    if (ask) {
+        static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
+        memcpy(cn->out + cn->out_len, asking, sizeof(asking) - 1);
+        cn->out_len += sizeof(asking) - 1;
+        struct inflight *f = &cn->ring[(cn->head + cn->count) % cn->ring_cap];
+        *f = (struct inflight){.t_ns = p->t_ns, .asking = 1};
+        cn->count++;
+    }
+    conn_push(b, cn, p->is_get, p->key, p->t_ns, p->record);
+    return true;
+}
+
+/* Closed loop (and load) in cluster mode: re-send what waits, then draw
+ * new requests while fewer than outstanding_cap are unanswered, then write. */
+static void cluster_top_up(struct bench *b, uint64_t now)
+{
+    if (b->map_from >= 0) {
+        unsigned from = (unsigned)b->map_from;
+        b->map_from = -1;
+        if (map_read(b, from))
+            fprintf(stderr, "gs-bench: slot map re-read failed; routing by redirections\n");
+    }
+    while (b->pend_count) {
+        if (!cluster_send(b, &b->pend[b->pend_head]))
+            break;
+        b->pend_head = (b->pend_head + 1) % b->pend_cap;
+        b->pend_count--;
+    }
+    uint64_t cap = (uint64_t)b->depth * b->o.conns * b->nodes_at_start;
+    while (b->pend_count == 0 && b->outstanding < cap) {
+        struct pending p = {.t_ns = now, .ask_node = NO_NODE};
+        if (b->phase == PH_LOAD) {
+            if (b->load_next >= b->o.keys)
+                break;
+            p.key = b->load_next++;
+        } else {
+            if (!may_send_workload(b))
+                break;
+            p.is_get = b->o.get_ratio >= 1.0 || rng_unit(&b->rng) < b->o.get_ratio;
+            p.key = keychooser_next(&b->kc, &b->rng);
+            p.record = b->phase == PH_MEASURE;
+            if (p.record)
+                b->meas_sent++;
+        }
+        b->outstanding++;
+        if (!cluster_send(b, &p))
+            pend_add(b, &p);
+    }
+    for (unsigned i = 0; i < b->nconns; i++)
+        if (b->conns[i].alive && !b->conns[i].want_out && b->conns[i].out_len)
+            conn_flush(b, &b->conns[i]);
+}
+
+/* -MOVED <slot> <host>:<port> or -ASK ...: re-send the request there.
+ * Returns false if the error is not a redirection. */
+static bool cluster_redirect(struct bench *b, const struct inflight *f, const struct gsb_reply *r)
+{
+    bool moved = r->text_len > 6 && !memcmp(r->text, "MOVED ", 6);
+    bool ask = r->text_len > 4 && !memcmp(r->text, "ASK ", 4);
+    if (!moved && !ask)
+        return false;
+    char *e;
+    long slot = strtol(r->text + (moved ? 6 : 4), &e, 10);
+    const char *addr = e + 1;
+    const char *colon = strrchr(addr, ':');
+    if (*e != ' ' || !colon || slot < 0 || slot >= GS_SLOTS)
+        return false;
+    int id = node_find_or_add(b, addr, (size_t)(colon - addr), strtol(colon + 1, NULL, 10));
+    if (id < 0)
+        return false;
+    struct pending p = {.t_ns = f->t_ns,
+                        .key = f->key,
+                        .is_get = f->is_get,
+                        .record = f->record,
+                        .ask_node = NO_NODE};
+    if (moved) {
+        b->c.moved++;
+        b->slot_node[slot] = (uint8_t)id;
+        b->map_from = id;
+    } else {
+        b->c.asked++;
+        p.ask_node = (uint8_t)id;
+    }
+    pend_add(b, &p);
+    return true;
+}
+
 static void on_reply(struct bench *b, struct conn *cn, const struct gsb_reply *r, uint64_t now)
 {
     if (cn->count == 0) {
@@ -719,6 +1111,13 @@ static void on_reply(struct bench *b, struct conn *cn, const struct gsb_reply *r
     struct inflight f = cn->ring[cn->head];
     cn->head = (cn->head + 1) % cn->ring_cap;
     cn->count--;
+    if (b->o.cluster) {
+        if (f.asking)
+            return; /* its request's own reply follows */
+        if (r->kind == GSB_REPLY_ERROR && r->text && cluster_redirect(b, &f, r))
+            return;
+        b->outstanding--;
+    }
     b->t_last_reply = now;
     uint64_t lat = now > f.t_ns ? now - f.t_ns : 0;
     core_hist_record(&b->interval, lat);
@@ -810,6 +1209,8 @@ static void print_progress(struct bench *b, uint64_t now)
 
 static uint64_t requests_in_flight(const struct bench *b)
 {
+    if (b->o.cluster)
+        return b->outstanding;
     uint64_t n = 0;
     for (unsigned i = 0; i < b->o.conns; i++)
         n += b->conns[i].alive ? b->conns[i].count : 0;
@@ -938,8 +1339,11 @@ static int run(struct bench *b)
     } else {
         start_phase(b, PH_WARMUP, now);
     }
-    for (unsigned i = 0; i < b->o.conns; i++)
-        conn_top_up(b, &b->conns[i], now);
+    if (b->o.cluster)
+        cluster_top_up(b, now);
+    else
+        for (unsigned i = 0; i < b->o.conns; i++)
+            conn_top_up(b, &b->conns[i], now);
     while (b->phase != PH_DONE) {
         if (b->alive == 0) {
             fprintf(stderr, "gs-bench: every connection is closed\n");
@@ -976,8 +1380,11 @@ static int run(struct bench *b)
         advance_phase(b, now);
         /* Top up: closed loop refills the connections that got replies
          * (and any other short of its depth); open loop sends what is due. */
-        for (unsigned i = 0; i < b->o.conns; i++)
-            conn_top_up(b, &b->conns[i], now);
+        if (b->o.cluster)
+            cluster_top_up(b, now);
+        else
+            for (unsigned i = 0; i < b->o.conns; i++)
+                conn_top_up(b, &b->conns[i], now);
         if (now >= b->next_progress) {
             if (b->tty || b->progress) {
                 print_progress(b, now);
@@ -1044,6 +1451,11 @@ static void report_text(const struct bench *b)
            (unsigned long long)errors_total(&b->c), (unsigned long long)b->c.error_replies,
            (unsigned long long)b->c.unexpected, (unsigned long long)b->c.protocol,
            (unsigned long long)b->c.lost, (unsigned long long)b->c.closed);
+    if (o->cluster)
+        printf("cluster: %u nodes, MOVED followed %llu, ASK followed %llu, slot map read %llu "
+               "times\n",
+               b->nnodes, (unsigned long long)b->c.moved, (unsigned long long)b->c.asked,
+               (unsigned long long)b->c.map_reads);
 }
 
 static void json_string(FILE *f, const char *s)
@@ -1101,6 +1513,11 @@ static int report_json(const struct bench *b, const char *path)
         (unsigned long long)b->c.lost, (unsigned long long)b->c.closed,
         (unsigned long long)b->c.unsent);
     fprintf(f,
+            "    \"cluster\": {\"nodes\": %u, \"moved\": %llu, \"asked\": %llu, \"map_reads\": "
+            "%llu},\n",
+            b->nodes_at_start ? b->nnodes : 0, (unsigned long long)b->c.moved,
+            (unsigned long long)b->c.asked, (unsigned long long)b->c.map_reads);
+    fprintf(f,
             "    \"latency_us\": {\"min\": %.3f, \"mean\": %.3f, \"p50\": %.3f, \"p90\": %.3f, "
             "\"p99\": %.3f, \"p99.9\": %.3f, \"p99.99\": %.3f, \"max\": %.3f},\n",
             h->count ? (double)h->min / 1e3 : 0, core_hist_mean(h) / 1e3,
@@ -1157,6 +1574,28 @@ static int setup(struct bench *b)
         ring_cap = depth;
     if (ring_cap < b->o.pipeline)
         ring_cap = b->o.pipeline;
+    b->nconns = b->o.conns;
+    if (b->o.cluster) {
+        b->map_buf = malloc(MAP_BUF);
+        if (!b->map_buf)
+            return CORE_ENOMEM;
+        b->map_from = -1;
+        if (node_find_or_add(b, b->o.host, strlen(b->o.host), strtol(b->o.port, NULL, 10)) < 0)
+            return CORE_EINVAL;
+        err = map_read(b, 0);
+        if (err)
+            return err;
+        b->nodes_at_start = b->nnodes;
+        /* Every request in flight may be redirected to one node, each
+         * with an ASKING before it: its connections hold them all. */
+        b->outstanding_cap = (uint64_t)depth * b->o.conns * b->nnodes;
+        ring_cap = 2 * depth * b->nnodes;
+        b->pend_cap = (unsigned)b->outstanding_cap;
+        b->pend = calloc(b->pend_cap, sizeof(*b->pend));
+        b->nconns = MAX_NODES * b->o.conns;
+        if (!b->pend)
+            return CORE_ENOMEM;
+    }
     /* Output: one batch of requests; an open-loop burst beyond it waits
      * for the next iteration (its latency still counts from its intended
      * time). */
@@ -1167,10 +1606,10 @@ static int setup(struct bench *b)
     if (batch > batch_cap)
         batch = batch_cap > 0 ? (unsigned)batch_cap : 1;
     b->in = malloc(IN_BUF_SIZE);
-    b->conns = calloc(b->o.conns, sizeof(*b->conns));
+    b->conns = calloc(b->nconns, sizeof(*b->conns));
     if (!b->in || !b->conns)
         return CORE_ENOMEM;
-    for (unsigned i = 0; i < b->o.conns; i++) {
+    for (unsigned i = 0; i < b->nconns; i++) {
         struct conn *cn = &b->conns[i];
         cn->fd = -1;
         cn->ring_cap = ring_cap;
@@ -1206,7 +1645,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "gs-bench: setup: %s\n", core_strerror(rc));
         return 1;
     }
-    rc = open_connections(b);
+    if (b->o.cluster) {
+        for (unsigned i = 0; i < b->nnodes && !rc; i++)
+            rc = node_open(b, i);
+    } else {
+        rc = open_connections(b);
+    }
     if (rc)
         return 1;
     rc = run(b);

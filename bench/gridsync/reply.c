@@ -85,6 +85,10 @@ static int resp_line_done(struct gsb_reply_parser *p)
     int top = p->depth == 0;
     char t = p->type;
     int64_t n = p->negative ? -p->num : p->num;
+    if (top) {
+        p->cur.text = NULL;
+        p->cur.text_len = 0;
+    }
 
     if (type_has_number(t) && p->digits == 0)
         return fail(p);
@@ -131,6 +135,8 @@ static int resp_line_done(struct gsb_reply_parser *p)
                 break;
             case '-':
                 p->cur.kind = GSB_REPLY_ERROR;
+                p->cur.text = p->line;
+                p->cur.text_len = p->line_len;
                 break;
             case ':':
                 p->cur.kind = GSB_REPLY_INT;
@@ -236,6 +242,8 @@ int gsb_reply_parse(struct gsb_reply_parser *p, const char *buf, size_t len, siz
             if (!type_known(c))
                 return fail(p);
             p->type = c;
+            p->line_len = 0;
+            p->line[0] = '\0';
             p->negative = 0;
             p->digits = 0;
             p->num = 0;
@@ -248,6 +256,12 @@ int gsb_reply_parse(struct gsb_reply_parser *p, const char *buf, size_t len, siz
                 p->state = S_LF;
             } else if (c == '\n') {
                 return fail(p);
+            } else if (p->type == '-') {
+                /* Kept (truncated) for -MOVED / -ASK redirections. */
+                if (p->depth == 0 && p->line_len < GSB_REPLY_MAX_LINE - 1) {
+                    p->line[p->line_len++] = c;
+                    p->line[p->line_len] = '\0';
+                }
             } else if (type_has_number(p->type)) {
                 if (c == '-' && p->digits == 0 && !p->negative) {
                     p->negative = 1;

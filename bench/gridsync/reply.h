@@ -45,6 +45,12 @@ enum gsb_reply_kind {
 struct gsb_reply {
     enum gsb_reply_kind kind;
     int64_t len; /* BULK: payload bytes; ARRAY: element count; else 0 */
+    /* RESP simple error (-...): its line without the '-', truncated to
+     * GSB_REPLY_MAX_LINE - 1 bytes and NUL-terminated. It points into the
+     * parser and is valid until the next gsb_reply_parse call on it.
+     * NULL for every other reply. */
+    const char *text;
+    size_t text_len;
 };
 
 #define GSB_REPLY_MAX_DEPTH 16  /* nested aggregates; deeper is a protocol error */

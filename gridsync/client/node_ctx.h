@@ -135,8 +135,8 @@ struct gs_node {
     struct gs_watch_table watches;                /* WATCHed keys (gridsync/commands/multi.h) */
     struct gs_cmd_stats cmdstats;                 /* INFO commandstats/errorstats/latencystats */
     struct gs_pubsub *pubsub;                     /* channels and subscribers (commands/pubsub.h) */
-    struct gs_slowlog *slowlog;                   /* SLOWLOG and LATENCY records (client/slowlog.h) */
-    const char **cmd_names;                       /* gs_commands[i].name, for cmdstats' INFO */
+    struct gs_slowlog *slowlog; /* SLOWLOG and LATENCY records (commands/slowlog.h) */
+    const char **cmd_names;     /* gs_commands[i].name, for cmdstats' INFO */
 };
 
 /* ------------------------------------------------------------ features

@@ -1,11 +1,11 @@
 /*
  * SLOWLOG GET|LEN|RESET|HELP and LATENCY LATEST|RESET|HELP, with Redis
- * 7.0's replies and errors; the records are kept by client/slowlog.h, filled
+ * 7.0's replies and errors; the records are kept by commands/slowlog.h, filled
  * by gs_call (node.h).
  */
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/commands/commands.h"
-#include "gridsync/client/slowlog.h"
+#include "gridsync/commands/slowlog.h"
 
 #include <string.h>
 

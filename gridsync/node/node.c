@@ -20,7 +20,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "gridsync/commands/pubsub.h"
-#include "gridsync/client/slowlog.h"
+#include "gridsync/commands/slowlog.h"
 
 #include <ctype.h>
 #include <stdio.h>

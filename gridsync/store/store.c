@@ -7,8 +7,11 @@
  *
  * Why one file of over 1,000 lines: the table, the entries, the expiry
  * heap and the memory accounting share invariants T1-T4 below (an entry's
- * heap index, its table chain and its bytes change together); split, each
- * part would have to expose the others' internals.
+ * heap index, its table chain and its bytes change together), and an
+ * entry holding a typed value (obj_*) changes its bytes under the same
+ * invariants; split, each part would have to expose the others'
+ * internals. What needs none of them, UNLINK's free thread, is
+ * lazyfree.c.
  *
  * Hash table. Two tables, ht[0] and ht[1]; ht[1] exists only while
  * rehashing, when entries move from ht[0] bucket by bucket (rehash_idx is
@@ -43,7 +46,6 @@
 #include "gridsync/store/store.h"
 
 #include <malloc.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +53,7 @@
 #include "core/hash.h"
 #include "gridsync/store/entry.h"
 #include "gridsync/store/evict.h"
+#include "gridsync/store/lazyfree.h"
 #include "gridsync/types/value.h"
 
 #define TABLE_MIN_SIZE 4
@@ -96,7 +99,7 @@ struct gs_store {
     /* UNLINK's background freeing (gs_store_unlink): collections handed
      * to one thread, created on first use, that frees them. The thread
      * touches nothing of the store but this queue. */
-    struct lazyfree *lazy;
+    struct gs_lazyfree *lazy; /* NULL until the first lazy UNLINK (lazyfree.h) */
     /* Told of every change to a key (gs_store_on_modified); NULL for a
      * node with no WATCHed keys, so the write path pays one branch. */
     gs_store_modified_fn *on_modified;
@@ -134,98 +137,9 @@ static void obj_release(struct gs_store *s, struct gs_entry *e)
     e->is_obj = 0;
 }
 
-/* ---- lazy free (UNLINK) ---- */
+/* ---- lazy free (UNLINK): lazyfree.h ---- */
 
 #define LAZYFREE_MIN_ELEMENTS 64 /* Redis's LAZYFREE_THRESHOLD */
-
-struct lazy_item {
-    struct lazy_item *next;
-    struct gs_obj obj;
-};
-
-struct lazyfree {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t thread;
-    struct lazy_item *head;
-    bool stop;
-    uint64_t pending; /* items queued, not yet freed (under mu) */
-};
-
-static void *lazyfree_main(void *arg)
-{
-    struct lazyfree *lf = arg;
-    pthread_mutex_lock(&lf->mu);
-    for (;;) {
-        while (!lf->head && !lf->stop)
-            pthread_cond_wait(&lf->cv, &lf->mu);
-        struct lazy_item *it = lf->head;
-        if (!it)
-            break; /* stop, and nothing left */
-        lf->head = it->next;
-        pthread_mutex_unlock(&lf->mu);
-        gs_obj_free(&it->obj);
-        free(it);
-        pthread_mutex_lock(&lf->mu);
-        lf->pending--;
-    }
-    pthread_mutex_unlock(&lf->mu);
-    return NULL;
-}
-
-static struct lazyfree *lazyfree_get(struct gs_store *s)
-{
-    if (s->lazy)
-        return s->lazy;
-    struct lazyfree *lf = calloc(1, sizeof(*lf));
-    if (!lf)
-        return NULL;
-    pthread_mutex_init(&lf->mu, NULL);
-    pthread_cond_init(&lf->cv, NULL);
-    if (pthread_create(&lf->thread, NULL, lazyfree_main, lf) != 0) {
-        pthread_cond_destroy(&lf->cv);
-        pthread_mutex_destroy(&lf->mu);
-        free(lf);
-        return NULL;
-    }
-    s->lazy = lf;
-    return lf;
-}
-
-/* Queue a collection for the thread; false when that is not possible
- * (the caller frees it itself). */
-static bool lazyfree_push(struct gs_store *s, const struct gs_obj *o)
-{
-    struct lazyfree *lf = lazyfree_get(s);
-    struct lazy_item *it = lf ? malloc(sizeof(*it)) : NULL;
-    if (!it)
-        return false;
-    it->obj = *o;
-    pthread_mutex_lock(&lf->mu);
-    it->next = lf->head;
-    lf->head = it;
-    lf->pending++;
-    pthread_cond_signal(&lf->cv);
-    pthread_mutex_unlock(&lf->mu);
-    return true;
-}
-
-/* Free everything queued and stop the thread (gs_store_free). */
-static void lazyfree_stop(struct gs_store *s)
-{
-    struct lazyfree *lf = s->lazy;
-    if (!lf)
-        return;
-    pthread_mutex_lock(&lf->mu);
-    lf->stop = true;
-    pthread_cond_signal(&lf->cv);
-    pthread_mutex_unlock(&lf->mu);
-    pthread_join(lf->thread, NULL);
-    pthread_cond_destroy(&lf->cv);
-    pthread_mutex_destroy(&lf->mu);
-    free(lf);
-    s->lazy = NULL;
-}
 
 /* ---- memory accounting ---- */
 
@@ -669,7 +583,7 @@ void gs_store_free(struct gs_store *s)
 {
     if (!s)
         return;
-    lazyfree_stop(s);
+    gs_lazyfree_stop(&s->lazy);
     gs_store_clear(s);
     free(s);
 }
@@ -841,7 +755,7 @@ int gs_store_unlink(struct gs_store *s, const void *key, size_t klen, int64_t no
     struct gs_obj o;
     if (e->is_obj) {
         obj_load(e, &o);
-        if (gs_obj_len(&o) > LAZYFREE_MIN_ELEMENTS && lazyfree_push(s, &o)) {
+        if (gs_obj_len(&o) > LAZYFREE_MIN_ELEMENTS && gs_lazyfree_push(&s->lazy, &o)) {
             /* The blocks now belong to the thread: off the count, and the
              * entry no longer frees them. */
             s->used_memory -= o.counted;
@@ -854,12 +768,7 @@ int gs_store_unlink(struct gs_store *s, const void *key, size_t klen, int64_t no
 
 uint64_t gs_store_lazyfree_pending(const struct gs_store *s)
 {
-    if (!s->lazy)
-        return 0;
-    pthread_mutex_lock(&s->lazy->mu);
-    uint64_t n = s->lazy->pending;
-    pthread_mutex_unlock(&s->lazy->mu);
-    return n;
+    return gs_lazyfree_pending(s->lazy);
 }
 
 void gs_store_delete_entry(struct gs_store *s, struct gs_entry *e)

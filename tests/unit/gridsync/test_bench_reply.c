@@ -198,6 +198,38 @@ static void test_memcache_rejects_malformed(void **state)
     assert_int_equal(feed(GSB_PROTO_MEMCACHE, line, sizeof(line), 0).rc, CORE_EPROTO);
 }
 
+/* A simple error's line is kept, across any split, for -MOVED / -ASK;
+ * an error inside an array and every other kind have no text. */
+static void test_resp_error_text(void **state)
+{
+    const char *s = "-MOVED 3999 127.0.0.1:6381\r\n*1\r\n-ERR in\r\n+OK\r\n";
+    size_t len = strlen(s);
+    for (size_t chunk = 1; chunk <= len; chunk++) {
+        struct gsb_reply_parser p;
+        gsb_reply_parser_init(&p, GSB_PROTO_RESP);
+        int n = 0;
+        for (size_t off = 0; off < len;) {
+            size_t end = off + chunk < len ? off + chunk : len, used = 0;
+            struct gsb_reply r;
+            int rc = gsb_reply_parse(&p, s + off, end - off, &used, &r);
+            assert_true(rc >= 0);
+            off += used;
+            if (rc != 1)
+                continue;
+            if (n == 0) {
+                assert_int_equal(r.kind, GSB_REPLY_ERROR);
+                assert_non_null(r.text);
+                assert_int_equal(r.text_len, strlen("MOVED 3999 127.0.0.1:6381"));
+                assert_string_equal(r.text, "MOVED 3999 127.0.0.1:6381");
+            } else {
+                assert_null(r.text);
+            }
+            n++;
+        }
+        assert_int_equal(n, 3);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_failed_parser_stays_failed),
         cmocka_unit_test(test_memcache_replies),
         cmocka_unit_test(test_memcache_rejects_malformed),
+        cmocka_unit_test(test_resp_error_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

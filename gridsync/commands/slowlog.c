@@ -1,5 +1,5 @@
 /* SLOWLOG entries and latency events (see slowlog.h). */
-#include "gridsync/client/slowlog.h"
+#include "gridsync/commands/slowlog.h"
 
 #include "core/error.h"
 
