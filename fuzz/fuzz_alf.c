@@ -3,7 +3,8 @@
  *
  * Each input is split into lines. Every line is parsed as an ALF message:
  * what parses must format back to a line that parses to the same message,
- * and survive the binary frame codec unchanged. Then the lines are fed,
+ * and survive the binary frame codec unchanged; SYMBOLS queries (the
+ * gateway's own) give a valid symbol or a SYNTAX / BAD_VALUE code. Then the lines are fed,
  * as replay lines, to a fresh engine (with one symbol defined), whose
  * invariants are checked at the end of the input (checking after every
  * line, as the unit tests do, made runs several times slower).
@@ -27,6 +28,13 @@ static void sink(void *ctx, uint16_t gw, const struct em_msg *ev)
 
 static void check_round_trip(const char *s, size_t n)
 {
+    /* the gateway's SYMBOLS query: a name it returns is a valid symbol */
+    char sym[EM_SYM_MAX + 1];
+    int q = em_alf_parse_symbols(s, n, sym);
+    if (q == 0 && sym[0] && !em_valid_sym(sym, strlen(sym)))
+        abort();
+    if (q > 0 && q != EM_REJ_SYNTAX && q != EM_REJ_BAD_VALUE)
+        abort();
     struct em_msg m, m2, d;
     if (em_alf_parse(s, n, &m) != 0)
         return;

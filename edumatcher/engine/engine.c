@@ -694,6 +694,11 @@ int em_engine_symbol_md(const struct em_engine *e, uint16_t id, struct em_symbol
     out->volume = s->volume;
     out->trades = s->trades;
     out->version = s->md_version;
+    out->decimals = s->dec;
+    out->tick = (struct em_price){s->tick_mant, s->dec};
+    out->lot = s->lot;
+    out->band = s->band;
+    out->cb_band = s->cb_band;
     return 0;
 }
 

@@ -136,6 +136,12 @@ struct em_symbol_md {
     uint32_t last_qty;    /* the last trade's quantity */
     uint64_t volume, trades;
     uint64_t version;
+    /* the symbol's rules (docs/alf.md §7 SYMBOL): a price's decimals, the
+     * tick (a price), the lot, the collar and circuit-breaker bands in
+     * basis points (0: none) */
+    uint8_t decimals;
+    struct em_price tick;
+    uint32_t lot, band, cb_band;
 };
 
 /* Symbols are numbered 1..em_engine_nsymbols in definition order. */

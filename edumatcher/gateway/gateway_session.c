@@ -60,6 +60,7 @@ struct em_gw {
     } * tokens;
     size_t ntokens, tokens_cap;
     struct em_gw_stats st;
+    struct em_mkt *mkt; /* the latest MD line per symbol (SYMBOLS) */
 };
 
 static uint64_t now_ns(const struct em_gw *g)
@@ -314,6 +315,21 @@ bool em_gw_session_logging_in(const struct em_gw_session *s)
     return s->state == S_LOGGING_IN;
 }
 
+bool em_gw_session_live(const struct em_gw_session *s)
+{
+    return s->state == S_LIVE;
+}
+
+const struct em_mkt *em_gw_market(const struct em_gw *g)
+{
+    return g->mkt;
+}
+
+void em_gw_session_answered(struct em_gw_session *s)
+{
+    s->g->st.msgs_in++;
+}
+
 void em_gw_session_input(struct em_gw_session *s, const struct em_msg *m, int code)
 {
     struct em_gw *g = s->g;
@@ -490,6 +506,12 @@ void em_gw_bus_message(struct em_gw *g, const char *topic, size_t tl, const void
 {
     static const char prefix[] = "order.ack.";
     g->st.bus_msgs_in++;
+    if (tl >= 3 && memcmp(topic, "md.", 3) == 0) {
+        /* market data: kept for SYMBOLS, never routed to a session */
+        if (em_mkt_book(g->mkt, payload, len, now_ns(g) / 1000000u + 1) == CORE_EPROTO)
+            g->st.bad_events++;
+        return;
+    }
     if (tl <= sizeof prefix - 1 || memcmp(topic, prefix, sizeof prefix - 1) != 0) {
         g->st.unrouted++;
         return;
@@ -538,6 +560,12 @@ struct em_gw *em_gw_new(const struct em_gw_config *cfg)
         core_list_init(&g->logging_in);
     if (!g)
         return NULL;
+    g->mkt = malloc(sizeof *g->mkt);
+    if (!g->mkt) {
+        free(g);
+        return NULL;
+    }
+    em_mkt_init(g->mkt, 1000);
     g->cfg = *cfg;
     if (g->cfg.rate_burst < 1)
         g->cfg.rate_burst = 1;
@@ -550,6 +578,7 @@ void em_gw_free(struct em_gw *g)
         return;
     free(g->dirty);
     free(g->tokens);
+    free(g->mkt);
     free(g);
 }
 

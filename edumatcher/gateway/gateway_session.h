@@ -42,6 +42,11 @@
  * em_gw_flush is called (once per loop turn). When bus->send fails (the
  * engine's queue is full) each order of the batch is answered RATE_LIMIT.
  *
+ * Market data: bus messages on `md.<SYM>` (the front end's main subscribes
+ * to "md.") go to a table of the latest MD line per symbol (em_mkt, at most
+ * EM_MKT_SYMS symbols), which the front ends read to answer SYMBOLS
+ * locally: that query never reaches the engine or the order path.
+ *
  * Single-threaded; no allocation per message (the dirty list grows by
  * doubling).
  */
@@ -53,6 +58,7 @@
 #include <stdint.h>
 
 #include "edumatcher/engine/msg.h"
+#include "edumatcher/monitor/market.h"
 
 struct em_gw;
 struct em_gw_session;
@@ -136,8 +142,18 @@ void em_gw_session_refuse(struct em_gw_session *s, int code);
  * until front->live. */
 bool em_gw_session_logging_in(const struct em_gw_session *s);
 
+/* True once LOGGEDIN was sent and until LOGOUT. */
+bool em_gw_session_live(const struct em_gw_session *s);
+/* A message the front end answered itself (SYMBOLS): counted in msgs_in. */
+void em_gw_session_answered(struct em_gw_session *s);
+/* The latest book and rules per symbol, from `md.<SYM>` messages and
+ * em_gw_bus_message calls with a query's answer (owned by g). */
+const struct em_mkt *em_gw_market(const struct em_gw *g);
+
 /* One bus message from the engine: topic `order.ack.<gw>`, payload one or
- * more event frames, delivered to that session in order. */
+ * more event frames, delivered to that session in order; or topic
+ * `md.<SYM>`, payload an MD line, kept in the market table (a line older
+ * than the one held is ignored, an unparsable one counted in bad_events). */
 void em_gw_bus_message(struct em_gw *g, const char *topic, size_t tl, const void *payload,
                        size_t len);
 /* After a batch of bus messages: front->flush of every session written to. */

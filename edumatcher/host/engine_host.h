@@ -105,7 +105,8 @@ int em_host_tick(struct em_host *h);
 int em_host_flush(struct em_host *h);
 /* The market-data timer: one MD line per symbol changed since its last:
  *   MD sym=<s> seq=<n> epoch=<n> phase=<p> last=<px|-> lastqty=<n>
- *      volume=<n> trades=<n> bids=<px>:<shown>:<orders>,... asks=...
+ *      volume=<n> trades=<n> tick=<px> lot=<n> decimals=<n> band=<pct|->
+ *      cb_band=<pct|-> bids=<px>:<shown>:<orders>,... asks=...
  * (md_depth levels; seq numbers each symbol's stream from 1 in this run,
  * epoch is the run's start in ns of wall time). */
 void em_host_publish_md(struct em_host *h);
@@ -115,7 +116,9 @@ void em_host_publish_md(struct em_host *h);
  * payload "<from tid> [<max>]": the TRADE lines from that id on that are
  * in the trade log, one per line, as many as fit (empty: none yet).
  * Topic "book", payload "<SYM>": the symbol's MD line now, numbered as its
- * stream's last message. Anything else, or a failure: topic "error". */
+ * stream's last message. Topic "symbol", payload "<n>": the same for the
+ * nth symbol in definition order (from 1), "unknown symbol" past the last.
+ * Anything else, or a failure: topic "error". */
 size_t em_host_query(struct em_host *h, const char *topic, size_t tl, const void *payload,
                      size_t len, const struct em_bus_topic **reply, char *out, size_t cap);
 

@@ -4,7 +4,11 @@
  * Market data is between messages: a timer publishes, at most once per
  * symbol per --md-interval-ms and only when its book changed, a snapshot:
  *   MD sym=<s> seq=<n> epoch=<n> phase=<p> last=<px|-> lastqty=<n> volume=<n>
- *      trades=<n> bids=<px>:<shown>:<orders>,... asks=...  (best --md-depth levels)
+ *      trades=<n> tick=<px> lot=<n> decimals=<n> band=<pct|-> cb_band=<pct|->
+ *      bids=<px>:<shown>:<orders>,... asks=...  (best --md-depth levels)
+ * The symbol's rules ride along so a gateway can answer SYMBOLS (docs/alf.md)
+ * from the stream alone; a rule change (SYMBOL restated) shows in the next
+ * line published for the symbol.
  * seq counts the messages of one symbol's stream from 1, without gaps, in
  * one run of the process (epoch, its start time in ns since the epoch,
  * changes when the engine restarts): a subscriber that sees seq skip, or
@@ -67,11 +71,20 @@ static int format_md(struct em_host *h, uint16_t id, uint64_t seq, char *line, s
     char px[32] = "";
     if (md.has_last)
         px[em_alf_format_price(md.last, px)] = '\0';
+    char tick[32], band[32] = "-", cb_band[32] = "-";
+    tick[em_alf_format_price(md.tick, tick)] = '\0';
+    /* bands in percent with two decimals, as SYMBOL takes them (basis
+     * points are hundredths of a percent) */
+    if (md.band)
+        band[em_alf_format_price((struct em_price){md.band, 2}, band)] = '\0';
+    if (md.cb_band)
+        cb_band[em_alf_format_price((struct em_price){md.cb_band, 2}, cb_band)] = '\0';
     int len = snprintf(line, cap,
                        "MD sym=%s seq=%" PRIu64 " epoch=%" PRIu64
-                       " phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64,
+                       " phase=%s last=%s lastqty=%u volume=%" PRIu64 " trades=%" PRIu64
+                       " tick=%s lot=%u decimals=%u band=%s cb_band=%s",
                        md.name, seq, h->md_epoch, em_phase_name(md.phase), md.has_last ? px : "-",
-                       md.last_qty, md.volume, md.trades);
+                       md.last_qty, md.volume, md.trades, tick, md.lot, md.decimals, band, cb_band);
     if (h->cfg.md_depth > 0 && len > 0 && (size_t)len < cap) {
         len += format_side(h, line + len, cap - (size_t)len, "bids", md.name, EM_SIDE_BUY);
         if ((size_t)len < cap)
@@ -110,6 +123,7 @@ size_t em_host_query(struct em_host *h, const char *topic, size_t tl, const void
 {
     static const struct em_bus_topic trades_t = {6, "trades"}, book_t = {4, "book"},
                                      error_t = {5, "error"};
+    unsigned long long nth = 0;
     h->st.queries++;
     char arg[64];
     size_t n = len < sizeof arg - 1 ? len : sizeof arg - 1;
@@ -131,6 +145,19 @@ size_t em_host_query(struct em_host *h, const char *topic, size_t tl, const void
         /* The book now, numbered as the stream's last message: every
          * message above it is newer (each is a whole snapshot). */
         uint16_t id = em_engine_symbol_id(h->e, arg);
+        uint64_t seq = id && id < h->syms_cap ? h->syms[id].md_seq : 0;
+        int w = id ? format_md(h, id, seq, out, cap) : -1;
+        if (w >= 0) {
+            *reply = &book_t;
+            return (size_t)w;
+        }
+        return (size_t)snprintf(out, cap, "unknown symbol");
+    }
+    if (tl == 6 && memcmp(topic, "symbol", 6) == 0 && sscanf(arg, "%llu", &nth) == 1) {
+        /* The nth symbol's book (definition order from 1): a gateway that
+         * starts late walks 1, 2, ... until "unknown symbol" to learn every
+         * symbol without knowing their names. */
+        uint16_t id = nth >= 1 && nth <= em_engine_nsymbols(h->e) ? (uint16_t)nth : 0;
         uint64_t seq = id && id < h->syms_cap ? h->syms[id].md_seq : 0;
         int w = id ? format_md(h, id, seq, out, cap) : -1;
         if (w >= 0) {

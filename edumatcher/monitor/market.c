@@ -142,10 +142,29 @@ static struct em_mkt_sym *symbol(struct em_mkt *m, const char *sym, bool create)
     return s;
 }
 
+/* An optional rule: its value when present and valid, "-" when absent.
+ * False when present and not valid. */
+static bool take_rule(char *out, const struct token *t)
+{
+    if (!t) {
+        strcpy(out, "-");
+        return true;
+    }
+    return take_str(out, EM_MKT_STR, t->v, t->vl, false);
+}
+
+const struct em_mkt_sym *em_mkt_find(const struct em_mkt *m, const char *sym)
+{
+    for (unsigned i = 0; i < m->n; i++)
+        if (strcmp(m->s[i].sym, sym) == 0)
+            return &m->s[i];
+    return NULL;
+}
+
 int em_mkt_book(struct em_mkt *m, const char *line, size_t len, uint64_t now_ms)
 {
-    struct token t[16];
-    int n = tokens(line, len, "MD", t, 16);
+    struct token t[24];
+    int n = tokens(line, len, "MD", t, 24);
     if (n < 0) {
         m->rejected++;
         return CORE_EPROTO;
@@ -165,7 +184,10 @@ int em_mkt_book(struct em_mkt *m, const char *line, size_t len, uint64_t now_ms)
         !take_u64(&b.lastqty, lq->v, lq->vl) || !take_u64(&b.volume, vol->v, vol->vl) ||
         !take_u64(&b.trades, trades->v, trades->vl) ||
         !take_levels(b.bids, sizeof b.bids, bids->v, bids->vl) ||
-        !take_levels(b.asks, sizeof b.asks, asks->v, asks->vl)) {
+        !take_levels(b.asks, sizeof b.asks, asks->v, asks->vl) ||
+        !take_rule(b.tick, field(t, n, "tick")) || !take_rule(b.lot, field(t, n, "lot")) ||
+        !take_rule(b.decimals, field(t, n, "decimals")) ||
+        !take_rule(b.band, field(t, n, "band")) || !take_rule(b.cb_band, field(t, n, "cb_band"))) {
         m->rejected++;
         return CORE_EPROTO;
     }
@@ -186,6 +208,11 @@ int em_mkt_book(struct em_mkt *m, const char *line, size_t len, uint64_t now_ms)
     strcpy(s->last, b.last);
     strcpy(s->bids, b.bids);
     strcpy(s->asks, b.asks);
+    strcpy(s->tick, b.tick);
+    strcpy(s->lot, b.lot);
+    strcpy(s->decimals, b.decimals);
+    strcpy(s->band, b.band);
+    strcpy(s->cb_band, b.cb_band);
     m->books++;
     return 0;
 }

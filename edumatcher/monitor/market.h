@@ -15,6 +15,9 @@
  *     they fit and contain no character that would need escaping in JSON.
  *  3. A book is replaced only by a newer one: a higher seq in the same
  *     epoch, or another epoch (the engine restarted).
+ *
+ * The ALF gateway keeps one too, without tape or chart use, to answer
+ * `SYMBOLS` (docs/alf.md §9) from the symbol rules the MD lines carry.
  */
 #ifndef EM_MONITOR_MARKET_H
 #define EM_MONITOR_MARKET_H
@@ -46,6 +49,10 @@ struct em_mkt_sym {
     uint64_t seq, epoch, volume, trades, lastqty, book_ms;
     char phase[EM_MKT_STR], last[EM_MKT_STR];
     char bids[EM_MKT_LEVELS], asks[EM_MKT_LEVELS];
+    /* the symbol's rules as the MD line gives them ("-" when the line has
+     * none): tick and bands as printed (bands in percent, "-": none) */
+    char tick[EM_MKT_STR], lot[EM_MKT_STR], decimals[EM_MKT_STR];
+    char band[EM_MKT_STR], cb_band[EM_MKT_STR];
     /* tape and chart rings */
     unsigned tape_head, tape_n, pt_head, pt_n;
     struct em_mkt_trade tape[EM_MKT_TAPE];
@@ -64,7 +71,8 @@ struct em_mkt {
 void em_mkt_init(struct em_mkt *m, uint64_t bucket_ms);
 
 /* Apply one `MD sym=... seq=... epoch=... phase=... last=... lastqty=...
- * volume=... trades=... bids=... asks=...` line (len bytes). Returns 0,
+ * volume=... trades=... [tick=... lot=... decimals=... band=... cb_band=...]
+ * bids=... asks=...` line (len bytes); a rule left out reads "-". Returns 0,
  * CORE_EEXISTS (not newer than the book held: ignored), CORE_EPROTO or
  * CORE_ETOOBIG (no room for a new symbol). */
 int em_mkt_book(struct em_mkt *m, const char *line, size_t len, uint64_t now_ms);
@@ -79,5 +87,8 @@ int em_mkt_trade(struct em_mkt *m, const char *line, size_t len, uint64_t now_ms
  * "bids":[[px,qty,orders],..],"asks":[..],"tape":[newest first],
  * "chart":[[t_ms,last,low,high,volume],..]},..]} to out. */
 void em_mkt_json(const struct em_mkt *m, struct core_buf *out);
+
+/* The symbol named sym (NUL-terminated) or NULL. */
+const struct em_mkt_sym *em_mkt_find(const struct em_mkt *m, const char *sym);
 
 #endif

@@ -10,6 +10,7 @@
  */
 #include "edumatcher/gateway/alf/alf.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 struct span {
@@ -426,4 +427,30 @@ size_t em_alf_format(const struct em_msg *m, char *buf)
         }
     }
     return (size_t)(p - buf);
+}
+
+int em_alf_parse_symbols(const char *s, size_t n, char sym[EM_SYM_MAX + 1])
+{
+    static const char word[] = "SYMBOLS";
+    const size_t wl = sizeof word - 1;
+    if (n < wl || memcmp(s, word, wl) != 0 || (n > wl && s[wl] != ' '))
+        return -1;
+    sym[0] = '\0';
+    size_t i = wl;
+    bool seen = false;
+    while (i < n) {
+        i++; /* the space */
+        size_t start = i;
+        while (i < n && s[i] != ' ')
+            i++;
+        size_t tl = i - start;
+        if (tl < 4 || memcmp(s + start, "sym=", 4) != 0 || seen)
+            return EM_REJ_SYNTAX;
+        if (!em_valid_sym(s + start + 4, tl - 4))
+            return EM_REJ_BAD_VALUE;
+        memcpy(sym, s + start + 4, tl - 4);
+        sym[tl - 4] = '\0';
+        seen = true;
+    }
+    return 0;
 }

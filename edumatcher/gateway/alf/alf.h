@@ -29,6 +29,13 @@
  * (docs/alf.md A.8: the REJECT echoes it), else 0. */
 int em_alf_parse(const char *s, size_t n, struct em_msg *out);
 
+/* The gateway's own query (docs/alf.md §9): `SYMBOLS` or `SYMBOLS sym=<s>`
+ * in s[0..n) (no terminator; single spaces between tokens, as ALF §1).
+ * Returns -1 when the line is not a SYMBOLS query (hand it to
+ * em_alf_parse), 0 with sym set ("" for all symbols), or SYNTAX (another
+ * field, or a repeated one) or BAD_VALUE (sym not a symbol name). */
+int em_alf_parse_symbols(const char *s, size_t n, char sym[EM_SYM_MAX + 1]);
+
 /* Format m as an ALF line without terminator into buf (at least
  * EM_ALF_FORMAT_MAX bytes). Fields are written in the message's order,
  * those present only. Returns the length written (no NUL added). */

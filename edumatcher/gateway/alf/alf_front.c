@@ -1,6 +1,7 @@
 /* The ALF front end (alf_front.h). */
 #include "edumatcher/gateway/alf/alf_front.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 
 struct alf_conn {
     struct core_conn *conn;
+    struct em_gw *g;
     struct em_gw_session *s;
     bool discarding;      /* inside an overlong line (ALF §1) */
     struct core_buf held; /* lines received while logging in */
@@ -55,6 +57,72 @@ static const struct em_gw_front alf_front = {
 
 /* ---- lines from the trader ---- */
 
+/* ---- SYMBOLS, answered here from the gateway's market table ---- */
+
+/* The best level of a side `px:shown:orders,...` as px and shown ("-", "0"
+ * when the side is empty). */
+static void best_level(const char *levels, char *px, char *qty)
+{
+    const char *c1 = strchr(levels, ':');
+    if (!c1 || c1 == levels || (size_t)(c1 - levels) >= EM_MKT_STR) {
+        strcpy(px, "-");
+        strcpy(qty, "0");
+        return;
+    }
+    memcpy(px, levels, (size_t)(c1 - levels));
+    px[c1 - levels] = '\0';
+    const char *c2 = strchr(c1 + 1, ':');
+    size_t ql = c2 ? (size_t)(c2 - (c1 + 1)) : 0;
+    if (!ql || ql >= EM_MKT_STR)
+        ql = 0;
+    memcpy(qty, c1 + 1, ql);
+    qty[ql] = '\0';
+    if (!ql)
+        strcpy(qty, "0");
+}
+
+static void write_symbol(struct alf_conn *a, const struct em_mkt_sym *m)
+{
+    char bid[EM_MKT_STR], bidqty[EM_MKT_STR], ask[EM_MKT_STR], askqty[EM_MKT_STR];
+    best_level(m->bids, bid, bidqty);
+    best_level(m->asks, ask, askqty);
+    char line[EM_ALF_FORMAT_MAX];
+    int n = snprintf(line, sizeof line,
+                     "SYMBOL sym=%s tick=%s lot=%s decimals=%s band=%s cb_band=%s phase=%s "
+                     "bid=%s bidqty=%s ask=%s askqty=%s last=%s\n",
+                     m->sym, m->tick, m->lot, m->decimals, m->band, m->cb_band, m->phase, bid,
+                     bidqty, ask, askqty, m->last);
+    if (n > 0 && (size_t)n < sizeof line)
+        core_buf_append(core_conn_out(a->conn), line, (size_t)n);
+}
+
+/* docs/alf.md §9: one SYMBOL line per symbol asked for, then ENDSYMBOLS;
+ * an unknown symbol is a REJECT. Local: the engine is not asked. */
+static void answer_symbols(struct alf_conn *a, int code, const char *sym)
+{
+    if (!em_gw_session_live(a->s))
+        code = EM_REJ_NOT_LOGGED_IN;
+    const struct em_mkt *mkt = em_gw_market(a->g);
+    if (!code && sym[0] && !em_mkt_find(mkt, sym))
+        code = EM_REJ_UNKNOWN_SYMBOL;
+    if (code) {
+        em_gw_session_refuse(a->s, code);
+        return;
+    }
+    em_gw_session_answered(a->s);
+    unsigned count = 0;
+    for (unsigned i = 0; i < mkt->n; i++) {
+        if (sym[0] && strcmp(mkt->s[i].sym, sym) != 0)
+            continue;
+        write_symbol(a, &mkt->s[i]);
+        count++;
+    }
+    char end[32];
+    int n = snprintf(end, sizeof end, "ENDSYMBOLS n=%u\n", count);
+    core_buf_append(core_conn_out(a->conn), end, (size_t)n);
+    core_conn_flush(a->conn);
+}
+
 /* One line, without its terminator (ALF §1). */
 static void handle_line(struct alf_conn *a, const char *line, size_t n)
 {
@@ -67,6 +135,12 @@ static void handle_line(struct alf_conn *a, const char *line, size_t n)
         return; /* empty lines are ignored */
     if (n > EM_ALF_LINE_MAX) {
         em_gw_session_refuse(a->s, EM_REJ_LINE_TOO_LONG);
+        return;
+    }
+    char sym[EM_SYM_MAX + 1];
+    int q = em_alf_parse_symbols(line, n, sym);
+    if (q >= 0) {
+        answer_symbols(a, q, sym);
         return;
     }
     struct em_msg m;
@@ -136,6 +210,7 @@ static int on_open(struct core_conn *c, void *app)
     if (!a)
         return CORE_ENOMEM;
     a->conn = c;
+    a->g = app;
     a->s = em_gw_session_open(app, &alf_front, a);
     if (!a->s) {
         free(a);

@@ -24,12 +24,14 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static char host[CORE_OPT_STRLEN] = "127.0.0.1";
 static int64_t port = 9001;
 static char engine_pull[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9100";
 static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
 static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
+static char engine_query[CORE_OPT_STRLEN] = "";
 static char tokens_file[CORE_OPT_STRLEN] = "";
 static char name_opt[CORE_OPT_STRLEN] = "gateway";
 static int64_t rate_limit = 10000;
@@ -47,6 +49,9 @@ static const struct core_option options[] = {
      "the engine's PULL endpoint"},
     {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's PUB endpoint"},
+    {"engine-query", CORE_OPT_STRING, engine_query, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the engine's query endpoint: every symbol's book and rules at start, for SYMBOLS (\"\": "
+     "only what the market data brings)"},
     {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the monitor's health endpoint (\"\": no beacons)"},
     {"tokens-file", CORE_OPT_STRING, tokens_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -122,6 +127,38 @@ static void on_login_timer(uv_timer_t *t)
 
 /* ---- start-up ---- */
 
+/* SYMBOLS for symbols whose book does not change after this start: ask
+ * the engine for the 1st, 2nd, ... symbol's MD line until it has no more.
+ * Called after subscribing to md., so a line published meanwhile is not
+ * lost (the table keeps the newer of the two). Each answer is bounded by
+ * a wait: an engine that does not answer leaves the table to the stream. */
+static void load_symbols(void)
+{
+    static struct em_bus_sock req; /* large: not on the stack */
+    if (em_bus_open(&req, G.zctx, EM_BUS_REQ, engine_query, false) != 0) {
+        CORE_WARN("gateway: cannot connect to %s", engine_query);
+        return;
+    }
+    static const struct em_bus_topic topic = {6, "symbol"};
+    unsigned loaded = 0;
+    for (unsigned nth = 1; nth <= EM_MKT_SYMS; nth++) {
+        char arg[16];
+        int al = snprintf(arg, sizeof arg, "%u", nth);
+        if (em_bus_send(&req, &topic, arg, (size_t)al) != 0 || em_bus_recv_wait(&req, 5000) != 0) {
+            CORE_WARN("gateway: no answer from %s: SYMBOLS knows what market data brings",
+                      engine_query);
+            break;
+        }
+        if (req.topic_len != 4 || memcmp(req.topic, "book", 4) != 0)
+            break; /* past the last symbol */
+        /* the answer is an MD line: handled as one from the stream */
+        em_gw_bus_message(G.gw, "md.", 3, req.payload, req.payload_len);
+        loaded++;
+    }
+    em_bus_close(&req);
+    CORE_INFO("gateway: %u symbols from %s", loaded, engine_query);
+}
+
 static void on_stop(struct core_proc *p, void *data)
 {
     core_server_stop(G.srv); /* closing each session sends its DISCONNECT */
@@ -164,6 +201,9 @@ int main(int argc, char **argv)
     }
     em_bus_watch(&G.sub, G.loop, 1024, on_event, NULL);
     G.sub.on_batch = on_event_batch;
+    em_bus_subscribe(&G.sub, "md."); /* SYMBOLS: each symbol's book and rules */
+    if (engine_query[0])
+        load_symbols();
 
     struct core_server_limits lim = {.maxclients = maxclients,
                                      .query_buf_limit = 1 << 20,

@@ -163,7 +163,7 @@ class Exchange:
     """Engine + gateway (+ optional clearing and monitor) on free ports."""
 
     def __init__(self, procs, workdir, gateway_args=(), engine_args=(), clearing=False,
-                 monitor=False, extra_symbols=""):
+                 monitor=False, extra_symbols="", gateway_query=False):
         self.procs = procs
         self.dir = workdir
         self.pull = f"tcp://127.0.0.1:{free_port()}"
@@ -189,7 +189,9 @@ class Exchange:
         self.gateway = procs.start([binary("edumatcher-gateway"), "--port", str(self.port),
                                     "--engine-pull", self.pull, "--engine-pub", self.pub,
                                     "--health", self.health, "--tokens-file", self.tokens,
-                                    "--beacon-ms", "100", *gateway_args])
+                                    "--beacon-ms", "100",
+                                    *(["--engine-query", self.query] if gateway_query else []),
+                                    *gateway_args])
         assert self.gateway.ready.startswith("edumatcher-gateway"), self.gateway.stderr()
         self.clearing_port = None
         self.clearing = None

@@ -290,6 +290,25 @@ static void test_price_format(void **state)
     assert_string_equal(b, "7");
 }
 
+/* The gateway's SYMBOLS query (docs/alf.md §9). */
+static void test_parse_symbols(void **state)
+{
+    char sym[EM_SYM_MAX + 1];
+#define Q(line) em_alf_parse_symbols(line, strlen(line), sym)
+    assert_int_equal(Q("SYMBOLS"), 0);
+    assert_string_equal(sym, "");
+    assert_int_equal(Q("SYMBOLS sym=AB.C1"), 0);
+    assert_string_equal(sym, "AB.C1");
+    assert_int_equal(Q("SYMBOLSX"), -1); /* not the query: for em_alf_parse */
+    assert_int_equal(Q("SYMBOL sym=ABC tick=1"), -1);
+    assert_int_equal(Q("SYMBOLS side=B"), EM_REJ_SYNTAX);
+    assert_int_equal(Q("SYMBOLS sym=A sym=B"), EM_REJ_SYNTAX);
+    assert_int_equal(Q("SYMBOLS "), EM_REJ_SYNTAX);
+    assert_int_equal(Q("SYMBOLS sym=abc"), EM_REJ_BAD_VALUE);
+    assert_int_equal(Q("SYMBOLS sym=ABCDEFGHIJKLM"), EM_REJ_BAD_VALUE);
+#undef Q
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -301,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_fast_builders_match_encoder),
         cmocka_unit_test(test_parse_fault_order),
         cmocka_unit_test(test_price_format),
+        cmocka_unit_test(test_parse_symbols),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -192,7 +192,7 @@ static void test_journal_before_publish(void **state)
     em_host_publish_md(h);
     assert_string_equal(no_epoch(published("md.ABC", from)),
                         "MD sym=ABC seq=1 phase=CONTINUOUS last=10.01 lastqty=4 volume=4 trades=1 "
-                        "bids= asks=10.01:6:1");
+                        "tick=0.01 lot=1 decimals=2 band=- cb_band=- bids= asks=10.01:6:1");
     from = B.n;
     em_host_publish_md(h);
     assert_int_equal(B.n, from);
@@ -204,10 +204,24 @@ static void test_journal_before_publish(void **state)
     size_t n = em_host_query(h, "book", 4, "ABC", 3, &reply, out, sizeof out);
     out[n] = 0;
     assert_memory_equal(reply->s, "book", 4);
-    assert_string_equal(no_epoch(out),
-                        "MD sym=ABC seq=1 phase=CONTINUOUS last=10.01 lastqty=4 volume=4 "
-                        "trades=1 bids= asks=10.01:6:1");
+    assert_string_equal(
+        no_epoch(out), "MD sym=ABC seq=1 phase=CONTINUOUS last=10.01 lastqty=4 volume=4 "
+                       "trades=1 tick=0.01 lot=1 decimals=2 band=- cb_band=- bids= asks=10.01:6:1");
     n = em_host_query(h, "book", 4, "XYZ", 3, &reply, out, sizeof out);
+    assert_memory_equal(reply->s, "error", 5);
+    /* the same by position (a late gateway walks 1, 2, ... to the end) */
+    char by_name[4096];
+    n = em_host_query(h, "book", 4, "ABC", 3, &reply, by_name, sizeof by_name);
+    by_name[n] = 0;
+    n = em_host_query(h, "symbol", 6, "1", 1, &reply, out, sizeof out);
+    out[n] = 0;
+    assert_memory_equal(reply->s, "book", 4);
+    assert_string_equal(out, by_name);
+    n = em_host_query(h, "symbol", 6, "2", 1, &reply, out, sizeof out);
+    out[n] = 0;
+    assert_memory_equal(reply->s, "error", 5);
+    assert_string_equal(out, "unknown symbol");
+    n = em_host_query(h, "symbol", 6, "0", 1, &reply, out, sizeof out);
     assert_memory_equal(reply->s, "error", 5);
     n = em_host_query(h, "trades", 6, "1", 1, &reply, out, sizeof out);
     out[n] = 0;
@@ -217,7 +231,7 @@ static void test_journal_before_publish(void **state)
     assert_int_equal(n, 0); /* none yet */
     em_host_query(h, "what", 4, "", 0, &reply, out, sizeof out);
     assert_memory_equal(reply->s, "error", 5);
-    assert_int_equal(em_host_stats(h)->queries, 5);
+    assert_int_equal(em_host_stats(h)->queries, 9);
 
     /* a frame that does not decode is counted, not published */
     uint8_t junk[3] = {0xff, 0xff, 0xff};
@@ -265,10 +279,10 @@ static void test_clock_and_schedule(void **state)
     symbols_file(h);
     assert_int_equal(B.n, 0);
     em_host_publish_md(h);
-    assert_string_equal(
-        no_epoch(published("md.ABC", 0)),
-        "MD sym=ABC seq=1 phase=CLOSED last=10.01 lastqty=4 volume=4 trades=1 bids= "
-        "asks=");
+    assert_string_equal(no_epoch(published("md.ABC", 0)),
+                        "MD sym=ABC seq=1 phase=CLOSED last=10.01 lastqty=4 volume=4 trades=1 "
+                        "tick=0.01 lot=1 decimals=2 band=- cb_band=- bids= "
+                        "asks=");
     assert_int_equal(em_host_journal(h)->records, 0);
     em_host_close(h);
     remove_dir();
@@ -296,7 +310,7 @@ static void test_snapshot_and_restore(void **state)
     em_host_publish_md(h);
     assert_string_equal(no_epoch(published("md.ABC", 0)),
                         "MD sym=ABC seq=1 phase=CONTINUOUS last=10.01 lastqty=1 volume=5 trades=2 "
-                        "bids= asks=10.01:5:1");
+                        "tick=0.01 lot=1 decimals=2 band=- cb_band=- bids= asks=10.01:5:1");
     /* ids go on where they were */
     unsigned from = B.n;
     from_gw(h, "B1", "NEW cl=b3 sym=ABC side=B qty=1 px=10.01");
@@ -398,7 +412,7 @@ static void test_legacy_snapshot(void **state)
     em_host_publish_md(h);
     assert_string_equal(no_epoch(published("md.ABC", 0)),
                         "MD sym=ABC seq=1 phase=CONTINUOUS last=10.01 lastqty=4 volume=4 trades=1 "
-                        "bids= asks=10.01:6:1");
+                        "tick=0.01 lot=1 decimals=2 band=- cb_band=- bids= asks=10.01:6:1");
     em_host_close(h);
 
     /* a damaged section is refused: open fails rather than guess */

@@ -57,6 +57,23 @@ static void test_books(void **state)
                      0);
     assert_string_equal(m->s[0].phase, "HALTED");
     assert_string_equal(m->s[0].bids, "");
+    assert_string_equal(m->s[0].tick, "-"); /* a line without the rules */
+    /* the rules, when the line has them; a bad one refuses the line */
+    assert_int_equal(book("MD sym=ABC seq=2 epoch=8 phase=HALTED last=- lastqty=0 volume=0 "
+                          "trades=0 tick=0.01 lot=10 decimals=2 band=20.00 cb_band=- bids= asks=",
+                          13),
+                     0);
+    assert_string_equal(m->s[0].tick, "0.01");
+    assert_string_equal(m->s[0].lot, "10");
+    assert_string_equal(m->s[0].band, "20.00");
+    assert_string_equal(m->s[0].cb_band, "-");
+    assert_ptr_equal(em_mkt_find(m, "ABC"), &m->s[0]);
+    assert_null(em_mkt_find(m, "XYZ"));
+    assert_int_equal(book("MD sym=ABC seq=3 epoch=8 phase=HALTED last=- lastqty=0 volume=0 "
+                          "trades=0 tick=\"x lot=10 bids= asks=",
+                          14),
+                     CORE_EPROTO);
+    assert_string_equal(m->s[0].lot, "10");
     const char *bad[] = {
         "MD sym=ABC",
         "XX sym=ABC seq=1 epoch=1 phase=P last=- lastqty=0 volume=0 trades=0 bids= asks=",
