@@ -54,6 +54,8 @@ static void teardown_harness(struct harness *h)
     for (unsigned d = 0; d < 2; d++)
         gs_store_free(h->dbs[d].store);
     core_buf_free(&h->out);
+    gs_cmd_stats_free(&h->node.cmdstats); /* what gs_command_index_build made */
+    free(h->node.cmd_names);
     uv_loop_close(&h->loop);
     free(h);
 }
