@@ -265,6 +265,20 @@ static void on_group_closed(void *data)
     }
 }
 
+int gs_cl_keep_closed(struct gs_cluster *cl, struct gs_group *g)
+{
+    if (cl->n_closed == cl->cap_closed) {
+        unsigned cap = cl->cap_closed ? 2 * cl->cap_closed : 8;
+        struct gs_group **p = realloc(cl->closed, cap * sizeof(*p));
+        if (!p)
+            return CORE_ENOMEM;
+        cl->closed = p;
+        cl->cap_closed = cap;
+    }
+    cl->closed[cl->n_closed++] = g;
+    return 0;
+}
+
 void gs_cluster_stop(struct gs_cluster *cl)
 {
     if (cl->prep_started) {
@@ -275,6 +289,7 @@ void gs_cluster_stop(struct gs_cluster *cl)
     for (unsigned g = 0; g < cl->n; g++) {
         if (cl->groups[g].raft) {
             cl->closing++;
+            (void)gs_cl_keep_closed(cl, cl->groups[g].raft);
             gs_group_close(cl->groups[g].raft, on_group_closed, cl);
             cl->groups[g].raft = NULL;
         }
@@ -301,6 +316,9 @@ void gs_cluster_free(struct gs_cluster *cl)
         cl->free_waits = w->next_free;
         free(w);
     }
+    for (unsigned i = 0; i < cl->n_closed; i++)
+        gs_group_free(cl->closed[i]);
+    free(cl->closed);
     gs_ring_free(cl->ring);
     gs_ring_free(cl->target);
     free(cl->nodes);

@@ -108,6 +108,10 @@ struct gs_cluster {
     struct core_buf xout;
     struct gs_raft_mux *mux; /* this node's Raft port */
     unsigned closing;
+    /* Closed groups, freed in gs_cluster_free, after the loop ran dry
+     * (gs_group_close). */
+    struct gs_group **closed;
+    unsigned n_closed, cap_closed;
     uv_prepare_t barrier_prep; /* one read barrier per group per iteration */
     bool prep_started;
     struct gs_cl_hints *hints; /* leader_hints.c, NULL when off */
@@ -138,6 +142,10 @@ unsigned gs_cl_ring_members(struct gs_cluster *cl, const struct gs_ring *r, cons
 void gs_cl_set_members(struct cgroup *grp, const unsigned *m, unsigned n, unsigned self);
 /* cl->serve from cl->ring. */
 void gs_cl_serve_ring(struct gs_cluster *cl);
+
+/* Keep a group whose close has begun until gs_cluster_free. Returns 0 or
+ * CORE_ENOMEM (the group is then never freed: a small leak, not a crash). */
+int gs_cl_keep_closed(struct gs_cluster *cl, struct gs_group *g);
 /* The node index of grp's Raft leader as known here, or -1. */
 int gs_cl_leader_of(const struct gs_cluster *cl, const struct cgroup *grp);
 void gs_cl_reply_moved(struct gs_client *c, unsigned slot, const struct cnode *to);

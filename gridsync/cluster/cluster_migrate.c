@@ -364,6 +364,7 @@ static void finish_change(struct gs_cluster *cl)
         gs_cl_set_members(grp, m, nm, cl->self);
         if (grp->raft && grp->role < 0) {
             CORE_INFO("cluster: leaving the group of %s", cl->nodes[g].name);
+            (void)gs_cl_keep_closed(cl, grp->raft);
             gs_group_close_erase(grp->raft, on_left_group, grp->own_store ? grp->db.store : NULL);
             grp->raft = NULL;
             grp->db.store = NULL;

@@ -250,14 +250,20 @@ struct gs_group;
  * configuration if the directory holds no Raft state yet (a restart keeps
  * its log and term, and catches up), binds the transport. Returns 0,
  * CORE_EINVAL, CORE_EIO (directory or raft error; logged) or CORE_ENOMEM.
- * On success the group belongs to the caller until gs_group_close. */
+ * On success the group belongs to the caller until gs_group_free. */
 int gs_group_start(struct gs_group **out, struct uv_loop_s *loop,
                    const struct gs_group_config *cfg);
 
 /* Close asynchronously: pending writes fail with CORE_ECLOSED; cb (may be
- * NULL) runs once the raft instance and every handle are closed, after
- * which the memory is released. */
+ * NULL) runs once the raft instance and every handle are closed. The state
+ * machine is gone by then, but not the group's memory: libraft 0.15 may
+ * still complete thread-pool work on the group's I/O after the close (a
+ * segment finalize), so the caller frees the group with gs_group_free only
+ * once the loop has run dry (uv_run(UV_RUN_DEFAULT) returned). */
 void gs_group_close(struct gs_group *g, void (*cb)(void *data), void *data);
+
+/* Release a closed group (see gs_group_close); NULL is ignored. */
+void gs_group_free(struct gs_group *g);
 
 struct gs_fsm *gs_group_fsm(struct gs_group *g);
 bool gs_group_is_leader(struct gs_group *g);

@@ -23,6 +23,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/list.h"
 #include "core/log.h"
 #include "gridsync/cluster/raft_transport.h"
 
@@ -58,6 +59,11 @@ struct gs_group {
     unsigned handles_open;
     void (*close_cb)(void *);
     void *close_data;
+    /* libraft's close of its uv io, wrapped (io_close_once). */
+    void (*uv_io_close)(struct raft_io *io, raft_io_close_cb cb);
+    raft_io_close_cb raft_io_closed;
+    bool io_closed;
+    bool orphan; /* its start failed: nobody holds it, it frees itself */
 };
 
 /* The lease clock: read fresh, unlike libuv's loop time, which is cached
@@ -241,14 +247,55 @@ static void erase_dir(const char *dir)
     rmdir(dir);
 }
 
-static void group_free(struct gs_group *g)
+/* libraft 0.15's uv io fires its close callback without waiting for a
+ * segment finalize (truncate and rename of the last open segment, started
+ * by the close itself) still on the thread pool. When that work completes
+ * it runs the close check again, which calls the close callback a second
+ * time: raft's own callback would free raft's memory twice, and the work's
+ * completion reads the uv io, so that memory must outlive it. The wrapper
+ * passes the first call on and drops any later one; the io's memory goes
+ * only in gs_group_free, once the loop has run dry. */
+static void on_io_closed(struct raft_io *io)
+{
+    struct gs_group *g = CORE_CONTAINER_OF(io, struct gs_group, io);
+    if (g->io_closed)
+        return;
+    g->io_closed = true;
+    g->raft_io_closed(io);
+}
+
+static void io_close_once(struct raft_io *io, raft_io_close_cb cb)
+{
+    struct gs_group *g = CORE_CONTAINER_OF(io, struct gs_group, io);
+    g->raft_io_closed = cb;
+    g->uv_io_close(io, on_io_closed);
+}
+
+static void release_io(struct gs_group *g)
+{
+    raft_uv_close(&g->io);
+    if (!g->use_mux)
+        raft_uv_tcp_close(&g->transport.inner);
+}
+
+void gs_group_free(struct gs_group *g)
+{
+    if (!g)
+        return;
+    release_io(g);
+    free(g);
+}
+
+static void group_closed(struct gs_group *g)
 {
     void (*cb)(void *) = g->close_cb;
     void *data = g->close_data;
     if (g->erase)
         erase_dir(g->dir);
     gs_fsm_free(g->fsm);
-    free(g);
+    g->fsm = NULL;
+    if (g->orphan)
+        gs_group_free(g);
     if (cb)
         cb(data);
 }
@@ -257,15 +304,12 @@ static void on_handle_closed(uv_handle_t *h)
 {
     struct gs_group *g = h->data;
     if (--g->handles_open == 0)
-        group_free(g);
+        group_closed(g);
 }
 
 static void on_raft_closed(struct raft *r)
 {
     struct gs_group *g = r->data;
-    raft_uv_close(&g->io);
-    if (!g->use_mux)
-        raft_uv_tcp_close(&g->transport.inner);
     g->handles_open = 2;
     uv_close((uv_handle_t *)&g->prepare, on_handle_closed);
     uv_close((uv_handle_t *)&g->rebalance, on_handle_closed);
@@ -334,6 +378,8 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
         }
     }
     if (rv == 0) {
+        g->uv_io_close = g->io.close;
+        g->io.close = io_close_once;
         raft_uv_set_connect_retry_delay(&g->io, cfg->connect_retry_ms ? cfg->connect_retry_ms
                                                                       : DEFAULT_RETRY_MS);
         rv = raft_init(&g->raft, &g->io, gs_fsm_raft(g->fsm), cfg->id, self);
@@ -392,7 +438,9 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
     if (rv != 0) {
         CORE_WARN("raft: start %s in %s: %s (%s%s%s)", self, cfg->dir, raft_strerror(rv),
                   raft_errmsg(&g->raft), g->io.errmsg[0] ? "; " : "", g->io.errmsg);
-        /* Memory goes once the loop has closed everything. */
+        /* Memory goes once the loop has closed everything. Nothing was
+         * appended, so no segment finalize can outlive the close. */
+        g->orphan = true;
         raft_close(&g->raft, on_raft_closed);
         return gs_from_raft(rv, CORE_EIO);
     }

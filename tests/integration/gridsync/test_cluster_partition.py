@@ -150,14 +150,21 @@ def test_linearizable_reads_refuse_a_stale_leader(net, make_cluster, mode):
                      extra=["--cluster-read-mode", mode])
     assert c.call("SET", "lin:k", "old") in (True, "OK")
     c.wait_settled()
+    # The node that serves the read leads the key's group. Under load a
+    # leader may briefly answer TRYAGAIN (lease not yet renewed) or lose
+    # leadership, so look until one serves it.
     leader = None
-    for nd in c.nodes:
-        try:
-            nd.client().get("lin:k")
-            leader = nd
-            break
-        except redis.ResponseError:
-            continue
+    deadline = time.monotonic() + 30
+    while leader is None and time.monotonic() < deadline:
+        for nd in c.nodes:
+            try:
+                nd.client().get("lin:k")
+                leader = nd
+                break
+            except redis.ResponseError:
+                continue
+        else:
+            time.sleep(0.05)
     assert leader is not None
     others = [nd for nd in c.nodes if nd is not leader]
     net.cut(leader.i)

@@ -46,6 +46,9 @@ struct world {
     struct node nodes[N];
     struct gs_raft_peer peers[N];
     int closed;
+    /* Closed groups: freed once the loop has run dry (gs_group_close). */
+    struct gs_group *dead[4 * N];
+    unsigned n_dead;
 };
 
 /* A free port below the kernel's ephemeral range (32768 and up by
@@ -99,6 +102,8 @@ static void on_closed(void *data)
 static void stop_node(struct world *w, unsigned i)
 {
     int before = w->closed;
+    assert_true(w->n_dead < sizeof(w->dead) / sizeof(w->dead[0]));
+    w->dead[w->n_dead++] = w->nodes[i].group;
     gs_group_close(w->nodes[i].group, on_closed, w);
     w->nodes[i].group = NULL;
     uint64_t end = core_now_ns() + 10000000000ull;
@@ -228,7 +233,9 @@ static void test_group_end_to_end(void **state)
         stop_node(w, i);
     for (unsigned i = 0; i < N; i++)
         gs_store_free(w->nodes[i].store);
-    uv_run(&w->loop, UV_RUN_NOWAIT);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    for (unsigned i = 0; i < w->n_dead; i++)
+        gs_group_free(w->dead[i]);
     assert_int_equal(uv_loop_close(&w->loop), 0);
     nftw(w->base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     free(w);
@@ -330,7 +337,10 @@ static void test_groups_share_one_port(void **state)
     for (unsigned i = 0; i < N; i++)
         for (unsigned g = 0; g < G; g++)
             gs_store_free(st[i][g]);
-    uv_run(&loop, UV_RUN_NOWAIT);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    for (unsigned i = 0; i < N; i++)
+        for (unsigned g = 0; g < G; g++)
+            gs_group_free(grp[i][g]);
     assert_int_equal(uv_loop_close(&loop), 0);
     nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
@@ -426,8 +436,73 @@ static void test_group_membership_change(void **state)
     assert_int_equal(closed, M);
     for (unsigned i = 0; i < M; i++)
         gs_store_free(st[i]);
-    uv_run(&loop, UV_RUN_NOWAIT);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    for (unsigned i = 0; i < M; i++)
+        gs_group_free(grp[i]);
     assert_int_equal(uv_loop_close(&loop), 0);
+    nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void on_closed_int(void *data)
+{
+    ++*(int *)data;
+}
+
+static void test_close_outlives_thread_pool_work(void **state)
+{
+    enum { CYCLES = 5 };
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    char base[64] = "/tmp/gs-raft-close-XXXXXX";
+    assert_non_null(mkdtemp(base));
+    char addr[32], dir[128];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port(&loop));
+    snprintf(dir, sizeof(dir), "%s/g", base);
+    struct gs_raft_peer peer = {1, addr};
+    struct gs_store *st;
+    struct gs_store_config scfg = {0};
+    assert_int_equal(gs_store_new(&st, &scfg), 0);
+    struct gs_group_config cfg = {
+        .id = 1,
+        .dir = dir,
+        .peers = &peer,
+        .n_peers = 1,
+        .preferred_leader = 1,
+        .fsm = {.store = st, .exec = test_exec},
+    };
+    for (int cycle = 0; cycle < CYCLES; cycle++) {
+        gs_store_clear(st); /* the log replays into it */
+        struct gs_group *g;
+        assert_int_equal(gs_group_start(&g, &loop, &cfg), 0);
+        uint64_t end = core_now_ns() + 20000000000ull;
+        while (!gs_group_is_leader(g) && core_now_ns() < end)
+            uv_run(&loop, UV_RUN_ONCE);
+        assert_true(gs_group_is_leader(g));
+        const char *argv[2] = {"INCR", "n"};
+        size_t len[2] = {4, 1};
+        struct result r = {0};
+        for (int k = 0; k < 3; k++) {
+            memset(&r, 0, sizeof(r));
+            assert_int_equal(gs_fsm_submit(gs_group_fsm(g), 2, argv, len, on_write, &r), 0);
+            while (!r.called && core_now_ns() < end)
+                uv_run(&loop, UV_RUN_ONCE);
+            assert_int_equal(r.status, 0);
+        }
+        char want[16];
+        snprintf(want, sizeof(want), ":%d\r\n", 3 * (cycle + 1));
+        assert_string_equal(r.reply, want); /* nothing lost across the closes */
+
+        int closed = 0;
+        gs_group_close(g, on_closed_int, &closed);
+        /* Until the loop runs dry: the close's own thread-pool work included. */
+        uv_run(&loop, UV_RUN_DEFAULT);
+        assert_int_equal(closed, 1);
+        gs_group_free(g);
+        assert_int_equal(uv_loop_close(&loop), 0);
+        if (cycle + 1 < CYCLES)
+            assert_int_equal(uv_loop_init(&loop), 0);
+    }
+    gs_store_free(st);
     nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -440,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_group_end_to_end),
         cmocka_unit_test(test_groups_share_one_port),
         cmocka_unit_test(test_group_membership_change),
+        cmocka_unit_test(test_close_outlives_thread_pool_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
