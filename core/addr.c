@@ -3,10 +3,11 @@
 
 #include "core/error.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <uv.h>
 
 int core_addr_split(const char *s, size_t len, char *host, size_t hostlen, int *port)
 {
@@ -54,9 +55,18 @@ int core_addr_split(const char *s, size_t len, char *host, size_t hostlen, int *
 int core_addr_ip(const char *host, int port, struct sockaddr_storage *ss)
 {
     memset(ss, 0, sizeof(*ss));
-    int rc = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss)
-                               : uv_ip4_addr(host, port, (struct sockaddr_in *)ss);
-    return rc ? CORE_EINVAL : 0;
+    if (port < 0 || port > 65535)
+        return CORE_EINVAL;
+    if (strchr(host, ':')) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        return inet_pton(AF_INET6, host, &a->sin6_addr) == 1 ? 0 : CORE_EINVAL;
+    }
+    struct sockaddr_in *a = (struct sockaddr_in *)ss;
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)port);
+    return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : CORE_EINVAL;
 }
 
 int core_addr_format(char *out, size_t len, const char *host, int port)

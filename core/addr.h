@@ -22,7 +22,8 @@ int core_addr_split(const char *s, size_t len, char *host, size_t hostlen, int *
 
 /* The numeric socket address of host (an IPv4 or IPv6 literal, without
  * brackets; a host with ':' is IPv6) and port. Returns 0 or CORE_EINVAL
- * (not a literal: names are not resolved here). */
+ * (not a literal: names are not resolved here, and an IPv6 scope id
+ * "%eth0" is not accepted). */
 int core_addr_ip(const char *host, int port, struct sockaddr_storage *ss);
 
 /* Write "host:port", bracketing a host that contains ':' ("[::1]:7000"),
