@@ -97,6 +97,14 @@ struct gs_config {
     int cluster_read_mode;               /* enum gs_read_mode (raft_glue.h) */
     bool cluster_join;                   /* this node is being added (docs) */
     int64_t cluster_snapshot_entries;    /* Raft log entries between snapshots */
+    int64_t cluster_size;                /* nodes to wait for in the registry; 0 = peers given */
+    /* DynamoDB registry (gridsync/cluster/registry.h); empty = none. */
+    char registry[CORE_OPT_STRLEN]; /* dynamodb://HOST:PORT/TABLE */
+    char registry_region[CORE_OPT_STRLEN];
+    char registry_access_key[CORE_OPT_STRLEN];
+    char registry_secret_key[CORE_OPT_STRLEN];
+    int64_t registry_heartbeat; /* ms between two PutItems of this node */
+    int64_t registry_ttl;       /* ms a registration lives without a heartbeat */
     /* Conversion thresholds of the value types (gridsync/types/value.h). */
     int64_t hash_max_listpack_entries;
     int64_t hash_max_listpack_value;

@@ -9,21 +9,87 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/registry.h"
 #include "gridsync/cluster/slot.h"
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/commands/commands.h"
+
+static int registry_config(const struct gs_config *cfg, struct gs_registry_config *rc)
+{
+    char err[GS_REGISTRY_STRLEN + 96];
+    memset(rc, 0, sizeof(*rc));
+    if (gs_registry_parse_url(cfg->registry, rc, err, sizeof(err)) < 0) {
+        CORE_WARN("%s", err);
+        return CORE_EINVAL;
+    }
+    const char *ak =
+        cfg->registry_access_key[0] ? cfg->registry_access_key : getenv("AWS_ACCESS_KEY_ID");
+    const char *sk =
+        cfg->registry_secret_key[0] ? cfg->registry_secret_key : getenv("AWS_SECRET_ACCESS_KEY");
+    if (!ak || !*ak || !sk || !*sk) {
+        CORE_WARN("registry: no credentials (--registry-access-key/--registry-secret-key or "
+                  "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)");
+        return CORE_EINVAL;
+    }
+    snprintf(rc->access_key, sizeof(rc->access_key), "%s", ak);
+    snprintf(rc->secret_key, sizeof(rc->secret_key), "%s", sk);
+    snprintf(rc->region, sizeof(rc->region), "%s", cfg->registry_region);
+    return 0;
+}
+
+/* With --registry: register, and learn cluster-peers from the registry
+ * when none were given, before the groups start (docs/gridsync-cluster.md,
+ * "Registry"). The node is listening but its loop does not run yet, so the
+ * start-up requests run on a private loop of their own. */
+static int registry_start(struct gs_node *n, struct gs_registry_config *rc, char *self,
+                          size_t selflen)
+{
+    int err = registry_config(&n->cfg, rc);
+    if (err < 0)
+        return err;
+    snprintf(self, selflen, "%s:%lld", n->cfg.bind, (long long)n->cfg.port);
+    bool discover = n->cfg.cluster_peers[0] == '\0';
+    if (discover && n->cfg.cluster_size < 1) {
+        CORE_WARN("registry: without cluster-peers, cluster-size says how many nodes to wait for");
+        return CORE_EINVAL;
+    }
+    char peers[CORE_OPT_STRLEN], msg[GS_REGISTRY_STRLEN * 2 + 96];
+    err = gs_registry_startup(rc, self, discover ? n->cfg.cluster_size : 0, n->cfg.registry_ttl,
+                              peers, sizeof(peers), msg, sizeof(msg));
+    if (err < 0) {
+        CORE_WARN("%s", msg);
+        return err;
+    }
+    if (discover) {
+        CORE_INFO("registry: cluster-peers %s", peers);
+        snprintf(n->cfg.cluster_peers, sizeof(n->cfg.cluster_peers), "%s", peers);
+    }
+    return 0;
+}
 
 static int feature_start(struct gs_node *n, void **self)
 {
     if (!n->cfg.cluster_enabled)
         return 0;
-    int rc = gs_cluster_new(&n->cluster, n);
+    struct gs_registry_config rc;
+    char addr[CORE_OPT_STRLEN + 24];
+    if (n->cfg.registry[0] != '\0') {
+        int err = registry_start(n, &rc, addr, sizeof(addr));
+        if (err < 0)
+            return err;
+    }
+    int rc_new = gs_cluster_new(&n->cluster, n);
     *self = n->cluster; /* set on a failure after some groups started */
-    return rc;
+    if (rc_new < 0 || n->cfg.registry[0] == '\0')
+        return rc_new;
+    return gs_registry_heartbeat_start(&n->cluster->registry, n->loop, &rc, addr,
+                                       n->cfg.registry_heartbeat, n->cfg.registry_ttl);
 }
 
 static bool feature_route(void *self, struct gs_client *c, const struct gs_command *cmd,
@@ -78,7 +144,12 @@ static void feature_apply_config(void *self)
 
 static void feature_stop(void *self)
 {
-    gs_cluster_stop(self);
+    struct gs_cluster *cl = self;
+    if (cl) {
+        gs_registry_heartbeat_stop(cl->registry);
+        cl->registry = NULL;
+    }
+    gs_cluster_stop(cl);
 }
 
 static void feature_free(void *self)
@@ -110,6 +181,22 @@ static const struct gs_option options[] = {
               NULL, CORE_OPT_IMMUTABLE, "Raft log entries between two snapshots of a shard"),
     GS_OPTION(cluster_join, "cluster-join", CORE_OPT_BOOL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
               "this node is the last of cluster-peers, being added to a running cluster"),
+    GS_OPTION(cluster_size, "cluster-size", CORE_OPT_INT, 0, 64, NULL, CORE_OPT_IMMUTABLE,
+              "with registry and no cluster-peers: live registered nodes to wait for at start"),
+    GS_OPTION(registry, "registry", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "dynamodb://HOST:PORT/TABLE: register this node there, learn peers from it"),
+    GS_OPTION(registry_region, "registry-region", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "AWS region the registry's requests are signed for"),
+    GS_OPTION(registry_access_key, "registry-access-key", CORE_OPT_STRING, 0, 0, NULL,
+              CORE_OPT_IMMUTABLE | CORE_OPT_SECRET,
+              "registry access key (default: AWS_ACCESS_KEY_ID)"),
+    GS_OPTION(registry_secret_key, "registry-secret-key", CORE_OPT_STRING, 0, 0, NULL,
+              CORE_OPT_IMMUTABLE | CORE_OPT_SECRET,
+              "registry secret key (default: AWS_SECRET_ACCESS_KEY)"),
+    GS_OPTION(registry_heartbeat, "registry-heartbeat", CORE_OPT_INT, 50, 600000, NULL,
+              CORE_OPT_IMMUTABLE, "ms between two registrations of this node"),
+    GS_OPTION(registry_ttl, "registry-ttl", CORE_OPT_INT, 100, 3600000, NULL, CORE_OPT_IMMUTABLE,
+              "ms a registration lives without a heartbeat"),
     {{NULL, 0, NULL, 0, 0, NULL, 0, NULL}, 0},
 };
 

@@ -90,8 +90,9 @@ struct gs_cluster_wait {
 
 struct gs_cluster {
     struct gs_node *node;
-    struct gs_ring *ring;   /* the placement being served */
-    struct gs_ring *target; /* the placement being moved to, or NULL */
+    struct gs_registry_heartbeat *registry; /* NULL without --registry */
+    struct gs_ring *ring;                   /* the placement being served */
+    struct gs_ring *target;                 /* the placement being moved to, or NULL */
     unsigned rmap[GS_RING_MAX_NODES], tmap[GS_RING_MAX_NODES]; /* ring index -> node */
     int leaving;                                               /* node being removed, or -1 */
     uint16_t serve[GS_SLOTS];                                  /* slot -> group serving it here */

@@ -229,6 +229,9 @@ void gs_config_defaults(struct gs_config *cfg)
     strcpy(cfg->dir, "./gridsync-data");
     cfg->cluster_replicas = 3;
     cfg->cluster_snapshot_entries = 16384;
+    strcpy(cfg->registry_region, "us-east-1");
+    cfg->registry_heartbeat = 1000;
+    cfg->registry_ttl = 5000;
     cfg->hash_max_listpack_entries = 512; /* Redis 7.0's default */
     cfg->hash_max_listpack_value = 64;
     cfg->list_max_listpack_size = -2;

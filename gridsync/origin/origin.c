@@ -3,14 +3,10 @@
  * of fetches in flight, waiter lists, the bounded queue and the negative
  * cache. The life cycle and invariants are in origin.h.
  *
- * How curl and libuv meet (the socket-action pattern of curl's own
- * multi-uv example): curl tells us which sockets to watch for what
- * (on_curl_socket -> one uv_poll per socket) and when it next needs a
- * timeout (on_curl_timer -> one uv_timer); we tell curl what happened
- * (curl_multi_socket_action from on_poll / on_timer) and then collect
- * finished transfers (collect_done). Waiter callbacks therefore always run
- * from a loop callback, never from inside a libcurl callback and never
- * from inside gs_origin_fetch.
+ * How curl and libuv meet is core/curl_uv.h's: after each socket action it
+ * calls on_activity, which collects finished transfers (collect_done). Waiter callbacks therefore
+ * always run from a loop callback, never from inside a libcurl callback and never from inside
+ * gs_origin_fetch.
  */
 #include "gridsync/origin/origin.h"
 
@@ -23,6 +19,7 @@
 #include <curl/curl.h>
 
 #include "core/clock.h"
+#include "core/curl_uv.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/list.h"
@@ -69,17 +66,10 @@ struct neg_entry {
 };
 
 /* One socket curl asked us to watch. */
-struct sock_ctx {
-    uv_poll_t poll;
-    curl_socket_t fd;
-    struct gs_origin *o;
-    struct core_list link; /* in socks: open polls, so that free can close them */
-};
-
 struct gs_origin {
     uv_loop_t *loop;
-    CURLM *multi;
-    uv_timer_t timer;
+    struct core_curl_uv *cu;
+    CURLM *multi; /* cu's */
     struct gs_origin_config cfg;
     char *url_template;
     uint64_t seed;
@@ -103,8 +93,6 @@ struct gs_origin {
     struct gs_origin_stats stats;
     struct core_hist latency;
 
-    struct core_list socks; /* sock_ctx.link: polls not yet closing */
-    unsigned open_handles;  /* timer + polls not yet closed */
     bool closing;
 };
 
@@ -480,100 +468,14 @@ static void collect_done(struct gs_origin *o)
 
 /* ------------------------------------------------------ curl <-> libuv */
 
-static void maybe_free_origin(struct gs_origin *o)
+static void on_activity(void *arg)
 {
-    if (o->closing && o->open_handles == 0)
-        free(o);
+    collect_done(arg);
 }
 
-static void on_handle_closed(uv_handle_t *h)
+static void on_closed(void *arg)
 {
-    struct gs_origin *o;
-    if (h->type == UV_POLL) {
-        struct sock_ctx *c = h->data;
-        o = c->o;
-        free(c);
-    } else {
-        o = h->data;
-    }
-    o->open_handles--;
-    maybe_free_origin(o);
-}
-
-static void sock_close(struct gs_origin *o, struct sock_ctx *c)
-{
-    core_list_remove(&c->link);
-    uv_close((uv_handle_t *)&c->poll, on_handle_closed);
-}
-
-static void on_poll(uv_poll_t *h, int status, int events)
-{
-    struct sock_ctx *c = h->data;
-    struct gs_origin *o = c->o;
-    int flags = 0;
-    if (status < 0)
-        flags = CURL_CSELECT_ERR;
-    if (events & UV_READABLE)
-        flags |= CURL_CSELECT_IN;
-    if (events & UV_WRITABLE)
-        flags |= CURL_CSELECT_OUT;
-    int running;
-    /* c may be closed by this call (CURL_POLL_REMOVE); it is freed only in
-     * its close callback, and not touched after. */
-    curl_multi_socket_action(o->multi, c->fd, flags, &running);
-    collect_done(o);
-}
-
-static void on_timer(uv_timer_t *t)
-{
-    struct gs_origin *o = t->data;
-    int running;
-    curl_multi_socket_action(o->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    collect_done(o);
-}
-
-static int on_curl_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
-{
-    struct gs_origin *o = userp;
-    struct sock_ctx *c = socketp;
-    if (what == CURL_POLL_REMOVE) {
-        if (c) {
-            curl_multi_assign(o->multi, s, NULL);
-            sock_close(o, c);
-        }
-        return 0;
-    }
-    if (c == NULL) {
-        c = malloc(sizeof(*c));
-        if (c == NULL)
-            return -1;
-        if (uv_poll_init_socket(o->loop, &c->poll, s) < 0) {
-            free(c);
-            return -1;
-        }
-        c->fd = s;
-        c->o = o;
-        c->poll.data = c;
-        core_list_push_front(&o->socks, &c->link);
-        o->open_handles++;
-        curl_multi_assign(o->multi, s, c);
-    }
-    int ev = 0;
-    if (what & CURL_POLL_IN)
-        ev |= UV_READABLE;
-    if (what & CURL_POLL_OUT)
-        ev |= UV_WRITABLE;
-    return uv_poll_start(&c->poll, ev, on_poll) < 0 ? -1 : 0;
-}
-
-static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
-{
-    struct gs_origin *o = userp;
-    if (timeout_ms < 0)
-        return uv_timer_stop(&o->timer) < 0 ? -1 : 0;
-    /* 0 means "act now"; curl forbids calling socket_action from inside
-     * this callback, so the loop's next turn does it. */
-    return uv_timer_start(&o->timer, on_timer, (uint64_t)timeout_ms, 0) < 0 ? -1 : 0;
+    free(arg);
 }
 
 /* ----------------------------------------------------------- lifecycle */
@@ -624,22 +526,13 @@ static void free_buffers(struct gs_origin *o)
 
 int gs_origin_new(struct gs_origin **out, uv_loop_t *loop, const struct gs_origin_config *cfg)
 {
-    static bool curl_ready;
     int rc = validate(cfg);
     if (rc < 0)
         return rc;
-    if (!curl_ready) {
-        /* Once per process, before any other curl call (it is not
-         * thread-safe, and a node has one loop thread). */
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-            return CORE_EIO;
-        curl_ready = true;
-    }
     struct gs_origin *o = calloc(1, sizeof(*o));
     if (o == NULL)
         return CORE_ENOMEM;
     o->loop = loop;
-    core_list_init(&o->socks);
     o->cfg = *cfg;
     if (o->cfg.negative_max == 0)
         o->cfg.negative_max = DEFAULT_NEGATIVE_MAX;
@@ -659,15 +552,14 @@ int gs_origin_new(struct gs_origin **out, uv_loop_t *loop, const struct gs_origi
     o->neg = calloc(o->neg_cap, sizeof(*o->neg));
     o->neg_mask = pow2_at_least(o->neg_cap) - 1;
     o->neg_buckets = malloc(((size_t)o->neg_mask + 1) * sizeof(*o->neg_buckets));
-    o->multi = curl_multi_init();
-    if (!o->url_template || !o->slots || !o->table || !o->neg || !o->neg_buckets || !o->multi) {
-        rc = o->multi ? CORE_ENOMEM : CORE_EIO;
-        if (o->multi)
-            curl_multi_cleanup(o->multi);
+    rc = CORE_ENOMEM;
+    if (!o->url_template || !o->slots || !o->table || !o->neg || !o->neg_buckets ||
+        (rc = core_curl_uv_new(&o->cu, loop, on_activity, o)) < 0) {
         free_buffers(o);
         free(o);
         return rc;
     }
+    o->multi = core_curl_uv_multi(o->cu);
     for (uint32_t i = 0; i <= o->neg_mask; i++)
         o->neg_buckets[i] = -1;
     for (uint32_t i = o->nslots; i-- > 0;) {
@@ -676,16 +568,9 @@ int gs_origin_new(struct gs_origin **out, uv_loop_t *loop, const struct gs_origi
         o->slots[i].qnext = o->free_list;
         o->free_list = &o->slots[i];
     }
-    curl_multi_setopt(o->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
-    curl_multi_setopt(o->multi, CURLMOPT_SOCKETDATA, o);
-    curl_multi_setopt(o->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-    curl_multi_setopt(o->multi, CURLMOPT_TIMERDATA, o);
     /* Keep one idle connection per possible fetch, so that a busy origin
      * is talked to over warm keep-alive connections. */
     curl_multi_setopt(o->multi, CURLMOPT_MAXCONNECTS, (long)o->cfg.max_concurrent);
-    uv_timer_init(loop, &o->timer);
-    o->timer.data = o;
-    o->open_handles = 1;
     *out = o;
     return 0;
 }
@@ -709,18 +594,11 @@ void gs_origin_free(struct gs_origin *o)
     }
     o->qhead = o->qtail = NULL;
     o->queued = 0;
-    /* May call on_curl_socket(REMOVE) for cached connections, which closes
-     * their polls; the easy handles go after the multi handle (curl's
-     * documented order). */
-    curl_multi_cleanup(o->multi);
+    /* The easy handles go after the multi handle (curl's documented
+     * order); o itself once the loop has closed cu's handles. */
+    core_curl_uv_close(o->cu, on_closed);
     o->multi = NULL;
-    /* Whatever curl did not report removed is closed here: the sockets are
-     * gone with the multi handle. */
-    struct core_list *l;
-    while ((l = core_list_first(&o->socks)) != NULL)
-        sock_close(o, CORE_CONTAINER_OF(l, struct sock_ctx, link));
     free_buffers(o);
-    uv_close((uv_handle_t *)&o->timer, on_handle_closed);
 }
 
 /* ---------------------------------------------------------------- API */
