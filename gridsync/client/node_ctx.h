@@ -233,6 +233,11 @@ int gs_clients_budget_parse(const char *value, int64_t maxmemory, int64_t *bytes
  * with why written. */
 int gs_obuf_limits_parse(const char *value, struct gs_obuf_limit *limits, char *why, size_t len);
 
+/* Parse cfg->output_buf_limit onto cfg->obuf, then rewrite the text in
+ * Redis's CONFIG GET form. Returns 0, or CORE_EINVAL (logged; the classes
+ * parsed before the error keep their new values). */
+int gs_config_apply_obuf(struct gs_config *cfg);
+
 /* Stop accepting, close every client and the node's handles; the loop
  * then returns. Safe from inside a command (SHUTDOWN) and from a signal
  * callback. */

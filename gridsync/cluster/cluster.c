@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/addr.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -53,7 +54,7 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
     struct gs_raft_peer peers[GS_RING_MAX_REPLICAS];
     for (unsigned r = 0; r < grp->n_members; r++) {
         const struct cnode *m = &cl->nodes[grp->members[r]];
-        snprintf(addrs[r], sizeof(addrs[r]), "%s:%d", m->host, m->port + RAFT_PORT_OFFSET);
+        core_addr_format(addrs[r], sizeof(addrs[r]), m->host, m->port + RAFT_PORT_OFFSET);
         peers[r] = (struct gs_raft_peer){m->raft_id, addrs[r]};
     }
     if (grp->g == cl->self) {
@@ -168,7 +169,8 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
         goto fail;
     }
     char self[CORE_OPT_STRLEN + 24];
-    snprintf(self, sizeof(self), "%s:%lld", n->cfg.bind, (long long)n->cfg.port);
+    /* As cluster-peers spells it: an IPv6 bind address in brackets. */
+    core_addr_format(self, sizeof(self), n->cfg.bind, (int)n->cfg.port);
     cl->self = cl->n;
     for (unsigned i = 0; i < cl->n; i++)
         if (strcmp(cl->nodes[i].name, self) == 0)
@@ -213,8 +215,8 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
         gs_cl_set_members(grp, m, nm, cl->self);
     }
     char raft_addr[GS_RING_NAME_MAX + 16];
-    snprintf(raft_addr, sizeof(raft_addr), "%s:%d", cl->nodes[cl->self].host,
-             cl->nodes[cl->self].port + RAFT_PORT_OFFSET);
+    core_addr_format(raft_addr, sizeof(raft_addr), cl->nodes[cl->self].host,
+                     cl->nodes[cl->self].port + RAFT_PORT_OFFSET);
     rc = gs_raft_mux_start(&cl->mux, n->loop, raft_addr);
     if (rc) {
         CORE_WARN("cluster: cannot listen for Raft on %s", raft_addr);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/addr.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gridsync/cluster/cluster.h"
@@ -67,8 +68,8 @@ int gs_cl_apply_target(struct gs_cluster *cl)
         char addrs[GS_RING_MAX_REPLICAS][GS_RING_NAME_MAX + 16];
         struct gs_raft_peer peers[GS_RING_MAX_REPLICAS];
         for (unsigned k = 0; k < nm; k++) {
-            snprintf(addrs[k], sizeof(addrs[k]), "%s:%d", cl->nodes[m[k]].host,
-                     cl->nodes[m[k]].port + RAFT_PORT_OFFSET);
+            core_addr_format(addrs[k], sizeof(addrs[k]), cl->nodes[m[k]].host,
+                             cl->nodes[m[k]].port + RAFT_PORT_OFFSET);
             peers[k] = (struct gs_raft_peer){cl->nodes[m[k]].raft_id, addrs[k]};
         }
         gs_group_set_desired(grp->raft, peers, nm);

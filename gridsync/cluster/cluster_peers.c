@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/addr.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -35,17 +36,13 @@ int gs_cl_parse_peer(struct cnode *nd, const char *s, size_t len)
         return CORE_EINVAL;
     memcpy(nd->name, s, len);
     nd->name[len] = '\0';
-    char *colon = strrchr(nd->name, ':');
-    if (!colon || colon == nd->name)
+    /* "host:port" or "[v6]:port"; host is kept without the brackets, as
+     * Redis shows it (CLUSTER NODES, MOVED). */
+    int port;
+    if (core_addr_split(s, len, nd->host, sizeof(nd->host), &port) != 0 || port <= 0 ||
+        port + RAFT_PORT_OFFSET > 65535)
         return CORE_EINVAL;
-    size_t hlen = (size_t)(colon - nd->name);
-    memcpy(nd->host, nd->name, hlen);
-    nd->host[hlen] = '\0';
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || port <= 0 || port + RAFT_PORT_OFFSET > 65535)
-        return CORE_EINVAL;
-    nd->port = (int)port;
+    nd->port = port;
     /* A stable 40-hex id (Redis's node id shape) from the address, so
      * every node derives the same id for every other; mixed so that
      * addresses that differ in one digit do not share a long prefix. */

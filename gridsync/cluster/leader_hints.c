@@ -27,6 +27,7 @@
 
 #include <uv.h>
 
+#include "core/addr.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gridsync/cluster/cluster_internal.h"
@@ -52,9 +53,9 @@ static uint64_t now_ms(const struct gs_cluster *cl)
     return uv_now(cl->node->loop);
 }
 
-static bool raft_addr_of(const struct cnode *nd, struct sockaddr_in *sa)
+static bool raft_addr_of(const struct cnode *nd, struct sockaddr_storage *sa)
 {
-    return uv_ip4_addr(nd->host, nd->port + RAFT_PORT_OFFSET, sa) == 0;
+    return core_addr_ip(nd->host, nd->port + RAFT_PORT_OFFSET, sa) == 0;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -78,15 +79,14 @@ static void on_recv(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf, const struc
     struct gs_cl_hints *hs = u->data;
     struct gs_cluster *cl = hs->cl;
     (void)buf;
-    if (nread <= 0 || !addr || addr->sa_family != AF_INET || (flags & UV_UDP_PARTIAL))
+    if (nread <= 0 || !addr || (flags & UV_UDP_PARTIAL))
         return;
     if (gs_hint_parse(hs->in, (size_t)nread, &hs->h) != 0)
         return;
     int from = node_of_raft_id(cl, hs->h.sender);
-    struct sockaddr_in want;
-    const struct sockaddr_in *got = (const struct sockaddr_in *)addr;
+    struct sockaddr_storage want;
     if (from < 0 || (unsigned)from == cl->self || !raft_addr_of(&cl->nodes[from], &want) ||
-        want.sin_addr.s_addr != got->sin_addr.s_addr || want.sin_port != got->sin_port)
+        !core_addr_equal((const struct sockaddr *)&want, addr))
         return; /* invariant 2 */
     uint64_t now = now_ms(cl);
     cl->nodes[from].heard_ms = now;
@@ -129,7 +129,7 @@ static void on_tick(uv_timer_t *t)
     size_t len = gs_hint_encode(hs->out, h);
     uv_buf_t b = uv_buf_init(hs->out, (unsigned)len);
     for (unsigned i = 0; i < cl->n; i++) {
-        struct sockaddr_in sa;
+        struct sockaddr_storage sa;
         if (i == cl->self || cl->nodes[i].removed || !raft_addr_of(&cl->nodes[i], &sa))
             continue;
         /* Best effort: a full socket buffer or an unreachable peer only
@@ -157,7 +157,7 @@ int gs_cl_hints_start(struct gs_cluster *cl)
     hs->udp.data = hs;
     hs->timer.data = hs;
     hs->open = 2;
-    struct sockaddr_in sa;
+    struct sockaddr_storage sa;
     int rc = raft_addr_of(&cl->nodes[cl->self], &sa) ? 0 : UV_EINVAL;
     if (rc == 0)
         rc = uv_udp_bind(&hs->udp, (const struct sockaddr *)&sa, 0);

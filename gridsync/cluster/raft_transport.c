@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/addr.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -81,15 +82,16 @@ struct gs_mux_connect {
     int status;
 };
 
-static int parse_ipv4(const char *address, struct sockaddr_in *sa)
+/* A Raft address ("host:port" or "[v6]:port", core/addr.h) as a socket
+ * address. */
+static int parse_addr(const char *address, struct sockaddr_storage *sa)
 {
     char host[64];
-    const char *colon = strrchr(address, ':');
-    if (!colon || (size_t)(colon - address) >= sizeof(host))
+    int port;
+    if (core_addr_split(address, strlen(address), host, sizeof(host), &port) != 0 ||
+        core_addr_ip(host, port, sa) != 0)
         return RAFT_INVALID;
-    memcpy(host, address, (size_t)(colon - address));
-    host[colon - address] = '\0';
-    return uv_ip4_addr(host, atoi(colon + 1), sa) == 0 ? 0 : RAFT_INVALID;
+    return 0;
 }
 
 static void free_raft_handle(uv_handle_t *h)
@@ -191,8 +193,8 @@ static void mux_on_connection(uv_stream_t *listener, int status)
 
 int gs_raft_mux_start(struct gs_raft_mux **out, struct uv_loop_s *loop, const char *address)
 {
-    struct sockaddr_in sa;
-    if (parse_ipv4(address, &sa) != 0)
+    struct sockaddr_storage sa;
+    if (parse_addr(address, &sa) != 0)
         return CORE_EINVAL;
     struct gs_raft_mux *m = calloc(1, sizeof(*m));
     if (!m)
@@ -326,9 +328,9 @@ static int chan_connect(struct raft_uv_transport *t, struct raft_uv_connect *req
                         const char *address, raft_uv_connect_cb cb)
 {
     struct gs_mux_channel *ch = (struct gs_mux_channel *)t;
-    struct sockaddr_in sa;
+    struct sockaddr_storage sa;
     (void)id;
-    if (parse_ipv4(address, &sa) != 0)
+    if (parse_addr(address, &sa) != 0)
         return RAFT_NOCONNECTION;
     struct gs_mux_connect *c = calloc(1, sizeof(*c));
     uv_tcp_t *tcp = raft_malloc(sizeof(*tcp));

@@ -33,6 +33,15 @@
  *     are aliases to it.
  *  2. cum and notional (sum of px × qty of its fills, in the symbol's
  *     price units) give CumQty and AvgPx.
+ *
+ * Why one file of over 1,000 lines: the mapping in both directions
+ * (on_new_order, on_cancel_or_replace, on_mass_cancel one way,
+ * handle_event the other) reads and writes the same connection (struct
+ * fconn: its FIX session, gateway session and order table) and the same
+ * order entries under invariants 1-2; split, each half would need an
+ * internal header exposing struct fconn and struct ford to the other. The
+ * part that needs neither, the order table's hash map (omap_*), is the
+ * clean first cut into its own file when this file grows again.
  */
 #include "core/clock.h"
 #include "core/config.h"

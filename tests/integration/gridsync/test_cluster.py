@@ -144,7 +144,8 @@ class Cluster:
             base = pick_base(n, replicas)
             addrs = [("127.0.0.1", base + i) for i in range(n)]
         self.base = addrs[0][1]
-        self.peers = ",".join(f"{h}:{p}" for h, p in addrs)
+        # An IPv6 host goes in brackets, as cluster-peers wants it.
+        self.peers = ",".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in addrs)
         self.nodes = [Node(self, i, h, p, prefixes[i] if prefixes else ())
                       for i, (h, p) in enumerate(addrs)]
         self.killed = set()
