@@ -540,8 +540,8 @@ void gs_cmd_pubsub(struct gs_client *c, size_t argc, struct gs_arg *argv)
             "    Return the number of subscribers for the specified channels, excluding",
             "    pattern subscriptions(default: no channels).",
             "SHARDCHANNELS [<pattern>]",
-            "    Return the currently active shard level channels matching a <pattern> (default: "
-            "'*').",
+            ("    Return the currently active shard level channels matching a <pattern> (default: "
+             "'*')."),
             "SHARDNUMSUB [<shardchannel> ...]",
             "    Return the number of subscribers for the specified shard level channel(s)",
             "HELP",
