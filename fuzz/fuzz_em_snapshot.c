@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/byte.h"
 #include "core/error.h"
 #include "edumatcher/gateway/alf/alf.h"
 #include "edumatcher/engine/engine.h"
@@ -82,9 +83,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         if (events)
             abort(); /* a restore emits nothing */
+        /* Accepted bytes of the current version are the canonical form of
+         * their state; an older version is restored but written anew as
+         * the current one, so only the current version compares. */
+        uint32_t version = size >= 12 ? core_get_le32(data + 8) : 0;
         struct cmp c = {data, size, 0};
-        if (em_engine_snapshot(e, compare, &c) != 0 || c.differs || c.left)
-            abort(); /* accepted bytes are the canonical form of their state */
+        if (version == EM_SNAPSHOT_VERSION &&
+            (em_engine_snapshot(e, compare, &c) != 0 || c.differs || c.left))
+            abort();
         drive(e, 1);
     }
     em_engine_free(e);
