@@ -814,6 +814,19 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
             return true;
         }
     }
+    if ((cmd->flags & GS_CMD_BLOCKING) && !c->multi.active && gs_group_is_leader(grp->raft) &&
+        !any_key_here(grp, c->db->now_ms, argc, argv, first, cmd->last_key > 0 ? first : last,
+                      step)) {
+        /* Blocking in cluster mode would need the served pop to go through
+         * the log when a key becomes ready: not built. With a key to pop
+         * the command runs through the log as its non-blocking form (the
+         * apply's client may not block, blocking.h). */
+        gs_errorf(c,
+                  "ERR %s would block: blocking commands on missing keys are not supported "
+                  "in cluster mode",
+                  cmd->name);
+        return true;
+    }
     if (barrier || gs_group_is_leader(grp->raft)) {
         if (serve_at_leader(cl, grp, c, cmd, slot, write, barrier, false, argc, argv))
             return true;
