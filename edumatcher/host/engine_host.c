@@ -63,6 +63,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "core/clock.h"
@@ -440,38 +442,103 @@ static int snap_add(void *ctx, const void *data, size_t len)
     return core_buf_append(&h->snap, data, len);
 }
 
-/* The snapshot step: between messages only, when enough records or time
- * have gone by. Rare slow work (O(open orders)); a failure is logged and
- * the journal simply keeps growing. */
-static void maybe_snapshot(struct em_host *h)
+/* Serialize the engine and write the snapshot of the state after record
+ * seq (the journal's begin step is done). Returns 0 or an error; the blob
+ * is freed either way. */
+static int write_snapshot(struct em_host *h, uint64_t seq, size_t *bytes)
 {
-    uint64_t last_rec = h->journal.next_seq - 1, since = last_rec - h->journal.snapshot_seq;
-    uint64_t now = now_ns(h);
-    uint64_t recs = h->cfg.snapshot_records, every = h->cfg.snapshot_interval_ms;
-    bool by_count = recs > 0 && since >= recs;
-    bool by_time = every > 0 && since > 0 && now - h->snap_ns >= every * 1000000u;
-    if (h->replaying || h->failed || !(by_count || by_time))
-        return;
-    h->snap_ns = now;
     core_buf_reset(&h->snap);
     core_buf_reserve(&h->snap, 1u << 20); /* books are large: skip the small steps */
     int rc = em_engine_snapshot(h->e, snap_add, h);
     if (rc == 0 && h->snap.oom)
         rc = CORE_ENOMEM;
     if (rc == 0)
-        rc = em_journal_snapshot(&h->journal, h->snap.data, h->snap.len);
-    size_t bytes = h->snap.len;
+        rc = em_journal_snapshot_write(&h->journal, seq, h->snap.data, h->snap.len);
+    *bytes = h->snap.len;
     /* the blob is as large as the books: do not hold it between snapshots */
     core_buf_free(&h->snap);
+    return rc;
+}
+
+static void snapshot_finished(struct em_host *h, uint64_t seq, int rc, uint64_t t0)
+{
     if (rc) {
         h->st.snapshot_failures++;
         CORE_WARN("engine: snapshot failed: %s", core_strerror(rc));
         return;
     }
+    em_journal_snapshot_done(&h->journal, seq);
     h->st.snapshots++;
     h->st.snapshot_seq = (int64_t)h->journal.snapshot_seq;
-    CORE_INFO("engine: snapshot after record %" PRIu64 " (%zu bytes, %.1f ms)",
-              h->journal.snapshot_seq, bytes, (double)(now_ns(h) - now) / 1e6);
+    CORE_INFO("engine: snapshot after record %" PRIu64 " (%s, %.1f ms)", seq,
+              h->snap_child > 0 ? "written by a child" : "on the loop",
+              (double)(now_ns(h) - t0) / 1e6);
+}
+
+/* The child writing a snapshot: done yet? `block` waits for it (close). */
+static void reap_snapshot(struct em_host *h, bool block)
+{
+    if (h->snap_child <= 0)
+        return;
+    int status;
+    pid_t r;
+    do
+        r = waitpid(h->snap_child, &status, block ? 0 : WNOHANG);
+    while (r < 0 && errno == EINTR);
+    if (r == 0)
+        return;
+    int rc = r == h->snap_child && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : CORE_EIO;
+    snapshot_finished(h, h->snap_child_seq, rc, h->snap_child_ns);
+    h->snap_child = 0;
+}
+
+/*
+ * The snapshot step: between messages only, when enough records or time
+ * have gone by. The journal is synced and a new segment started (so the
+ * snapshot is of the state after a known record), then a forked child
+ * serializes its copy-on-write image of the engine and writes it while
+ * this process goes on matching and journaling; the next steps after the
+ * child exits remove what the snapshot supersedes. Without fork (config,
+ * or fork failing) the snapshot is taken on the loop, O(open orders). A
+ * failure is logged and the journal simply keeps growing.
+ */
+static void maybe_snapshot(struct em_host *h)
+{
+    reap_snapshot(h, false);
+    uint64_t last_rec = h->journal.next_seq - 1, since = last_rec - h->journal.snapshot_seq;
+    uint64_t now = now_ns(h);
+    uint64_t recs = h->cfg.snapshot_records, every = h->cfg.snapshot_interval_ms;
+    bool by_count = recs > 0 && since >= recs;
+    bool by_time = every > 0 && since > 0 && now - h->snap_ns >= every * 1000000u;
+    if (h->replaying || h->failed || h->snap_child > 0 || !(by_count || by_time))
+        return;
+    h->snap_ns = now;
+    uint64_t seq;
+    if (em_journal_snapshot_begin(&h->journal, &seq) != 0) {
+        h->st.journal_errors++;
+        h->failed = CORE_EIO;
+        CORE_WARN("engine: journal write failed; stopping");
+        return;
+    }
+    size_t bytes = 0;
+    if (h->cfg.snapshot_fork) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            /* The child: only its copy of the engine and the journal's
+             * directory; no socket, no exit handler. */
+            _exit(write_snapshot(h, seq, &bytes) == 0 ? 0 : 1);
+        }
+        if (pid > 0) {
+            h->snap_child = pid;
+            h->snap_child_seq = seq;
+            h->snap_child_ns = now;
+            return;
+        }
+        CORE_WARN("engine: fork for a snapshot failed (%s); taking it on the loop",
+                  strerror(errno));
+    }
+    int rc = write_snapshot(h, seq, &bytes);
+    snapshot_finished(h, seq, rc, now);
 }
 
 /* A snapshot with the process's own section (see above): the engine's
@@ -728,6 +795,7 @@ void em_host_close(struct em_host *h)
 {
     if (!h)
         return;
+    reap_snapshot(h, true); /* its files belong to this journal */
     em_journal_close(&h->journal);
     host_free(h);
 }

@@ -7,6 +7,8 @@
 #ifndef EM_ENGINE_HOST_INTERNAL_H
 #define EM_ENGINE_HOST_INTERNAL_H
 
+#include <sys/types.h>
+
 #include "core/buf.h"
 #include "core/clock.h"
 #include "edumatcher/host/engine_host.h"
@@ -78,6 +80,9 @@ struct em_host {
     /* snapshots: the blob being built, when the last one was taken */
     struct core_buf snap; /* oom is sticky: a blob with a hole is never written */
     uint64_t snap_ns;
+    pid_t snap_child;        /* > 0: a child is writing the snapshot of snap_child_seq */
+    uint64_t snap_child_seq; /* its last record */
+    uint64_t snap_child_ns;  /* when it was forked */
 };
 
 static inline uint64_t now_ns(const struct em_host *h)

@@ -45,6 +45,7 @@ static int64_t grace_ms = 300;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
 static int64_t snapshot_records = 1000000;
 static int64_t snapshot_interval_ms = 600000;
+static bool snapshot_fork = true;
 static char query_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9103";
 
 static const struct core_option options[] = {
@@ -77,6 +78,8 @@ static const struct core_option options[] = {
      "snapshot the state after this many journal records (0: not by count)"},
     {"snapshot-interval-ms", CORE_OPT_INT, &snapshot_interval_ms, 0, 604800000, NULL, 0,
      "snapshot the state this often when records came in (0: not by time)"},
+    {"snapshot-fork", CORE_OPT_BOOL, &snapshot_fork, 0, 0, NULL, 0,
+     "write snapshots from a forked child while the loop goes on (no: on the loop)"},
     {"query", CORE_OPT_STRING, query_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "endpoint to bind for queries (REP): trades by id for recovery (\"\": none)"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
@@ -192,6 +195,7 @@ int main(int argc, char **argv)
         .md_depth = (int)md_depth,
         .snapshot_records = (uint64_t)snapshot_records,
         .snapshot_interval_ms = (uint64_t)snapshot_interval_ms,
+        .snapshot_fork = snapshot_fork,
         .metrics = &P.health.metrics,
     };
     /* Replay before anything can arrive or be published. */
