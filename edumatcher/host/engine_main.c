@@ -255,6 +255,8 @@ int main(int argc, char **argv)
     core_metrics_gauge(mt, "open_orders", &st->open_orders);
     core_metrics_gauge(mt, "queue_depth", &st->last_batch);
     core_metrics_counter(mt, "snapshots", &st->snapshots);
+    core_metrics_counter(mt, "duplicates", &st->duplicates);
+    core_metrics_counter(mt, "resend_requests", &st->resend_requests);
     core_metrics_counter(mt, "snapshot_failures", &st->snapshot_failures);
     core_metrics_gauge(mt, "snapshot_seq", &st->snapshot_seq);
     core_metrics_gauge(mt, "restored_seq", &st->restored_seq);
