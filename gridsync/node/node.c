@@ -22,6 +22,8 @@
 #include "core/log.h"
 #include "gridsync/commands/pubsub.h"
 #include "gridsync/commands/slowlog.h"
+#include "gridsync/node/metrics.h"
+#include "gridsync/store/store.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -648,6 +650,9 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     rc = features_start(n, features); /* a bad feature option fails the start */
     if (rc)
         goto fail_features;
+    rc = gs_metrics_start(&n->metrics, n);
+    if (rc)
+        goto fail_features;
     uint64_t period = (uint64_t)(1000 / cfg->hz);
     uv_timer_start(&n->cron, cron_cb, period, period ? period : 1);
     *out = n;
@@ -677,6 +682,22 @@ fail_stats:
     return rc;
 }
 
+void gs_node_store_stats(const struct gs_node *n, struct gs_store_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (unsigned d = 0; d < n->n_dbs; d++) {
+        struct gs_store_stats ds;
+        gs_store_stats(n->dbs[d].store, &ds);
+        out->keys += ds.keys;
+        out->keys_with_expire += ds.keys_with_expire;
+        out->used_memory += ds.used_memory;
+        out->expired_keys += ds.expired_keys;
+        out->evicted_keys += ds.evicted_keys;
+        out->hits += ds.hits;
+        out->misses += ds.misses;
+    }
+}
+
 static void features_free(struct gs_node *n)
 {
     for (unsigned i = 0; i < n->n_features; i++)
@@ -691,6 +712,7 @@ void gs_node_stop(struct gs_node *n)
         return;
     n->stopping = true;
     core_server_stop(n->srv);
+    gs_metrics_stop(n->metrics);
     features_stop(n); /* after the clients have gone */
     uv_close((uv_handle_t *)&n->cron, NULL);
 }
@@ -700,6 +722,7 @@ void gs_node_free(struct gs_node *n)
     if (!n)
         return;
     core_server_free(n->srv);
+    gs_metrics_free(n->metrics);
     features_free(n);
     gs_multi_node_free(n); /* before the stores: their hook points here */
     dbs_free(n);
