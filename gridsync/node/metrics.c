@@ -61,6 +61,24 @@ static void one_u64(struct core_buf *b, const char *name, enum core_prom_type t,
     (void)core_prom_u64(b, name, NULL, 0, v);
 }
 
+/* Command statistics i of the node: the commands' (gs_commands order),
+ * then the subcommands' (`config|get`), with their names. */
+static size_t nstats(const struct gs_node *n)
+{
+    return n->cmdstats.ncommands + n->cmdstats.nsub;
+}
+
+static const struct gs_cmd_stat *stat_at(const struct gs_node *n, size_t i, const char **name)
+{
+    const struct gs_cmd_stats *s = &n->cmdstats;
+    if (i < s->ncommands) {
+        *name = n->cmd_names[i];
+        return &s->cmd[i];
+    }
+    *name = s->sub[i - s->ncommands].fullname;
+    return &s->sub[i - s->ncommands].st;
+}
+
 static void write_commands(struct gs_node *n, struct core_buf *b)
 {
     const struct gs_cmd_stats *s = &n->cmdstats;
@@ -81,25 +99,27 @@ static void write_commands(struct gs_node *n, struct core_buf *b)
     };
     for (size_t f = 0; f < sizeof(per_cmd) / sizeof(per_cmd[0]); f++) {
         family(b, per_cmd[f].name, CORE_PROM_COUNTER, per_cmd[f].help);
-        for (size_t i = 0; i < s->ncommands; i++) {
-            const struct gs_cmd_stat *cs = &s->cmd[i];
+        for (size_t i = 0; i < nstats(n); i++) {
+            const char *name;
+            const struct gs_cmd_stat *cs = stat_at(n, i, &name);
             if (!cs->calls && !cs->rejected && !cs->failed)
                 continue; /* as INFO commandstats: only commands that were called */
             uint64_t v;
             memcpy(&v, (const char *)cs + per_cmd[f].off, sizeof(v));
-            struct core_prom_label l = {"cmd", n->cmd_names[i]};
+            struct core_prom_label l = {"cmd", name};
             (void)core_prom_u64(b, per_cmd[f].name, &l, 1, v);
         }
     }
     family(b, "gridsync_command_duration_seconds", CORE_PROM_HISTOGRAM,
            "Time a command's handler ran, by command.");
-    for (size_t i = 0; i < s->ncommands; i++) {
-        const struct core_hist *h = s->cmd[i].latency;
+    for (size_t i = 0; i < nstats(n); i++) {
+        const char *name;
+        const struct core_hist *h = stat_at(n, i, &name)->latency;
         if (!h || !h->count)
             continue;
         uint64_t counts[LATENCY_NB + 1];
         latency_counts(h, counts);
-        struct core_prom_label l = {"cmd", n->cmd_names[i]};
+        struct core_prom_label l = {"cmd", name};
         (void)core_prom_histogram(b, "gridsync_command_duration_seconds", &l, 1, latency_le, counts,
                                   LATENCY_NB, (double)h->sum / 1e9);
     }

@@ -287,14 +287,28 @@ void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, str
     struct gs_node *n = c->node;
     uint64_t errors = n->shared.stats.error_replies;
     c->last_cmd = cmd->name;
+    c->sub_verdict = GS_SUB_NONE;
     n->shared.stats.commands++;
     /* Redis's call() times every command the same way (ustime around
      * the handler); two vDSO clock reads per command. */
     uint64_t t0 = core_now_ns();
     cmd->fn(c, argc, argv);
     uint64_t ns = core_now_ns() - t0;
-    gs_cmd_stats_call(&n->cmdstats, (size_t)(cmd - gs_commands), ns,
-                      n->shared.stats.error_replies != errors);
+    bool failed = n->shared.stats.error_replies != errors;
+    switch (c->sub_verdict) {
+    case GS_SUB_NONE:
+        gs_cmd_stats_call(&n->cmdstats, (size_t)(cmd - gs_commands), ns, failed);
+        break;
+    case GS_SUB_RAN:
+        gs_cmd_stats_sub_call(&n->cmdstats, c->sub_stat, ns, failed);
+        break;
+    case GS_SUB_ARITY:
+        gs_cmd_stats_sub_reject(&n->cmdstats, c->sub_stat);
+        break;
+    case GS_SUB_UNKNOWN: /* Redis finds no command to charge */
+        break;
+    }
+    c->sub_verdict = GS_SUB_NONE; /* EXEC's own call comes after its commands' */
     uint64_t usec = ns / 1000;
     if (!n->slowlog) /* a node built by hand (tests) may have none */
         return;
