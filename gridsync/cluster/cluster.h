@@ -88,7 +88,8 @@ void gs_cluster_client_closed(struct gs_client *c);
  * CLUSTER MIGRATE IMPORT <dst> k v exp... at dst's leader: copy through its log
  * CLUSTER MIGRATE SWITCH <src>            at src's leader: drop, redirect
  * CLUSTER MIGRATE OWN    <dst> <src>      at dst's leader: serve src's slots
- * CLUSTER MIGRATE FINISH                  (every node) serve the new placement
+ * CLUSTER MIGRATE FINISH [version]        (every node) serve the new placement;
+ *                                         membership version max(own + 1, version)
  * CLUSTER MEMBERSHIP                      this node's membership (membership.h text)
  *
  * ADDNODE/DELNODE and FINISH persist the membership in the data

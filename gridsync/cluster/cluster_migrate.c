@@ -344,7 +344,7 @@ static void on_left_group(void *data)
 }
 
 /* Serve the target placement; leave the groups this node is no longer in. */
-static void finish_change(struct gs_cluster *cl)
+static void finish_change(struct gs_cluster *cl, uint64_t version)
 {
     if (cl->leaving >= 0)
         cl->nodes[cl->leaving].removed = true;
@@ -354,7 +354,9 @@ static void finish_change(struct gs_cluster *cl)
     cl->target = NULL;
     memcpy(cl->rmap, cl->tmap, sizeof(cl->rmap));
     gs_cl_serve_ring(cl);
-    cl->version++;
+    /* The coordinator names the cluster's new version: a node that joined
+     * from cluster-peers started at 0 and takes the cluster's. */
+    cl->version = version > cl->version + 1 ? version : cl->version + 1;
     /* If this fails, a restart resumes the change and FINISH repeats it. */
     (void)gs_cl_save_membership(cl);
     for (unsigned g = 0; g < cl->n; g++) {
@@ -482,9 +484,14 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
     if (!gs_arg_is(&argv[1], "migrate") || argc < 3)
         return false;
     struct gs_arg *op = &argv[2];
-    if (gs_arg_is(op, "finish") && argc == 3) {
+    if (gs_arg_is(op, "finish") && (argc == 3 || argc == 4)) {
+        long long v = 0;
+        if (argc == 4 && (!parse_num(argv[3].p, argv[3].len, &v) || v < 0)) {
+            gs_error(c, "ERR invalid version");
+            return true;
+        }
         if (cl->target)
-            finish_change(cl);
+            finish_change(cl, (uint64_t)v);
         gs_reply_ok(&c->w);
         return true;
     }

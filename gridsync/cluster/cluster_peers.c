@@ -195,7 +195,7 @@ int gs_cl_learn_membership(const struct gs_config *cfg, const char *self,
             snprintf(m->change_node, sizeof(m->change_node), "%s", self);
         }
     } else if (cfg->cluster_seed[0]) {
-        if ((rc = fetch_seed(cfg->cluster_seed, m, 30000)) != 0)
+        if ((rc = fetch_seed(cfg->cluster_seed, m, 10000)) != 0)
             return rc;
         bool member = find_name(m, self) >= 0;
         bool added = m->change == GS_CHANGE_ADD && strcmp(m->change_node, self) == 0;
