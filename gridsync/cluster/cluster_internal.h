@@ -97,8 +97,8 @@ struct gs_cluster {
     int leaving;                                               /* node being removed, or -1 */
     /* The membership's version (membership.h): +1 at each FINISH. */
     uint64_t version;
-    unsigned replicas; /* the ring's parameter, as configured or persisted */
-    uint16_t serve[GS_SLOTS];                                  /* slot -> group serving it here */
+    unsigned replicas;        /* the ring's parameter, as configured or persisted */
+    uint16_t serve[GS_SLOTS]; /* slot -> group serving it here */
     unsigned n, self;
     struct cnode *nodes;
     struct cgroup *groups;
@@ -135,8 +135,7 @@ struct gs_config;
  * seed's answer wins when it is newer and names this node. self is this
  * node's host:port. 0, or CORE_EINVAL / CORE_EIO / CORE_ETIMEOUT (logged:
  * the node does not start). */
-int gs_cl_learn_membership(const struct gs_config *cfg, const char *self,
-                           struct gs_membership *m);
+int gs_cl_learn_membership(const struct gs_config *cfg, const char *self, struct gs_membership *m);
 /* Fill cl->nodes from a membership: its nodes, then the node being added
  * (room for GS_RING_MAX_NODES). 0, CORE_ENOMEM or CORE_EINVAL (logged). */
 int gs_cl_nodes_from(struct gs_cluster *cl, const struct gs_membership *m);

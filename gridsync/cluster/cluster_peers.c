@@ -140,8 +140,7 @@ static int fetch_seed(const char *seed, struct gs_membership *m, int total_ms)
     return rc;
 }
 
-int gs_cl_learn_membership(const struct gs_config *cfg, const char *self,
-                           struct gs_membership *m)
+int gs_cl_learn_membership(const struct gs_config *cfg, const char *self, struct gs_membership *m)
 {
     int rc = gs_membership_load(m, cfg->dir);
     if (rc == 0) {
@@ -189,7 +188,8 @@ int gs_cl_learn_membership(const struct gs_config *cfg, const char *self,
          * cluster serves the placement without it and moves to the one
          * with it. */
         if (cfg->cluster_join && m->n > 1) {
-            memmove(m->nodes[me], m->nodes[me + 1], (m->n - (unsigned)me - 1) * sizeof(m->nodes[0]));
+            memmove(m->nodes[me], m->nodes[me + 1],
+                    (m->n - (unsigned)me - 1) * sizeof(m->nodes[0]));
             m->n--;
             m->change = GS_CHANGE_ADD;
             snprintf(m->change_node, sizeof(m->change_node), "%s", self);

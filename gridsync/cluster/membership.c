@@ -149,8 +149,7 @@ int gs_membership_parse(struct gs_membership *m, const char *text, size_t len)
         return CORE_EINVAL;
     /* The change's node is checked once every node line is read (the
      * lines may come in any order). */
-    if (m->change == GS_CHANGE_ADD &&
-        (find(m, m->change_node) >= 0 || m->n == GS_RING_MAX_NODES))
+    if (m->change == GS_CHANGE_ADD && (find(m, m->change_node) >= 0 || m->n == GS_RING_MAX_NODES))
         return CORE_EINVAL;
     if (m->change == GS_CHANGE_REMOVE && (find(m, m->change_node) < 0 || m->n < 2))
         return CORE_EINVAL;
@@ -326,8 +325,8 @@ int gs_membership_fetch(struct gs_membership *m, const char *seed, int timeout_m
         snprintf(err, errlen, "cluster-seed %s: socket: %s", seed, strerror(errno));
         return CORE_EIO;
     }
-    socklen_t sl = ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                            : sizeof(struct sockaddr_in);
+    socklen_t sl =
+        ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     int rc = 0;
     if (connect(fd, (struct sockaddr *)&ss, sl) != 0) {
         if (errno != EINPROGRESS)
