@@ -97,6 +97,7 @@ struct gs_config {
     /* Cluster mode (gridsync/cluster/cluster.h). */
     bool cluster_enabled;
     char cluster_peers[CORE_OPT_STRLEN]; /* host:port,host:port,... (all nodes) */
+    char cluster_seed[CORE_OPT_STRLEN];  /* host:port of a member to learn from */
     char dir[CORE_OPT_STRLEN];           /* Raft logs and snapshots */
     int64_t cluster_replicas;            /* replication factor */
     int cluster_read_mode;               /* enum gs_read_mode (raft_glue.h) */

@@ -95,7 +95,10 @@ struct gs_cluster {
     struct gs_ring *target;                 /* the placement being moved to, or NULL */
     unsigned rmap[GS_RING_MAX_NODES], tmap[GS_RING_MAX_NODES]; /* ring index -> node */
     int leaving;                                               /* node being removed, or -1 */
-    uint16_t serve[GS_SLOTS];                                  /* slot -> group serving it here */
+    /* The membership's version (membership.h): +1 at each FINISH. */
+    uint64_t version;
+    unsigned replicas;        /* the ring's parameter, as configured or persisted */
+    uint16_t serve[GS_SLOTS]; /* slot -> group serving it here */
     unsigned n, self;
     struct cnode *nodes;
     struct cgroup *groups;
@@ -124,11 +127,24 @@ struct gs_cluster {
 int gs_cl_parse_peer(struct cnode *nd, const char *s, size_t len);
 /* Does node i share a name, raft id or group number with an earlier one? */
 bool gs_cl_clashes(const struct gs_cluster *cl, unsigned i);
-/* Fill cl->nodes from cluster-peers' comma-separated list (room for
- * GS_RING_MAX_NODES, so that nodes added later never move the array). 0,
- * CORE_ENOMEM, or CORE_EINVAL (with a log line) for a bad or repeated
- * address or an empty list. */
-int gs_cl_parse_peers(struct gs_cluster *cl, const char *list);
+struct gs_membership;
+struct gs_config;
+/* Where a starting node learns the membership (docs/gridsync-cluster.md,
+ * "Membership"): its file in dir; else cluster-peers (with cluster-join:
+ * the last is being added); else the seed. With a file and a seed, the
+ * seed's answer wins when it is newer and names this node. self is this
+ * node's host:port. 0, or CORE_EINVAL / CORE_EIO / CORE_ETIMEOUT (logged:
+ * the node does not start). */
+int gs_cl_learn_membership(const struct gs_config *cfg, const char *self, struct gs_membership *m);
+/* Fill cl->nodes from a membership: its nodes, then the node being added
+ * (room for GS_RING_MAX_NODES). 0, CORE_ENOMEM or CORE_EINVAL (logged). */
+int gs_cl_nodes_from(struct gs_cluster *cl, const struct gs_membership *m);
+/* This node's membership now: the ring served, the change in progress;
+ * with_self names this node (the file) or not (CLUSTER MEMBERSHIP). */
+void gs_cl_membership(const struct gs_cluster *cl, struct gs_membership *m, bool with_self);
+/* Persist it in the node's data directory (membership.h). 0 or a CORE_E*
+ * code (logged; the previous file stays). */
+int gs_cl_save_membership(const struct gs_cluster *cl);
 
 /* ---- cluster.c ---- */
 
