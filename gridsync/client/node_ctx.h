@@ -111,6 +111,10 @@ struct gs_config {
     char registry_secret_key[CORE_OPT_STRLEN];
     int64_t registry_heartbeat; /* ms between two PutItems of this node */
     int64_t registry_ttl;       /* ms a registration lives without a heartbeat */
+    /* Where Raft's state is kept: "dir" (under dir) or dynamodb://HOST:PORT/TABLE
+     * (gridsync/cluster/raft_store_dynamo.h; the registry's region and
+     * credentials). */
+    char raft_store[CORE_OPT_STRLEN];
     /* Conversion thresholds of the value types (gridsync/types/value.h). */
     int64_t hash_max_listpack_entries;
     int64_t hash_max_listpack_value;

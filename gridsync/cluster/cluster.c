@@ -38,6 +38,7 @@
 #include "gridsync/commands/commands.h"
 #include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/raft_store_dynamo.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
 #include "gridsync/store/store.h"
@@ -80,6 +81,13 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
     for (char *p = dir + strlen(n->cfg.dir); *p; p++)
         if (*p == ':')
             *p = '_';
+    struct gs_raft_store_config store;
+    if (gs_cl_raft_store_dynamo(&n->cfg)) {
+        memset(&store, 0, sizeof(store));
+        int rc = gs_cl_dynamo_config(&n->cfg, n->cfg.raft_store, &store.ddb);
+        if (rc)
+            return rc;
+    }
     struct gs_group_config gcfg = {
         .id = cl->nodes[cl->self].raft_id,
         .dir = dir,
@@ -95,6 +103,7 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         .mux = cl->mux,
         .mux_group = cl->nodes[grp->g].mux_group,
         .join = join,
+        .store = gs_cl_raft_store_dynamo(&n->cfg) ? &store : NULL,
         .fsm = {.store = grp->db.store, .exec = cluster_exec, .exec_ctx = grp},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
