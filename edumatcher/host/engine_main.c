@@ -57,6 +57,7 @@ static int64_t grace_ms = 300;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
 static int64_t snapshot_records = 1000000;
 static int64_t snapshot_interval_ms = 600000;
+static bool snapshot_fork = true;
 static char query_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9103";
 
 static const struct core_option options[] = {
@@ -96,6 +97,8 @@ static const struct core_option options[] = {
      "snapshot the state after this many journal records (0: not by count)"},
     {"snapshot-interval-ms", CORE_OPT_INT, &snapshot_interval_ms, 0, 604800000, NULL, 0,
      "snapshot the state this often when records came in (0: not by time)"},
+    {"snapshot-fork", CORE_OPT_BOOL, &snapshot_fork, 0, 0, NULL, 0,
+     "write snapshots from a forked child while the loop goes on (no: on the loop)"},
     {"query", CORE_OPT_STRING, query_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "endpoint to bind for queries (REP): trades by id for recovery (\"\": none)"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
@@ -281,6 +284,7 @@ int main(int argc, char **argv)
         .md_depth = (int)md_depth,
         .snapshot_records = (uint64_t)snapshot_records,
         .snapshot_interval_ms = (uint64_t)snapshot_interval_ms,
+        .snapshot_fork = snapshot_fork,
         .metrics = &P.health.metrics,
     };
     /* Replay before anything can arrive or be published. */
@@ -340,6 +344,8 @@ int main(int argc, char **argv)
     core_metrics_gauge(mt, "open_orders", &st->open_orders);
     core_metrics_gauge(mt, "queue_depth", &st->last_batch);
     core_metrics_counter(mt, "snapshots", &st->snapshots);
+    core_metrics_counter(mt, "duplicates", &st->duplicates);
+    core_metrics_counter(mt, "resend_requests", &st->resend_requests);
     core_metrics_counter(mt, "snapshot_failures", &st->snapshot_failures);
     core_metrics_gauge(mt, "snapshot_seq", &st->snapshot_seq);
     core_metrics_gauge(mt, "restored_seq", &st->restored_seq);

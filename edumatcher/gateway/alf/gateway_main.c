@@ -42,6 +42,7 @@ static int64_t rate_burst = 1000;
 static int64_t maxclients = 1000;
 static int64_t beacon_ms = 1000;
 static int64_t login_retry_ms = 100;
+static int64_t resend_ms = 1000;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
 
 static const struct core_option options[] = {
@@ -70,6 +71,8 @@ static const struct core_option options[] = {
     {"beacon-ms", CORE_OPT_INT, &beacon_ms, 10, 60000, NULL, 0, "health beacon interval"},
     {"login-retry-ms", CORE_OPT_INT, &login_retry_ms, 10, 10000, NULL, 0,
      "re-send LOGIN to the engine until it answers"},
+    {"resend-ms", CORE_OPT_INT, &resend_ms, 10, 600000, NULL, 0,
+     "send orders again that the engine has not answered this long (an engine restart)"},
     {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
@@ -148,7 +151,8 @@ int main(int argc, char **argv)
                                .bus_ctx = &G.link,
                                .rate_limit = rate_limit,
                                .rate_burst = rate_burst,
-                               .login_retry_ms = login_retry_ms};
+                               .login_retry_ms = login_retry_ms,
+                               .resend_ms = resend_ms};
     G.gw = em_gw_new(&cfg);
     if (!G.gw)
         return 1;
@@ -188,6 +192,9 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "forwarded", &st->forwarded);
     core_metrics_counter(mt, "bus_msgs_out", &st->bus_msgs_out);
     core_metrics_counter(mt, "bus_msgs_in", &st->bus_msgs_in);
+    core_metrics_counter(mt, "resent", &st->resent);
+    core_metrics_counter(mt, "resend_requests", &st->resend_requests);
+    core_metrics_counter(mt, "duplicates", &st->duplicates);
     core_metrics_counter(mt, "events_out", &st->events_out);
     core_metrics_counter(mt, "rejects", &st->rejects);
     core_metrics_counter(mt, "rate_limited", &st->rate_limited);

@@ -86,6 +86,7 @@ static int64_t logout_timeout_ms = 2000;
 static int64_t output_limit = 16 << 20;
 static int64_t beacon_ms = 1000;
 static int64_t login_retry_ms = 100;
+static int64_t resend_ms = 1000;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
 
 static const struct core_option options[] = {
@@ -123,6 +124,8 @@ static const struct core_option options[] = {
     {"beacon-ms", CORE_OPT_INT, &beacon_ms, 10, 60000, NULL, 0, "health beacon interval"},
     {"login-retry-ms", CORE_OPT_INT, &login_retry_ms, 10, 10000, NULL, 0,
      "re-send LOGIN to the engine until it answers"},
+    {"resend-ms", CORE_OPT_INT, &resend_ms, 10, 600000, NULL, 0,
+     "send orders again that the engine has not answered this long (an engine restart)"},
     {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
@@ -1167,7 +1170,8 @@ int main(int argc, char **argv)
                                 .bus_ctx = &G.link,
                                 .rate_limit = rate_limit,
                                 .rate_burst = rate_burst,
-                                .login_retry_ms = login_retry_ms};
+                                .login_retry_ms = login_retry_ms,
+                                .resend_ms = resend_ms};
     G.gw = em_gw_new(&gcfg);
     if (!G.gw)
         return 1;
