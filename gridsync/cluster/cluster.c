@@ -98,6 +98,7 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         .fsm = {.store = grp->db.store,
                 .exec = cluster_exec,
                 .exec_ctx = grp,
+                .max_inflight = (unsigned)n->cfg.cluster_inflight_entries,
                 .snapshot_fork = n->cfg.cluster_snapshot_fork},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);

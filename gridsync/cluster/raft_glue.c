@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -384,6 +385,10 @@ static void snapshot_child(struct gs_fsm *f, int fd, int64_t now)
 {
     /* Nobody reads the pipe after the node dies: do not outlive it. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* Background work: leave the CPU to the event loops first. */
+    if (setpriority(PRIO_PROCESS, 0, 10) != 0) {
+        /* not fatal: the snapshot is built at the node's priority */
+    }
     struct core_buf b = {0};
     uint64_t count = 0;
     int rc = encode_store(f, &b, fd, now, &count);
