@@ -103,6 +103,8 @@ struct gs_config {
     int cluster_read_mode;               /* enum gs_read_mode (raft_glue.h) */
     bool cluster_join;                   /* this node is being added (docs) */
     int64_t cluster_snapshot_entries;    /* Raft log entries between snapshots */
+    bool cluster_snapshot_fork;          /* build them in a fork()ed child */
+    int64_t cluster_inflight_entries;    /* a group's entries in flight at once */
     int64_t cluster_size;                /* nodes to wait for in the registry; 0 = peers given */
     /* DynamoDB registry (gridsync/cluster/registry.h); empty = none. */
     char registry[CORE_OPT_STRLEN]; /* dynamodb://HOST:PORT/TABLE */

@@ -94,9 +94,10 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         .peers = peers,
         .n_peers = grp->n_members,
         .preferred_leader = cl->nodes[grp->g].raft_id,
-        /* A snapshot copies the whole shard on the loop thread, so it must
-         * be rare: every cluster-snapshot-entries entries (each entry is a
-         * loop iteration's batch), keeping an eighth of that in the log so
+        /* A snapshot encodes the whole shard (in a fork()ed child unless
+         * cluster-snapshot-fork is off), so it stays rare: every
+         * cluster-snapshot-entries entries (each entry is a loop
+         * iteration's batch), keeping an eighth of that in the log so
          * that a briefly absent follower catches up without one. */
         .snapshot_threshold = (unsigned)n->cfg.cluster_snapshot_entries,
         .snapshot_trailing = (unsigned)(n->cfg.cluster_snapshot_entries / 8),
@@ -104,7 +105,11 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         .mux_group = cl->nodes[grp->g].mux_group,
         .join = join,
         .store = gs_cl_raft_store_dynamo(&n->cfg) ? &store : NULL,
-        .fsm = {.store = grp->db.store, .exec = cluster_exec, .exec_ctx = grp},
+        .fsm = {.store = grp->db.store,
+                .exec = cluster_exec,
+                .exec_ctx = grp,
+                .max_inflight = (unsigned)n->cfg.cluster_inflight_entries,
+                .snapshot_fork = n->cfg.cluster_snapshot_fork},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
     if (rc) {

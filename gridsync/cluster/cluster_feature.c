@@ -202,6 +202,14 @@ static const struct gs_option options[] = {
               "reads) or any (no check: stale while a deposed leader has not noticed)"),
     GS_OPTION(cluster_snapshot_entries, "cluster-snapshot-entries", CORE_OPT_INT, 16, INT32_MAX,
               NULL, CORE_OPT_IMMUTABLE, "Raft log entries between two snapshots of a shard"),
+    GS_OPTION(cluster_snapshot_fork, "cluster-snapshot-fork", CORE_OPT_BOOL, 0, 0, NULL,
+              CORE_OPT_IMMUTABLE,
+              "build snapshots in a fork()ed child (the loop pauses only for the fork); no: "
+              "encode them on the loop thread"),
+    GS_OPTION(cluster_inflight_entries, "cluster-inflight-entries", CORE_OPT_INT, 1, 4096, NULL,
+              CORE_OPT_IMMUTABLE,
+              "a group's Raft entries proposed and not yet committed at once; writes arriving "
+              "meanwhile join the next entry (group commit)"),
     GS_OPTION(cluster_join, "cluster-join", CORE_OPT_BOOL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
               "this node is the last of cluster-peers, being added to a running cluster"),
     GS_OPTION(cluster_size, "cluster-size", CORE_OPT_INT, 0, 64, NULL, CORE_OPT_IMMUTABLE,
