@@ -462,6 +462,8 @@ static int copy_ranks(const struct gs_obj *o, size_t rank, size_t n, bool rev, s
 {
     if (gs_zset_init(out, true))
         return CORE_ENOMEM;
+    if (n == 0)
+        return 0; /* o may be unset (no such key) */
     struct gs_zset_iter it;
     const char *m;
     size_t mlen;
@@ -541,7 +543,7 @@ static void zrange_generic(struct gs_client *c, size_t argc, struct gs_arg *argv
         gs_error(c, "ERR min or max not valid string range item");
         return;
     }
-    struct gs_obj o;
+    struct gs_obj o = {0};
     bool found;
     if (!zset_read(c, &argv[start], &o, &found))
         return;
@@ -572,7 +574,7 @@ static void zrange_generic(struct gs_client *c, size_t argc, struct gs_arg *argv
         return;
     }
     struct gs_obj out;
-    if (copy_ranks(&o, first, n, rev, &out)) {
+    if (copy_ranks(&o, first, found ? n : 0, rev, &out)) {
         gs_zset_free(&out);
         gs_error_oom(c);
         return;
