@@ -37,6 +37,7 @@ struct gs_command;
 struct gs_arg;
 struct gs_cluster;
 struct gs_cluster_wait;
+struct core_buf;
 
 /* Cluster mode as a node feature (client/node_ctx.h): on when cluster-enabled;
  * it starts the groups (gs_cluster_new), routes commands with keys
@@ -118,5 +119,10 @@ unsigned gs_cluster_group_members(const struct gs_cluster *cl, unsigned g, unsig
 /* Append this node's view of its groups (role, term, indexes) as
  * "name:value\r\n" lines for CLUSTER INFO. */
 void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen);
+
+/* The Raft families of the metrics page (node/metrics.h), one series per
+ * group this node is a member of: its role, term, commit and applied
+ * index, keys, and whether it knows a leader. */
+void gs_cluster_metrics(struct gs_cluster *cl, struct core_buf *b);
 
 #endif

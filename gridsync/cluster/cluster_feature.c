@@ -200,6 +200,11 @@ static const struct gs_option options[] = {
     {{NULL, 0, NULL, 0, 0, NULL, 0, NULL}, 0},
 };
 
+static void feature_metrics(void *self, struct core_buf *b)
+{
+    gs_cluster_metrics(self, b);
+}
+
 const struct gs_feature gs_cluster_feature = {
     .name = "cluster",
     .options = options,
@@ -209,6 +214,7 @@ const struct gs_feature gs_cluster_feature = {
     .client_closed = feature_client_closed,
     .fill = feature_fill,
     .apply_config = feature_apply_config,
+    .metrics = feature_metrics,
     .stop = feature_stop,
     .free = feature_free,
 };

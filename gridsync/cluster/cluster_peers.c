@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/prom.h"
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/cluster/ring.h"
 
@@ -197,4 +198,78 @@ void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
             break;
         used += (size_t)n;
     }
+}
+
+/* One gauge family over the groups, value per group from get(). */
+static void group_family(struct gs_cluster *cl, struct core_buf *b, const char *name,
+                         const char *help, uint64_t (*get)(struct cgroup *grp))
+{
+    (void)core_prom_family(b, name, CORE_PROM_GAUGE, help);
+    for (unsigned g = 0; g < cl->n; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        if (!grp->raft)
+            continue;
+        struct core_prom_label l = {"group", cl->nodes[g].name};
+        (void)core_prom_u64(b, name, &l, 1, get(grp));
+    }
+}
+
+static uint64_t g_term(struct cgroup *grp)
+{
+    uint64_t term, commit, applied;
+    gs_group_raft_info(grp->raft, &term, &commit, &applied);
+    return term;
+}
+
+static uint64_t g_commit(struct cgroup *grp)
+{
+    uint64_t term, commit, applied;
+    gs_group_raft_info(grp->raft, &term, &commit, &applied);
+    return commit;
+}
+
+static uint64_t g_applied(struct cgroup *grp)
+{
+    uint64_t term, commit, applied;
+    gs_group_raft_info(grp->raft, &term, &commit, &applied);
+    return applied;
+}
+
+static uint64_t g_keys(struct cgroup *grp)
+{
+    struct gs_store_stats st;
+    gs_store_stats(grp->db.store, &st);
+    return st.keys;
+}
+
+static uint64_t g_leader_known(struct cgroup *grp)
+{
+    uint64_t id;
+    char addr[GS_RING_NAME_MAX];
+    return gs_group_leader(grp->raft, &id, addr, sizeof(addr)) == 0;
+}
+
+void gs_cluster_metrics(struct gs_cluster *cl, struct core_buf *b)
+{
+    static const char *const roles[] = {"leader", "follower"};
+    (void)core_prom_family(b, "gridsync_raft_role", CORE_PROM_GAUGE,
+                           "1 for this node's role in the group, 0 for the other role.");
+    for (unsigned g = 0; g < cl->n; g++) {
+        struct cgroup *grp = &cl->groups[g];
+        if (!grp->raft)
+            continue;
+        bool leader = gs_group_is_leader(grp->raft);
+        for (unsigned r = 0; r < 2; r++) {
+            struct core_prom_label l[] = {{"group", cl->nodes[g].name}, {"role", roles[r]}};
+            (void)core_prom_u64(b, "gridsync_raft_role", l, 2, (r == 0) == leader);
+        }
+    }
+    group_family(cl, b, "gridsync_raft_term", "The group's current Raft term here.", g_term);
+    group_family(cl, b, "gridsync_raft_commit_index", "The highest log index known committed.",
+                 g_commit);
+    group_family(cl, b, "gridsync_raft_applied_index",
+                 "The highest log index applied to this replica.", g_applied);
+    group_family(cl, b, "gridsync_raft_leader_known", "1 if this node knows the group's leader.",
+                 g_leader_known);
+    group_family(cl, b, "gridsync_raft_group_keys", "Keys in this replica of the group.", g_keys);
 }

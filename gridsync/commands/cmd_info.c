@@ -72,16 +72,8 @@ static int64_t clients_budget(const struct gs_node *n)
 static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct gs_arg *argv)
 {
     /* The node's figures: every database's together. */
-    struct gs_store_stats st = {0};
-    for (unsigned d = 0; d < n->n_dbs; d++) {
-        struct gs_store_stats ds;
-        gs_store_stats(n->dbs[d].store, &ds);
-        st.used_memory += ds.used_memory;
-        st.expired_keys += ds.expired_keys;
-        st.evicted_keys += ds.evicted_keys;
-        st.hits += ds.hits;
-        st.misses += ds.misses;
-    }
+    struct gs_store_stats st;
+    gs_node_store_stats(n, &st);
     struct core_server_stats ss;
     core_server_get_stats(n->srv, &ss);
     int64_t now = gs_node_now_ms(n);

@@ -205,6 +205,8 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->appendonly = false;
     cfg->databases = 16;
     cfg->tcp_keepalive = 300;
+    cfg->metrics_port = 0;
+    snprintf(cfg->metrics_bind, sizeof(cfg->metrics_bind), "127.0.0.1");
     cfg->slowlog_slower_than = 10000; /* Redis's defaults */
     cfg->slowlog_max_len = 128;
     /* Redis's default is 0 (no budget). Here a tenth of the machine's
@@ -298,6 +300,10 @@ static const struct gs_option node_options[] = {
               "without requirepass, refuse clients that are not on loopback"),
     GS_OPTION(tcp_keepalive, "tcp-keepalive", CORE_OPT_INT, 0, INT32_MAX, NULL, 0,
               "seconds of idleness before TCP keepalive probes (0 = off)"),
+    GS_OPTION(metrics_port, "metrics-port", CORE_OPT_INT, 0, 65535, NULL, CORE_OPT_IMMUTABLE,
+              "port of the Prometheus endpoint, GET /metrics (0 = off)"),
+    GS_OPTION(metrics_bind, "metrics-bind", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "address the Prometheus endpoint listens on (IPv4 or IPv6 literal)"),
     GS_OPTION(maxmemory_clients, "maxmemory-clients", CORE_OPT_STRING, 0, 0, NULL, 0,
               "budget for all clients' buffers together, a size or N% of maxmemory (of the "
               "machine's memory without maxmemory); over it the biggest clients are "
