@@ -122,6 +122,8 @@ struct gs_config {
     int64_t hash_max_listpack_value;
     int64_t list_max_listpack_size;
     int64_t set_max_intset_entries;
+    int64_t zset_max_listpack_entries;
+    int64_t zset_max_listpack_value;
 };
 
 struct gs_node {

@@ -748,11 +748,36 @@ static void dbsize_led_groups(struct gs_cluster *cl, struct gs_client *c)
     gs_reply_int(&c->w, (int64_t)keys);
 }
 
+/* Whether every key of a GS_CMD_MOVABLEKEYS command line is in slot;
+ * *last gets the last key's position. */
+static bool keys_in_slot(const struct gs_command *cmd, size_t argc, const struct gs_arg *argv,
+                         unsigned slot, size_t *last)
+{
+    size_t stack[64];
+    long n = gs_command_keys(cmd, argc, argv, stack, 64);
+    size_t *pos = n > 64 ? malloc((size_t)n * sizeof(*pos)) : stack;
+    if (!pos)
+        return false;
+    if (pos != stack)
+        gs_command_keys(cmd, argc, argv, pos, (size_t)n);
+    bool same = true;
+    for (long i = 0; i < n && same; i++)
+        same = gs_key_slot(argv[pos[i]].p, argv[pos[i]].len) == slot;
+    *last = pos[n - 1];
+    if (pos != stack)
+        free(pos);
+    return same;
+}
+
 bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct gs_command *cmd,
                       size_t argc, struct gs_arg *argv)
 {
     bool write = (cmd->flags & GS_CMD_WRITE) != 0;
-    if (cmd->first_key <= 0) {
+    /* A malformed count (ZUNION 0 ..., ZMPOP x ...) has no keys: the
+     * handler answers its error here without touching any data. */
+    if ((cmd->flags & GS_CMD_MOVABLEKEYS) && gs_command_keys(cmd, argc, argv, NULL, 0) <= 0)
+        return false;
+    if (cmd->first_key <= 0 && !(cmd->flags & GS_CMD_MOVABLEKEYS)) {
         if (cmd->fn == gs_cmd_flushdb || cmd->fn == gs_cmd_flushall)
             return flush_led_groups(cl, c, argc, argv);
         if (cmd->fn == gs_cmd_dbsize) {
@@ -775,13 +800,27 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         last = argc - 1;
     size_t step = cmd->key_step > 0 ? (size_t)cmd->key_step : 1;
     size_t first = (size_t)cmd->first_key;
-    if (first >= argc)
-        return false;
-    unsigned slot = gs_key_slot(argv[first].p, argv[first].len);
-    for (size_t i = first + step; i <= last; i += step) {
-        if (gs_key_slot(argv[i].p, argv[i].len) != slot) {
+    unsigned slot;
+    if (cmd->flags & GS_CMD_MOVABLEKEYS) {
+        /* the keys after a count (gs_command_keys), all in one slot */
+        size_t one;
+        gs_command_keys(cmd, argc, argv, &one, 1);
+        slot = gs_key_slot(argv[one].p, argv[one].len);
+        if (!keys_in_slot(cmd, argc, argv, slot, &last)) {
             gs_error(c, "CROSSSLOT Keys in request don't hash to the same slot");
             return true;
+        }
+        first = one; /* for any_key_here below (a count between is no key) */
+        step = 1;
+    } else {
+        if (first >= argc)
+            return false;
+        slot = gs_key_slot(argv[first].p, argv[first].len);
+        for (size_t i = first + step; i <= last; i += step) {
+            if (gs_key_slot(argv[i].p, argv[i].len) != slot) {
+                gs_error(c, "CROSSSLOT Keys in request don't hash to the same slot");
+                return true;
+            }
         }
     }
     unsigned g = cl->serve[slot];

@@ -30,6 +30,7 @@ enum gs_encoding {
     GS_ENC_HASHTABLE = 2,
     GS_ENC_QUICKLIST = 3, /* every list (types/quicklist/), as in Redis 7.0 */
     GS_ENC_INTSET = 4,    /* a set of integers (types/intset/) */
+    GS_ENC_SKIPLIST = 5,  /* a big sorted set (types/zset/) */
 };
 
 struct gs_obj {
@@ -46,11 +47,13 @@ struct gs_type_limits {
     int64_t hash_max_listpack_value;   /* hash-max-listpack-value 64 */
     int64_t list_max_listpack_size;    /* list-max-listpack-size -2 (8 KB nodes) */
     int64_t set_max_intset_entries;    /* set-max-intset-entries 512 */
+    int64_t zset_max_listpack_entries; /* zset-max-listpack-entries 128 */
+    int64_t zset_max_listpack_value;   /* zset-max-listpack-value 64 */
 };
 
 #define GS_TYPE_LIMITS_DEFAULT                                                                     \
     {                                                                                              \
-        512, 64, -2, 512                                                                           \
+        512, 64, -2, 512, 128, 64                                                                  \
     }
 
 /* Bytes the allocator holds for the object's blocks; O(1). */
