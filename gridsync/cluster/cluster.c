@@ -36,6 +36,7 @@
 #include "core/log.h"
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/commands/commands.h"
+#include "gridsync/commands/multi.h"
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
@@ -69,6 +70,14 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         if (rc)
             return rc;
         grp->own_store = true;
+        /* Its keys may be WATCHed (cluster_txn.c) as database 0's are. */
+        grp->db.node = n;
+        if ((rc = gs_multi_watch_db(n, &grp->db)) != 0) {
+            gs_store_free(grp->db.store);
+            grp->db.store = NULL;
+            grp->own_store = false;
+            return rc;
+        }
     }
     /* The group's reads miss as the node's database 0 does (read-through). */
     grp->db.miss = n->dbs[0].miss;
@@ -99,8 +108,10 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
     if (rc) {
         CORE_WARN("cluster: cannot start the Raft group of %s in %s", cl->nodes[grp->g].name, dir);
-        if (grp->own_store)
+        if (grp->own_store) {
+            gs_multi_unwatch_db(n, &grp->db);
             gs_store_free(grp->db.store); /* a later attempt makes a new one */
+        }
         grp->db.store = NULL;
         grp->own_store = false;
         grp->raft = NULL;
@@ -306,8 +317,10 @@ void gs_cluster_free(struct gs_cluster *cl)
     if (!cl)
         return;
     for (unsigned g = 0; g < cl->n; g++) {
-        if (cl->groups[g].own_store)
+        if (cl->groups[g].own_store) {
+            gs_multi_unwatch_db(cl->node, &cl->groups[g].db);
             gs_store_free(cl->groups[g].db.store);
+        }
         free(cl->groups[g].slot_state);
         free(cl->groups[g].dest);
     }
@@ -327,6 +340,8 @@ void gs_cluster_free(struct gs_cluster *cl)
     free(cl->plen);
     free(cl->xargv);
     core_buf_free(&cl->xout);
+    core_buf_free(&cl->txn);
+    gs_batch_reader_free(&cl->txn_rd);
     free(cl);
 }
 
@@ -352,6 +367,11 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
         gs_cl_migrate_exec(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
         return;
     }
+    if (argc == 3 && argvlen[1] == sizeof(TXN_ENTRY) - 1 &&
+        memcmp(argv[1], TXN_ENTRY, argvlen[1]) == 0) {
+        gs_cl_apply_txn(grp, store, now_ms, argv[0][0] == '3' ? 3 : 2, argv[2], argvlen[2], out);
+        return;
+    }
     const struct gs_command *cmd = argc >= 2 ? gs_command_lookup(n, argv[1], argvlen[1]) : NULL;
     if (cmd && grp->slot_state && cmd->first_key > 0 && (size_t)cmd->first_key + 1 < argc) {
         /* Checked again at apply time, against this group's log only: a
@@ -369,32 +389,6 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
         core_buf_append(out, err, sizeof(err) - 1);
         return;
     }
-    if (cl->xcap < argc) {
-        struct gs_arg *a = realloc(cl->xargv, argc * sizeof(*a));
-        if (!a) {
-            static const char err[] = "-OOM out of memory applying a replicated command\r\n";
-            core_buf_append(out, err, sizeof(err) - 1);
-            return;
-        }
-        cl->xargv = a;
-        cl->xcap = argc;
-    }
-    for (unsigned i = 1; i < argc; i++)
-        cl->xargv[i - 1] = (struct gs_arg){argv[i], argvlen[i]};
-
-    /* The entry's own database context: the group's store at the entry's
-     * time (client.h). */
-    struct gs_db edb = {.store = store, .now_ms = now_ms, .id = grp->db.id};
-    struct gs_client fc = {0};
-    fc.node = n;
-    fc.db = &edb;
-    fc.shared = &n->shared;
-    cl->xout.len = 0;
-    fc.w.buf = &cl->xout;
-    fc.w.proto = argvlen[0] == 1 && argv[0][0] == '3' ? 3 : 2;
-    fc.authenticated = true;
-    fc.last_cmd = cmd->name;
-
     /* Redis's processCommand: evict before a command that may add memory,
      * and refuse it when nothing can go (maxmemory applies to each shard's
      * store on each replica; see docs/gridsync-cluster.md). */
@@ -405,7 +399,42 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
         return;
     }
     grp->last_entry_ms = now_ms;
-    cmd->fn(&fc, argc - 1, cl->xargv);
+    gs_cl_apply_command(grp, store, now_ms, argvlen[0] == 1 && argv[0][0] == '3' ? 3 : 2, cmd,
+                        argc - 1, argv + 1, argvlen + 1, out);
+}
+
+void gs_cl_apply_command(struct cgroup *grp, struct gs_store *store, int64_t now_ms, int proto,
+                         const struct gs_command *cmd, unsigned argc, const char *const *argv,
+                         const size_t *argvlen, struct core_buf *out)
+{
+    struct gs_cluster *cl = grp->cl;
+    struct gs_node *n = cl->node;
+    if (cl->xcap < argc) {
+        struct gs_arg *a = realloc(cl->xargv, argc * sizeof(*a));
+        if (!a) {
+            static const char err[] = "-OOM out of memory applying a replicated command\r\n";
+            core_buf_append(out, err, sizeof(err) - 1);
+            return;
+        }
+        cl->xargv = a;
+        cl->xcap = argc;
+    }
+    for (unsigned i = 0; i < argc; i++)
+        cl->xargv[i] = (struct gs_arg){argv[i], argvlen[i]};
+
+    /* The entry's own database context: the group's store at the entry's
+     * time (client.h). */
+    struct gs_db edb = {.store = store, .now_ms = now_ms, .id = grp->db.id};
+    struct gs_client fc = {0};
+    fc.node = n;
+    fc.db = &edb;
+    fc.shared = &n->shared;
+    cl->xout.len = 0;
+    fc.w.buf = &cl->xout;
+    fc.w.proto = proto;
+    fc.authenticated = true;
+    fc.last_cmd = cmd->name;
+    cmd->fn(&fc, argc, cl->xargv);
     core_buf_append(out, cl->xout.data, cl->xout.len);
 }
 
@@ -517,9 +546,7 @@ static void on_barrier_prepare(uv_prepare_t *h)
     }
 }
 
-/* Park a read until the next barrier of its group. */
-static bool defer_read(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
-                       unsigned slot)
+bool gs_cl_defer(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot)
 {
     struct gs_cluster_wait *w = wait_get(cl);
     if (!w) {
@@ -559,22 +586,17 @@ static bool propose_args(struct gs_cluster *cl, struct gs_client *c, size_t argc
     return true;
 }
 
-bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
-                   size_t argc, struct gs_arg *argv)
+bool gs_cl_propose_entry(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                         unsigned slot, unsigned argc, const char *const *argv,
+                         const size_t *argvlen)
 {
-    size_t need = argc + 1;
-    if (!propose_args(cl, c, argc, argv)) {
-        gs_error_oom(c);
-        return true;
-    }
     struct gs_cluster_wait *w = wait_get(cl);
     if (!w) {
         gs_error_oom(c);
         return true;
     }
     *w = (struct gs_cluster_wait){NULL, cl, c, slot, grp->g, 0, 0};
-    int rc = gs_fsm_submit(gs_group_fsm(grp->raft), (unsigned)need, cl->pargv, cl->plen,
-                           on_write_done, w);
+    int rc = gs_fsm_submit(gs_group_fsm(grp->raft), argc, argv, argvlen, on_write_done, w);
     if (rc) {
         wait_put(cl, w);
         if (rc == CORE_ESTATE)
@@ -588,14 +610,57 @@ bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
     return true;
 }
 
-/* Does any of the command's keys exist in grp's store (live now)? */
-static bool any_key_here(struct cgroup *grp, int64_t now, size_t argc, struct gs_arg *argv,
-                         size_t first, size_t last, size_t step)
+bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
+                   size_t argc, struct gs_arg *argv)
 {
-    for (size_t i = first; i <= last && i < argc; i += step)
-        if (gs_store_lookup(grp->db.store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH))
-            return true;
+    if (!propose_args(cl, c, argc, argv)) {
+        gs_error_oom(c);
+        return true;
+    }
+    return gs_cl_propose_entry(cl, grp, c, slot, (unsigned)argc + 1, cl->pargv, cl->plen);
+}
+
+/* Does any of the command's keys exist in grp's store (live now)? */
+static bool any_key_here(struct cgroup *grp, int64_t now, const struct gs_cl_keys *k,
+                         struct gs_arg *argv)
+{
+    for (unsigned r = 0; r < k->n; r++)
+        for (size_t i = k->r[r].first; i <= k->r[r].last; i += k->r[r].step)
+            if (gs_store_lookup(grp->db.store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH))
+                return true;
     return false;
+}
+
+int gs_cl_command_keys(const struct gs_command *cmd, size_t argc, const struct gs_arg *argv,
+                       struct gs_cl_keys *k)
+{
+    k->n = 0;
+    if (cmd->first_key > 0 && (size_t)cmd->first_key < argc) {
+        /* Redis's key specs: a negative last_key counts from the end (-1
+         * is the last argument). */
+        long lk = cmd->last_key < 0 ? (long)argc + cmd->last_key : cmd->last_key;
+        size_t last = lk < cmd->first_key ? (size_t)cmd->first_key : (size_t)lk;
+        if (last >= argc)
+            last = argc - 1;
+        k->r[k->n++] = (struct gs_cl_key_range){(size_t)cmd->first_key, last,
+                                                cmd->key_step > 0 ? (size_t)cmd->key_step : 1};
+    }
+    int64_t nk;
+    size_t kn = (size_t)cmd->keynum;
+    /* The handlers parse numkeys with the same function and refuse what
+     * is refused here, so a command without keys found here only replies
+     * an error wherever it runs. */
+    if (cmd->keynum > 0 && kn < argc && gs_string2ll(argv[kn].p, argv[kn].len, &nk) && nk > 0 &&
+        (uint64_t)nk <= argc - kn - 1)
+        k->r[k->n++] = (struct gs_cl_key_range){kn + 1, kn + (size_t)nk, 1};
+    if (k->n == 0)
+        return 0;
+    k->slot = gs_key_slot(argv[k->r[0].first].p, argv[k->r[0].first].len);
+    for (unsigned r = 0; r < k->n; r++)
+        for (size_t i = k->r[r].first; i <= k->r[r].last; i += k->r[r].step)
+            if (gs_key_slot(argv[i].p, argv[i].len) != k->slot)
+                return -1;
+    return 1;
 }
 
 static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
@@ -627,7 +692,7 @@ static bool serve_at_leader(struct gs_cluster *cl, struct cgroup *grp, struct gs
     if (!gs_fsm_read_now(gs_group_fsm(grp->raft),
                          (enum gs_read_mode)cl->node->cfg.cluster_read_mode)) {
         c->asking = asking; /* for the replay */
-        return defer_read(cl, grp, c, slot);
+        return gs_cl_defer(cl, grp, c, slot);
     }
     run_on(cl, grp, c, cmd, argc, argv);
     return true;
@@ -651,6 +716,8 @@ static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
     c->db = &grp->db;
     gs_call(c, cmd, argc, argv);
     c->db = selected;
+    if (cmd->fn == gs_cmd_watch && c->multi.watched)
+        gs_cl_txn_watched(cl, grp, c);
 }
 
 /* FLUSHALL / FLUSHDB in cluster mode: as in Redis Cluster, a node empties
@@ -727,38 +794,37 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
                       size_t argc, struct gs_arg *argv)
 {
     bool write = (cmd->flags & GS_CMD_WRITE) != 0;
-    if (cmd->first_key <= 0) {
+    /* Transactions (cluster_txn.c): a command queued inside MULTI is
+     * routed as Redis Cluster does at queue time; EXEC of queued keyed
+     * commands becomes one log entry. */
+    if (c->multi.active && !gs_multi_runs_now(cmd))
+        return gs_cl_txn_queue(cl, c, cmd, argc, argv);
+    if (cmd->fn == gs_cmd_exec && c->multi.active && !c->multi.aborted && c->multi.has_slot)
+        return gs_cl_txn_exec(cl, c);
+    struct gs_cl_keys keys;
+    int nkeys = gs_cl_command_keys(cmd, argc, argv, &keys);
+    if (nkeys == 0) {
         if (cmd->fn == gs_cmd_flushdb || cmd->fn == gs_cmd_flushall)
             return flush_led_groups(cl, c, argc, argv);
         if (cmd->fn == gs_cmd_dbsize) {
             dbsize_led_groups(cl, c);
             return true;
         }
-        if (write) {
+        if (write && cmd->keynum == 0) {
             /* Any other keyless write would bypass the Raft logs and let
-             * replicas diverge. */
+             * replicas diverge. (A command with a key count and none
+             * found only replies its error.) */
             gs_errorf(c, "ERR '%s' is not supported in cluster mode", cmd->name);
             return true;
         }
         return false;
     }
-    /* Redis's key specs: a negative last_key counts from the end (-1 is the
-     * last argument). */
-    long lk = cmd->last_key < 0 ? (long)argc + cmd->last_key : cmd->last_key;
-    size_t last = lk < 0 ? 0 : (size_t)lk;
-    if (last >= argc)
-        last = argc - 1;
-    size_t step = cmd->key_step > 0 ? (size_t)cmd->key_step : 1;
-    size_t first = (size_t)cmd->first_key;
-    if (first >= argc)
-        return false;
-    unsigned slot = gs_key_slot(argv[first].p, argv[first].len);
-    for (size_t i = first + step; i <= last; i += step) {
-        if (gs_key_slot(argv[i].p, argv[i].len) != slot) {
-            gs_error(c, "CROSSSLOT Keys in request don't hash to the same slot");
-            return true;
-        }
+    if (nkeys < 0) {
+        gs_command_rejected(cl->node, cmd);
+        gs_error(c, "CROSSSLOT Keys in request don't hash to the same slot");
+        return true;
     }
+    unsigned slot = keys.slot;
     unsigned g = cl->serve[slot];
     struct cgroup *grp = &cl->groups[g];
     /* Set when this request is parsed again after its read barrier
@@ -797,8 +863,8 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
          * here is the new owner's already (this group writes none in a
          * blocked slot): -ASK there, as Redis Cluster's source does. */
         bool gone = grp->slot_state[slot] == SLOT_GONE;
-        if (gone || (gs_group_is_leader(grp->raft) &&
-                     !any_key_here(grp, c->db->now_ms, argc, argv, first, last, step))) {
+        if (gone ||
+            (gs_group_is_leader(grp->raft) && !any_key_here(grp, c->db->now_ms, &keys, argv))) {
             unsigned to = grp->dest[slot];
             if (to == NO_GROUP) {
                 gs_error(c, "TRYAGAIN the slot has moved to another node");

@@ -37,6 +37,10 @@ struct gs_store;
 /* The command name of active-expiry entries: [EXPIRE_ENTRY, key...], the
  * keys a leader found expired (cluster.c, "Active expiry"). */
 #define EXPIRE_ENTRY "gs.expire"
+/* The command name of a transaction's entry: [TXN_ENTRY, batch], the
+ * batch (raft_batch.h's encoding, header fields zero) holding the queued
+ * commands of one EXEC (cluster_txn.c). */
+#define TXN_ENTRY "gs.exec"
 
 struct cnode {
     char name[GS_RING_NAME_MAX]; /* host:port, as in cluster-peers */
@@ -107,7 +111,9 @@ struct gs_cluster {
     struct gs_arg *xargv;
     size_t xcap;
     struct core_buf xout;
-    struct gs_raft_mux *mux; /* this node's Raft port */
+    struct core_buf txn;           /* an EXEC's batch being built (cluster_txn.c) */
+    struct gs_batch_reader txn_rd; /* reading a transaction's batch at apply */
+    struct gs_raft_mux *mux;       /* this node's Raft port */
     unsigned closing;
     /* Closed groups, freed in gs_cluster_free, after the loop ran dry
      * (gs_group_close). */
@@ -155,6 +161,59 @@ void gs_cl_reply_moved(struct gs_client *c, unsigned slot, const struct cnode *t
  * waiting). */
 bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
                    size_t argc, struct gs_arg *argv);
+
+/* Where a command's keys are (Redis's key specs as the command table
+ * gives them): up to two ranges of argument indexes, first..last by step,
+ * all inside argv. */
+struct gs_cl_key_range {
+    size_t first, last, step;
+};
+struct gs_cl_keys {
+    struct gs_cl_key_range r[2];
+    unsigned n;
+    unsigned slot; /* of every key, when gs_cl_command_keys returned 1 */
+};
+struct gs_command;
+/* Find cmd's keys: 1 when it has some and they all hash to one slot (set
+ * in k->slot), 0 when it has none, -1 when they hash to several slots
+ * (CROSSSLOT). */
+int gs_cl_command_keys(const struct gs_command *cmd, size_t argc, const struct gs_arg *argv,
+                       struct gs_cl_keys *k);
+
+/* Run one command of an applied entry through its handler, against store
+ * at now_ms, for a client of protocol proto that has no connection;
+ * appends its reply to out. */
+void gs_cl_apply_command(struct cgroup *grp, struct gs_store *store, int64_t now_ms, int proto,
+                         const struct gs_command *cmd, unsigned argc, const char *const *argv,
+                         const size_t *argvlen, struct core_buf *out);
+
+/* Propose the entry argv[0..argc) (cl->pargv-like: the protocol first)
+ * into grp's log for client c; c is answered with the reply computed at
+ * apply (as gs_cl_propose). Always returns true (replied or waiting). */
+bool gs_cl_propose_entry(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                         unsigned slot, unsigned argc, const char *const *argv,
+                         const size_t *argvlen);
+
+/* Park c's request (left unconsumed) until the next barrier of grp; it is
+ * parsed again after it (c->read_barrier then says how it went). Always
+ * returns true. */
+bool gs_cl_defer(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot);
+
+/* ---- cluster_txn.c ---- */
+
+/* A command inside MULTI (not one that runs at once): Redis Cluster's
+ * routing at queue time. Returns true when it replied an error (and
+ * flagged the transaction: EXEC will answer EXECABORT), false when the
+ * node should queue it. */
+bool gs_cl_txn_queue(struct gs_cluster *cl, struct gs_client *c, const struct gs_command *cmd,
+                     size_t argc, struct gs_arg *argv);
+/* EXEC of a transaction that queued keyed commands. Always true. */
+bool gs_cl_txn_exec(struct gs_cluster *cl, struct gs_client *c);
+/* WATCH has just run against grp's store for c: remember where. */
+void gs_cl_txn_watched(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c);
+/* Apply a TXN_ENTRY: batch[0..len) holds the commands. */
+void gs_cl_apply_txn(struct cgroup *grp, struct gs_store *store, int64_t now_ms, int proto,
+                     const char *batch, size_t len, struct core_buf *out);
 
 /* ---- leader_hints.c ---- */
 

@@ -37,6 +37,10 @@ struct gs_command {
     const char *group;
     const char *summary;
     const char *since;
+    /* Redis's "keynum" key spec: when > 0, argv[keynum] counts the keys
+     * that follow it (LMPOP, SINTERCARD, ZMPOP, ZUNIONSTORE's sources,
+     * EVAL...), beside any first_key..last_key keys. 0 = none. */
+    int keynum;
 };
 
 /* Every command, in one table (commands.c); NULL-name terminated. */

@@ -15,6 +15,9 @@
 #define S  GS_CMD_STALE
 #define NS GS_CMD_NOSCRIPT
 
+/* Rows name the last field (keynum) only where a command has a key count. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 /* clang-format off */
 const struct gs_command gs_commands[] = {
     /* strings */
@@ -107,7 +110,7 @@ const struct gs_command gs_commands[] = {
     {"rpop", -2, W | F, gs_cmd_rpop, 1, 1, 1, "list", "Remove and get the last elements in a list", "1.0.0"},
     {"lmove", 5, W | M, gs_cmd_lmove, 1, 2, 1, "list", "Pop an element from a list, push it to another list and return it", "6.2.0"},
     {"rpoplpush", 3, W | M, gs_cmd_rpoplpush, 1, 2, 1, "list", "Remove the last element in a list, prepend it to another list and return it", "1.2.0"},
-    {"lmpop", -4, W, gs_cmd_lmpop, 0, 0, 0, "list", "Pop elements from a list", "7.0.0"},
+    {"lmpop", -4, W, gs_cmd_lmpop, 0, 0, 0, "list", "Pop elements from a list", "7.0.0", 1},
     /* sets (cmd_set.c) */
     {"sadd", -3, W | M | F, gs_cmd_sadd, 1, 1, 1, "set", "Add one or more members to a set", "1.0.0"},
     {"srem", -3, W | F, gs_cmd_srem, 1, 1, 1, "set", "Remove one or more members from a set", "1.0.0"},
@@ -124,7 +127,7 @@ const struct gs_command gs_commands[] = {
     {"sinterstore", -3, W | M, gs_cmd_sinterstore, 1, -1, 1, "set", "Intersect multiple sets and store the resulting set in a key", "1.0.0"},
     {"sunionstore", -3, W | M, gs_cmd_sunionstore, 1, -1, 1, "set", "Add multiple sets and store the resulting set in a key", "1.0.0"},
     {"sdiffstore", -3, W | M, gs_cmd_sdiffstore, 1, -1, 1, "set", "Subtract multiple sets and store the resulting set in a key", "1.0.0"},
-    {"sintercard", -3, R, gs_cmd_sintercard, 0, 0, 0, "set", "Intersect multiple sets and return the cardinality of the result", "7.0.0"},
+    {"sintercard", -3, R, gs_cmd_sintercard, 0, 0, 0, "set", "Intersect multiple sets and return the cardinality of the result", "7.0.0", 1},
     {"sscan", -3, R, gs_cmd_sscan, 1, 1, 1, "set", "Incrementally iterate Set elements", "2.6.0"},
     /* introspection of values (cmd_server.c) */
     {"object", -2, R, gs_cmd_object, 2, 2, 1, "generic", "A container for object introspection commands", "2.2.3"},
@@ -167,4 +170,5 @@ const struct gs_command gs_commands[] = {
     {"shutdown", -1, A | NS | L | S, gs_cmd_shutdown, 0, 0, 0, "server", "Synchronously save the dataset to disk and then shut down the server", "1.0.0"},
     {NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, NULL},
 };
+#pragma GCC diagnostic pop
 /* clang-format on */
