@@ -810,6 +810,13 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
             dbsize_led_groups(cl, c);
             return true;
         }
+        if (cmd->fn == gs_cmd_publish) {
+            /* Redis Cluster: the subscribers of every node get it; the
+             * reply counts this node's. */
+            gs_call(c, cmd, argc, argv);
+            gs_cl_forward_publish(cl, argv[1].p, argv[1].len, argv[2].p, argv[2].len);
+            return true;
+        }
         if (write && cmd->keynum == 0) {
             /* Any other keyless write would bypass the Raft logs and let
              * replicas diverge. (A command with a key count and none

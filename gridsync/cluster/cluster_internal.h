@@ -231,6 +231,12 @@ int gs_cl_hinted_leader(const struct gs_cluster *cl, const struct cgroup *grp);
  * else the preferred leader. */
 unsigned gs_cl_redirect_node(const struct gs_cluster *cl, const struct cgroup *grp);
 
+/* A PUBLISH ran here: send it to every other node's subscribers (one
+ * datagram each, at most once; nothing when the hints socket is off or
+ * the message does not fit in a datagram). */
+void gs_cl_forward_publish(struct gs_cluster *cl, const char *ch, size_t chlen, const char *msg,
+                           size_t msglen);
+
 /* ---- cluster_expire.c ---- */
 
 /* Each cron tick: propose the expiry of every led group's due keys, and

@@ -15,8 +15,12 @@ import redis
 from test_cluster import key_slot, make_cluster  # noqa: F401  (the fixture)
 
 
-def leader_of(c, key):
-    """The node that leads key's slot (waits until someone does)."""
+def leader_of(c, key, settle=True):
+    """The node that leads key's slot (waits until someone does; with
+    settle, first until every node leads its preferred group, so that the
+    leadership is not handed back meanwhile)."""
+    if settle:
+        c.wait_settled()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         for nd in c.nodes:
@@ -251,7 +255,7 @@ def test_leader_killed_between_multi_and_exec(make_cluster):
     r.close()
     alive = [n for n in c.nodes if n.alive()]
     assert c.call("MGET", "{k}a", "{k}b", nodes=alive) == ["3", "3"]
-    nd2 = leader_of(c, "{k}a")
+    nd2 = leader_of(c, "{k}a", settle=False)
     r = Raw(nd2)
     try:
         r.send(["MULTI"], ["INCR", "{k}a"], ["INCR", "{k}b"], ["EXEC"])
