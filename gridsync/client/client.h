@@ -118,6 +118,13 @@ struct gs_client {
     char *name; /* CLIENT SETNAME; NULL when unset */
     char *lib_name, *lib_ver;
     const char *last_cmd;
+    /* What gs_subcommand_ok found, for gs_call's statistics (Redis 7
+     * counts `config|get`, not `config`): the subcommand (a static
+     * "container|sub" name) and whether it ran, was refused for its
+     * argument count, or was unknown (then nothing is charged). gs_call
+     * clears it after each command. */
+    const char *sub_stat;
+    enum { GS_SUB_NONE, GS_SUB_RAN, GS_SUB_ARITY, GS_SUB_UNKNOWN } sub_verdict;
     /* gs-origin: replies waiting on the origin, oldest first (origin_node.h) */
     struct gs_held *held_head, *held_tail;
     /* Cluster mode: READONLY, and the replicated write this client waits

@@ -27,6 +27,15 @@ struct gs_cmd_stat {
     struct core_hist *latency; /* NULL until the first call */
 };
 
+/* Redis 7 counts a container command's calls per subcommand
+ * (`cmdstat_config|get`), never under the container itself. */
+#define GS_SUBSTATS_MAX 128
+
+struct gs_sub_stat {
+    const char *fullname; /* "config|get": a static string (not copied) */
+    struct gs_cmd_stat st;
+};
+
 struct gs_error_stat {
     char code[32];
     uint64_t count;
@@ -38,6 +47,8 @@ struct gs_cmd_stats {
     struct gs_error_stat errors[GS_ERRORSTATS_LIMIT];
     size_t nerrors;
     uint64_t errors_untracked; /* codes beyond the limit */
+    struct gs_sub_stat sub[GS_SUBSTATS_MAX];
+    size_t nsub;
 };
 
 /* Size the table for ncommands commands. Returns 0 or CORE_ENOMEM. */
@@ -50,6 +61,15 @@ void gs_cmd_stats_reset(struct gs_cmd_stats *s);
 /* One call of command idx that took ns nanoseconds; failed if it replied
  * with an error. */
 void gs_cmd_stats_call(struct gs_cmd_stats *s, size_t idx, uint64_t ns, bool failed);
+
+/* One call that ran as subcommand `fullname` (a static string such as
+ * "config|get", see struct gs_subcommand); counted under it instead of its
+ * container. Subcommands beyond GS_SUBSTATS_MAX are not counted. */
+void gs_cmd_stats_sub_call(struct gs_cmd_stats *s, const char *fullname, uint64_t ns, bool failed);
+
+/* Subcommand fullname was refused for its argument count (Redis counts it
+ * in the subcommand's rejected_calls). */
+void gs_cmd_stats_sub_reject(struct gs_cmd_stats *s, const char *fullname);
 
 /* Command idx was refused before it ran (arity, NOAUTH, OOM ...). */
 static inline void gs_cmd_stats_reject(struct gs_cmd_stats *s, size_t idx)

@@ -36,9 +36,11 @@ struct gs_feature;
 struct gs_pubsub;
 struct gs_subscriber;
 struct gs_slowlog;
+struct gs_metrics;
+struct gs_store_stats;
 
 #define GS_NODE_MAX_FEATURES 4  /* struct gs_feature, below */
-#define GS_NODE_MAX_OPTS     64 /* rows of the bound option table, terminator included */
+#define GS_NODE_MAX_OPTS     96 /* rows of the bound option table, terminator included */
 
 /* Redis's client-output-buffer-limit classes (networking.c). */
 enum gs_client_class { GS_CLASS_NORMAL, GS_CLASS_REPLICA, GS_CLASS_PUBSUB, GS_CLASS_COUNT };
@@ -74,6 +76,9 @@ struct gs_config {
     int64_t databases;
     bool protected_mode;
     int64_t tcp_keepalive; /* seconds; 0 = off */
+    /* The Prometheus endpoint (node/metrics.h): port 0 = off. */
+    int64_t metrics_port;
+    char metrics_bind[CORE_OPT_STRLEN];
     /* Redis 7's maxmemory-clients: a size, or "N%" of maxmemory (of the
      * machine's memory when maxmemory is 0); "0" = no budget. */
     char maxmemory_clients[CORE_OPT_STRLEN];
@@ -92,11 +97,14 @@ struct gs_config {
     /* Cluster mode (gridsync/cluster/cluster.h). */
     bool cluster_enabled;
     char cluster_peers[CORE_OPT_STRLEN]; /* host:port,host:port,... (all nodes) */
+    char cluster_seed[CORE_OPT_STRLEN];  /* host:port of a member to learn from */
     char dir[CORE_OPT_STRLEN];           /* Raft logs and snapshots */
     int64_t cluster_replicas;            /* replication factor */
     int cluster_read_mode;               /* enum gs_read_mode (raft_glue.h) */
     bool cluster_join;                   /* this node is being added (docs) */
     int64_t cluster_snapshot_entries;    /* Raft log entries between snapshots */
+    bool cluster_snapshot_fork;          /* build them in a fork()ed child */
+    int64_t cluster_inflight_entries;    /* a group's entries in flight at once */
     int64_t cluster_size;                /* nodes to wait for in the registry; 0 = peers given */
     /* DynamoDB registry (gridsync/cluster/registry.h); empty = none. */
     char registry[CORE_OPT_STRLEN]; /* dynamodb://HOST:PORT/TABLE */
@@ -105,11 +113,17 @@ struct gs_config {
     char registry_secret_key[CORE_OPT_STRLEN];
     int64_t registry_heartbeat; /* ms between two PutItems of this node */
     int64_t registry_ttl;       /* ms a registration lives without a heartbeat */
+    /* Where Raft's state is kept: "dir" (under dir) or dynamodb://HOST:PORT/TABLE
+     * (gridsync/cluster/raft_store_dynamo.h; the registry's region and
+     * credentials). */
+    char raft_store[CORE_OPT_STRLEN];
     /* Conversion thresholds of the value types (gridsync/types/value.h). */
     int64_t hash_max_listpack_entries;
     int64_t hash_max_listpack_value;
     int64_t list_max_listpack_size;
     int64_t set_max_intset_entries;
+    int64_t zset_max_listpack_entries;
+    int64_t zset_max_listpack_value;
 };
 
 struct gs_node {
@@ -145,6 +159,7 @@ struct gs_node {
     struct gs_pubsub *pubsub;                     /* channels and subscribers (commands/pubsub.h) */
     struct gs_slowlog *slowlog; /* SLOWLOG and LATENCY records (commands/slowlog.h) */
     const char **cmd_names;     /* gs_commands[i].name, for cmdstats' INFO */
+    struct gs_metrics *metrics; /* --metrics-port's endpoint; NULL when off */
 };
 
 /* ------------------------------------------------------------ features
@@ -187,9 +202,12 @@ struct gs_feature {
                  int64_t expire_ms);
     void (*apply_config)(void *self);             /* after CONFIG SET */
     void (*info)(void *self, struct core_buf *b); /* its INFO section, header included */
-    void (*reset_stats)(void *self);              /* CONFIG RESETSTAT */
-    void (*stop)(void *self); /* the node is stopping: close handles (the loop still runs) */
-    void (*free)(void *self); /* after the loop has returned */
+    /* Its families on the metrics page (node/metrics.h, core/prom.h),
+     * each written once, names starting "gridsync_". */
+    void (*metrics)(void *self, struct core_buf *b);
+    void (*reset_stats)(void *self); /* CONFIG RESETSTAT */
+    void (*stop)(void *self);        /* the node is stopping: close handles (the loop still runs) */
+    void (*free)(void *self);        /* after the loop has returned */
 };
 
 /* One row of an option table, bound by name to its field of struct
@@ -212,7 +230,9 @@ static inline int64_t gs_node_now_ms(const struct gs_node *n)
     return n->wall_base_ms + (int64_t)(uv_now(n->loop) - n->loop_base_ms);
 }
 
-/* Apply changed options to the running node (after CONFIG SET). */
+/* The statistics of every database's store added up (INFO, /metrics). */
+void gs_node_store_stats(const struct gs_node *n, struct gs_store_stats *out);
+
 /* Fill cfg with the defaults. */
 void gs_config_defaults(struct gs_config *cfg);
 
@@ -222,6 +242,7 @@ void gs_config_defaults(struct gs_config *cfg);
 void gs_config_bind(struct gs_config *cfg, struct core_option *opts,
                     const struct gs_feature *const *features);
 
+/* Apply changed options to the running node (after CONFIG SET). */
 void gs_node_apply_config(struct gs_node *n);
 
 /* Parse a maxmemory-clients value into bytes for this maxmemory (see

@@ -37,7 +37,9 @@
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/commands/commands.h"
 #include "gridsync/commands/multi.h"
+#include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/raft_store_dynamo.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
 #include "gridsync/store/store.h"
@@ -88,22 +90,35 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
     for (char *p = dir + strlen(n->cfg.dir); *p; p++)
         if (*p == ':')
             *p = '_';
+    struct gs_raft_store_config store;
+    if (gs_cl_raft_store_dynamo(&n->cfg)) {
+        memset(&store, 0, sizeof(store));
+        int rc = gs_cl_dynamo_config(&n->cfg, n->cfg.raft_store, &store.ddb);
+        if (rc)
+            return rc;
+    }
     struct gs_group_config gcfg = {
         .id = cl->nodes[cl->self].raft_id,
         .dir = dir,
         .peers = peers,
         .n_peers = grp->n_members,
         .preferred_leader = cl->nodes[grp->g].raft_id,
-        /* A snapshot copies the whole shard on the loop thread, so it must
-         * be rare: every cluster-snapshot-entries entries (each entry is a
-         * loop iteration's batch), keeping an eighth of that in the log so
+        /* A snapshot encodes the whole shard (in a fork()ed child unless
+         * cluster-snapshot-fork is off), so it stays rare: every
+         * cluster-snapshot-entries entries (each entry is a loop
+         * iteration's batch), keeping an eighth of that in the log so
          * that a briefly absent follower catches up without one. */
         .snapshot_threshold = (unsigned)n->cfg.cluster_snapshot_entries,
         .snapshot_trailing = (unsigned)(n->cfg.cluster_snapshot_entries / 8),
         .mux = cl->mux,
         .mux_group = cl->nodes[grp->g].mux_group,
         .join = join,
-        .fsm = {.store = grp->db.store, .exec = cluster_exec, .exec_ctx = grp},
+        .store = gs_cl_raft_store_dynamo(&n->cfg) ? &store : NULL,
+        .fsm = {.store = grp->db.store,
+                .exec = cluster_exec,
+                .exec_ctx = grp,
+                .max_inflight = (unsigned)n->cfg.cluster_inflight_entries,
+                .snapshot_fork = n->cfg.cluster_snapshot_fork},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
     if (rc) {
@@ -171,43 +186,52 @@ void gs_cl_serve_ring(struct gs_cluster *cl)
 int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
 {
     struct gs_cluster *cl = calloc(1, sizeof(*cl));
-    if (!cl)
+    struct gs_membership *ms = malloc(sizeof(*ms));
+    if (!cl || !ms) {
+        free(cl);
+        free(ms);
         return CORE_ENOMEM;
-    cl->node = n;
-    int rc = gs_cl_parse_peers(cl, n->cfg.cluster_peers);
-    if (rc) {
-        CORE_WARN("cluster: cluster-peers must list host:port of every node, this one included");
-        goto fail;
     }
+    cl->node = n;
+    cl->leaving = -1;
     char self[CORE_OPT_STRLEN + 24];
     /* As cluster-peers spells it: an IPv6 bind address in brackets. */
     core_addr_format(self, sizeof(self), n->cfg.bind, (int)n->cfg.port);
+    int rc = gs_cl_learn_membership(&n->cfg, self, ms);
+    if (rc == 0)
+        rc = gs_cl_nodes_from(cl, ms);
+    if (rc)
+        goto fail;
     cl->self = cl->n;
     for (unsigned i = 0; i < cl->n; i++)
         if (strcmp(cl->nodes[i].name, self) == 0)
             cl->self = i;
-    if (cl->self == cl->n) {
-        CORE_WARN("cluster: this node (%s) is not in cluster-peers", self);
-        rc = CORE_EINVAL;
-        goto fail;
-    }
+    if (ms->replicas != (unsigned)n->cfg.cluster_replicas)
+        CORE_INFO("cluster: %u replicas, as the membership says (not cluster-replicas %lld)",
+                  ms->replicas, (long long)n->cfg.cluster_replicas);
+    cl->version = ms->version;
+    cl->replicas = ms->replicas;
     const char *names[GS_RING_MAX_NODES];
-    /* A joining node (cluster-join) is the one being added: the cluster
-     * serves the placement without it and moves to the one with it. */
-    bool join = n->cfg.cluster_join && cl->n > 1;
-    unsigned nn = 0;
-    for (unsigned i = 0; i < cl->n; i++)
-        if (!join || i != cl->self)
-            names[nn++] = cl->nodes[i].name;
-    struct gs_ring_config rcfg = {0, (unsigned)n->cfg.cluster_replicas};
-    cl->leaving = -1;
-    rc = gs_ring_new(&cl->ring, names, nn, &rcfg);
-    if (rc == 0 && join)
-        rc = gs_ring_with_node(cl->ring, cl->nodes[cl->self].name, &cl->target);
+    for (unsigned i = 0; i < ms->n; i++)
+        names[i] = ms->nodes[i];
+    struct gs_ring_config rcfg = {0, ms->replicas};
+    rc = gs_ring_new(&cl->ring, names, ms->n, &rcfg);
+    /* A change in progress (a restart in the middle of one, or a node
+     * started to be added) resumes: the same target as before. */
+    if (rc == 0 && ms->change == GS_CHANGE_ADD)
+        rc = gs_ring_with_node(cl->ring, ms->change_node, &cl->target);
+    if (rc == 0 && ms->change == GS_CHANGE_REMOVE) {
+        rc = gs_ring_without_node(cl->ring, ms->change_node, &cl->target);
+        cl->leaving = gs_cl_find_node(cl, ms->change_node, strlen(ms->change_node));
+    }
     if (rc) {
         CORE_WARN("cluster: cannot place %u nodes: %s", cl->n, core_strerror(rc));
         goto fail;
     }
+    if ((rc = gs_cl_save_membership(cl)) != 0)
+        goto fail;
+    free(ms);
+    ms = NULL;
     gs_cl_build_map(cl, cl->ring, cl->rmap);
     if (cl->target)
         gs_cl_build_map(cl, cl->target, cl->tmap);
@@ -259,6 +283,7 @@ fail_started:
     *out = cl;
     return rc;
 fail:
+    free(ms);
     gs_ring_free(cl->ring);
     gs_ring_free(cl->target);
     free(cl->nodes);
@@ -620,47 +645,55 @@ bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
     return gs_cl_propose_entry(cl, grp, c, slot, (unsigned)argc + 1, cl->pargv, cl->plen);
 }
 
+/* The positions of cmd's keys (gs_command_keys) in *pos: stack (cap
+ * entries) or, beyond, an array to free when it is not stack. Returns
+ * their number (0: none or a malformed count), or -1 out of memory. */
+static long key_positions(const struct gs_command *cmd, size_t argc, const struct gs_arg *argv,
+                          size_t *stack, size_t cap, size_t **pos)
+{
+    long n = gs_command_keys(cmd, argc, argv, stack, cap);
+    *pos = stack;
+    if (n <= 0)
+        return 0;
+    if ((size_t)n > cap) {
+        *pos = malloc((size_t)n * sizeof(**pos));
+        if (!*pos)
+            return -1;
+        gs_command_keys(cmd, argc, argv, *pos, (size_t)n);
+    }
+    return n;
+}
+
 /* Does any of the command's keys exist in grp's store (live now)? */
-static bool any_key_here(struct cgroup *grp, int64_t now, const struct gs_cl_keys *k,
+static bool any_key_here(struct cgroup *grp, int64_t now, const struct gs_command *cmd, size_t argc,
                          struct gs_arg *argv)
 {
-    for (unsigned r = 0; r < k->n; r++)
-        for (size_t i = k->r[r].first; i <= k->r[r].last; i += k->r[r].step)
-            if (gs_store_lookup(grp->db.store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH))
-                return true;
-    return false;
+    size_t stack[64], *pos;
+    long n = key_positions(cmd, argc, argv, stack, 64, &pos);
+    bool found = n < 0; /* out of memory: as if present (writes then wait) */
+    for (long i = 0; i < n && !found; i++)
+        found = gs_store_lookup(grp->db.store, argv[pos[i]].p, argv[pos[i]].len, now,
+                                GS_LOOKUP_NOTOUCH) != NULL;
+    if (pos != stack)
+        free(pos);
+    return found;
 }
 
 int gs_cl_command_keys(const struct gs_command *cmd, size_t argc, const struct gs_arg *argv,
-                       struct gs_cl_keys *k)
+                       unsigned *slot)
 {
-    k->n = 0;
-    if (cmd->first_key > 0 && (size_t)cmd->first_key < argc) {
-        /* Redis's key specs: a negative last_key counts from the end (-1
-         * is the last argument). */
-        long lk = cmd->last_key < 0 ? (long)argc + cmd->last_key : cmd->last_key;
-        size_t last = lk < cmd->first_key ? (size_t)cmd->first_key : (size_t)lk;
-        if (last >= argc)
-            last = argc - 1;
-        k->r[k->n++] = (struct gs_cl_key_range){(size_t)cmd->first_key, last,
-                                                cmd->key_step > 0 ? (size_t)cmd->key_step : 1};
-    }
-    int64_t nk;
-    size_t kn = (size_t)cmd->keynum;
-    /* The handlers parse numkeys with the same function and refuse what
-     * is refused here, so a command without keys found here only replies
-     * an error wherever it runs. */
-    if (cmd->keynum > 0 && kn < argc && gs_string2ll(argv[kn].p, argv[kn].len, &nk) && nk > 0 &&
-        (uint64_t)nk <= argc - kn - 1)
-        k->r[k->n++] = (struct gs_cl_key_range){kn + 1, kn + (size_t)nk, 1};
-    if (k->n == 0)
-        return 0;
-    k->slot = gs_key_slot(argv[k->r[0].first].p, argv[k->r[0].first].len);
-    for (unsigned r = 0; r < k->n; r++)
-        for (size_t i = k->r[r].first; i <= k->r[r].last; i += k->r[r].step)
-            if (gs_key_slot(argv[i].p, argv[i].len) != k->slot)
-                return -1;
-    return 1;
+    size_t stack[64], *pos;
+    long n = key_positions(cmd, argc, argv, stack, 64, &pos);
+    if (n <= 0)
+        return n < 0 ? -1 : 0; /* out of memory: refused as CROSSSLOT */
+    int rc = 1;
+    *slot = gs_key_slot(argv[pos[0]].p, argv[pos[0]].len);
+    for (long i = 1; i < n && rc == 1; i++)
+        if (gs_key_slot(argv[pos[i]].p, argv[pos[i]].len) != *slot)
+            rc = -1;
+    if (pos != stack)
+        free(pos);
+    return rc;
 }
 
 static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
@@ -790,6 +823,8 @@ static void dbsize_led_groups(struct gs_cluster *cl, struct gs_client *c)
     gs_reply_int(&c->w, (int64_t)keys);
 }
 
+/* Whether every key of a GS_CMD_MOVABLEKEYS command line is in slot;
+ * *last gets the last key's position. */
 bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct gs_command *cmd,
                       size_t argc, struct gs_arg *argv)
 {
@@ -801,8 +836,8 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         return gs_cl_txn_queue(cl, c, cmd, argc, argv);
     if (cmd->fn == gs_cmd_exec && c->multi.active && !c->multi.aborted && c->multi.has_slot)
         return gs_cl_txn_exec(cl, c);
-    struct gs_cl_keys keys;
-    int nkeys = gs_cl_command_keys(cmd, argc, argv, &keys);
+    unsigned slot;
+    int nkeys = gs_cl_command_keys(cmd, argc, argv, &slot);
     if (nkeys == 0) {
         if (cmd->fn == gs_cmd_flushdb || cmd->fn == gs_cmd_flushall)
             return flush_led_groups(cl, c, argc, argv);
@@ -817,7 +852,7 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
             gs_cl_forward_publish(cl, argv[1].p, argv[1].len, argv[2].p, argv[2].len);
             return true;
         }
-        if (write && cmd->keynum == 0) {
+        if (write && !(cmd->flags & GS_CMD_MOVABLEKEYS)) {
             /* Any other keyless write would bypass the Raft logs and let
              * replicas diverge. (A command with a key count and none
              * found only replies its error.) */
@@ -831,7 +866,6 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         gs_error(c, "CROSSSLOT Keys in request don't hash to the same slot");
         return true;
     }
-    unsigned slot = keys.slot;
     unsigned g = cl->serve[slot];
     struct cgroup *grp = &cl->groups[g];
     /* Set when this request is parsed again after its read barrier
@@ -871,7 +905,7 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
          * blocked slot): -ASK there, as Redis Cluster's source does. */
         bool gone = grp->slot_state[slot] == SLOT_GONE;
         if (gone ||
-            (gs_group_is_leader(grp->raft) && !any_key_here(grp, c->db->now_ms, &keys, argv))) {
+            (gs_group_is_leader(grp->raft) && !any_key_here(grp, c->db->now_ms, cmd, argc, argv))) {
             unsigned to = grp->dest[slot];
             if (to == NO_GROUP) {
                 gs_error(c, "TRYAGAIN the slot has moved to another node");

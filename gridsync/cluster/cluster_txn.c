@@ -111,8 +111,8 @@ bool gs_cl_txn_queue(struct gs_cluster *cl, struct gs_client *c, const struct gs
                      size_t argc, struct gs_arg *argv)
 {
     struct gs_multi *m = &c->multi;
-    struct gs_cl_keys keys;
-    int k = gs_cl_command_keys(cmd, argc, argv, &keys);
+    unsigned slot;
+    int k = gs_cl_command_keys(cmd, argc, argv, &slot);
     if (strcmp(cmd->group, "pubsub") == 0) {
         /* A subscription would be taken by every replica's apply. */
         gs_errorf(c, "ERR '%s' inside MULTI is not supported in cluster mode", cmd->name);
@@ -128,12 +128,12 @@ bool gs_cl_txn_queue(struct gs_cluster *cl, struct gs_client *c, const struct gs
         gs_error(c, CROSSSLOT);
         return refuse(cl, c, cmd);
     }
-    if (!led_group(cl, c, keys.slot))
+    if (!led_group(cl, c, slot))
         return refuse(cl, c, cmd);
     if (!m->has_slot) {
         m->has_slot = true;
-        m->slot = keys.slot;
-    } else if (m->slot != keys.slot) {
+        m->slot = slot;
+    } else if (m->slot != slot) {
         m->cross_slot = true; /* EXEC answers CROSSSLOT */
     }
     return false;
@@ -269,9 +269,9 @@ static bool slot_serving(struct cgroup *grp, const struct gs_command *cmd, unsig
     }
     for (unsigned i = 0; i < argc; i++)
         cl->xargv[i] = (struct gs_arg){argv[i], argvlen[i]};
-    struct gs_cl_keys keys;
-    return gs_cl_command_keys(cmd, argc, cl->xargv, &keys) != 1 ||
-           grp->slot_state[keys.slot] == SLOT_SERVING;
+    unsigned slot;
+    return gs_cl_command_keys(cmd, argc, cl->xargv, &slot) != 1 ||
+           grp->slot_state[slot] == SLOT_SERVING;
 }
 
 void gs_cl_apply_txn(struct cgroup *grp, struct gs_store *store, int64_t now_ms, int proto,

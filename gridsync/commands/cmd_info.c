@@ -5,6 +5,7 @@
  */
 #include "gridsync/commands/cmd_server.h"
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gridsync/commands/glob.h"
@@ -72,16 +73,8 @@ static int64_t clients_budget(const struct gs_node *n)
 static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct gs_arg *argv)
 {
     /* The node's figures: every database's together. */
-    struct gs_store_stats st = {0};
-    for (unsigned d = 0; d < n->n_dbs; d++) {
-        struct gs_store_stats ds;
-        gs_store_stats(n->dbs[d].store, &ds);
-        st.used_memory += ds.used_memory;
-        st.expired_keys += ds.expired_keys;
-        st.evicted_keys += ds.evicted_keys;
-        st.hits += ds.hits;
-        st.misses += ds.misses;
-    }
+    struct gs_store_stats st;
+    gs_node_store_stats(n, &st);
     struct core_server_stats ss;
     core_server_get_stats(n->srv, &ss);
     int64_t now = gs_node_now_ms(n);
@@ -125,10 +118,12 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
         gs_sbprintf(b,
                     "used_memory:%" PRIu64 "\r\nused_memory_human:%s\r\nmaxmemory:%lld\r\n"
                     "maxmemory_human:%s\r\nmaxmemory_policy:%s\r\nmem_clients_normal:%zu\r\n"
-                    "maxmemory_clients:%lld\r\nlazyfree_pending_objects:%" PRIu64 "\r\n",
+                    "maxmemory_clients:%lld\r\nlazyfree_pending_objects:%" PRIu64 "\r\n"
+                    "mem_allocator:%s\r\n",
                     st.used_memory, used, (long long)n->cfg.maxmemory, maxm,
                     pol[n->cfg.maxmemory_policy], core_server_clients_memory(n->srv),
-                    (long long)clients_budget(n), gs_store_lazyfree_pending(n->dbs[0].store));
+                    (long long)clients_budget(n), gs_store_lazyfree_pending(n->dbs[0].store),
+                    core_allocator_name());
     }
     if (want(argc, argv, "persistence", true)) {
         SECTION("Persistence");

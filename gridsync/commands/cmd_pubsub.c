@@ -18,6 +18,7 @@
 #include "core/hash.h"
 #include "gridsync/commands/glob.h"
 #include "gridsync/client/node_ctx.h"
+#include "gridsync/commands/cmd_server.h"
 #include "gridsync/commands/commands.h"
 
 #include <stdio.h>
@@ -530,6 +531,7 @@ void gs_cmd_pubsub(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     const struct gs_arg *sub = &argv[1];
     if (gs_arg_is(sub, "help") && argc == 2) {
+        gs_subcommand_stat(c, "pubsub|help", GS_SUB_RAN);
         static const char *const lines[] = {
             "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "CHANNELS [<pattern>]",
@@ -551,17 +553,24 @@ void gs_cmd_pubsub(struct gs_client *c, size_t argc, struct gs_arg *argv)
         for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
             gs_reply_simple(&c->w, lines[i], strlen(lines[i]));
     } else if (gs_arg_is(sub, "channels") && argc <= 3) {
+        gs_subcommand_stat(c, "pubsub|channels", GS_SUB_RAN);
         list_channels(c, CHANNEL, argc == 3 ? &argv[2] : NULL);
     } else if (gs_arg_is(sub, "shardchannels") && argc <= 3) {
+        gs_subcommand_stat(c, "pubsub|shardchannels", GS_SUB_RAN);
         list_channels(c, SHARD, argc == 3 ? &argv[2] : NULL);
     } else if (gs_arg_is(sub, "numsub")) {
+        gs_subcommand_stat(c, "pubsub|numsub", GS_SUB_RAN);
         numsub(c, argc, argv, CHANNEL);
     } else if (gs_arg_is(sub, "shardnumsub")) {
+        gs_subcommand_stat(c, "pubsub|shardnumsub", GS_SUB_RAN);
         numsub(c, argc, argv, SHARD);
     } else if (gs_arg_is(sub, "numpat") && argc == 2) {
+        gs_subcommand_stat(c, "pubsub|numpat", GS_SUB_RAN);
         gs_reply_int(&c->w, (int64_t)c->node->pubsub->t[PATTERN].count);
     } else if (gs_arg_is(sub, "help") || gs_arg_is(sub, "numpat")) {
         /* Fixed arity in Redis's command table: the table's error. */
+        gs_subcommand_stat(c, gs_arg_is(sub, "help") ? "pubsub|help" : "pubsub|numpat",
+                           GS_SUB_ARITY);
         char lower[32];
         size_t n = sub->len < sizeof(lower) - 1 ? sub->len : sizeof(lower) - 1;
         for (size_t i = 0; i < n; i++)
@@ -570,11 +579,14 @@ void gs_cmd_pubsub(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_errorf(c, "ERR wrong number of arguments for 'pubsub|%s' command", lower);
     } else if (gs_arg_is(sub, "channels") || gs_arg_is(sub, "shardchannels")) {
         /* Variable arity: pubsubCommand's own addReplySubcommandSyntaxError. */
+        gs_subcommand_stat(
+            c, gs_arg_is(sub, "channels") ? "pubsub|channels" : "pubsub|shardchannels", GS_SUB_RAN);
         gs_errorf(c,
                   "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try PUBSUB "
                   "HELP.",
                   (int)(sub->len < 128 ? sub->len : 128), sub->p);
     } else {
+        gs_subcommand_stat(c, NULL, GS_SUB_UNKNOWN);
         gs_errorf(c, "ERR unknown subcommand '%.*s'. Try PUBSUB HELP.",
                   (int)(sub->len < 128 ? sub->len : 128), sub->p);
     }

@@ -66,20 +66,32 @@ void gs_unknown_subcommand(struct gs_client *c, const struct gs_arg *sub, const 
  * is "unknown subcommand", a known one with the wrong argument count is
  * "wrong number of arguments for 'client|getname' command". Returns false
  * after replying with the error. */
+void gs_subcommand_stat(struct gs_client *c, const char *fullname, int verdict)
+{
+    c->sub_stat = fullname;
+    c->sub_verdict = verdict;
+    if (verdict == GS_SUB_RAN)
+        c->last_cmd = fullname;
+}
+
 bool gs_subcommand_ok(struct gs_client *c, size_t argc, struct gs_arg *argv,
                       const struct gs_subcommand *table, const char *container)
 {
     for (const struct gs_subcommand *s = table; s->name; s++) {
         if (!gs_arg_is(&argv[1], s->name))
             continue;
+        c->sub_stat = s->fullname;
         if ((s->arity > 0 && argc != (size_t)s->arity) ||
             (s->arity < 0 && argc < (size_t)-s->arity)) {
+            c->sub_verdict = GS_SUB_ARITY;
             gs_error_arity(c, s->fullname);
             return false;
         }
+        c->sub_verdict = GS_SUB_RAN;
         c->last_cmd = s->fullname;
         return true;
     }
+    c->sub_verdict = GS_SUB_UNKNOWN;
     gs_unknown_subcommand(c, &argv[1], container);
     return false;
 }

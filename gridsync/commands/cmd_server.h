@@ -39,6 +39,12 @@ struct gs_subcommand {
 /* "ERR unknown subcommand '<sub>'. Try <cmd> HELP." */
 void gs_unknown_subcommand(struct gs_client *c, const struct gs_arg *sub, const char *cmd);
 
+/* For a container that dispatches by itself (PUBSUB, SLOWLOG, LATENCY):
+ * tell gs_call's statistics which subcommand ran (fullname "slowlog|get",
+ * verdict GS_SUB_RAN), was refused for its argument count (GS_SUB_ARITY)
+ * or was unknown (GS_SUB_UNKNOWN), as gs_subcommand_ok does. */
+void gs_subcommand_stat(struct gs_client *c, const char *fullname, int verdict);
+
 /* Redis 7's processCommand for container commands: an unknown subcommand
  * is "unknown subcommand", a known one with the wrong argument count is
  * "wrong number of arguments for 'client|getname' command". Returns false

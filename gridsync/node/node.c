@@ -22,6 +22,8 @@
 #include "core/log.h"
 #include "gridsync/commands/pubsub.h"
 #include "gridsync/commands/slowlog.h"
+#include "gridsync/node/metrics.h"
+#include "gridsync/store/store.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -43,7 +45,8 @@
 static struct gs_type_limits node_type_limits(const struct gs_config *cfg)
 {
     struct gs_type_limits l = {cfg->hash_max_listpack_entries, cfg->hash_max_listpack_value,
-                               cfg->list_max_listpack_size, cfg->set_max_intset_entries};
+                               cfg->list_max_listpack_size,    cfg->set_max_intset_entries,
+                               cfg->zset_max_listpack_entries, cfg->zset_max_listpack_value};
     return l;
 }
 
@@ -286,14 +289,28 @@ void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, str
     struct gs_node *n = c->node;
     uint64_t errors = n->shared.stats.error_replies;
     c->last_cmd = cmd->name;
+    c->sub_verdict = GS_SUB_NONE;
     n->shared.stats.commands++;
     /* Redis's call() times every command the same way (ustime around
      * the handler); two vDSO clock reads per command. */
     uint64_t t0 = core_now_ns();
     cmd->fn(c, argc, argv);
     uint64_t ns = core_now_ns() - t0;
-    gs_cmd_stats_call(&n->cmdstats, (size_t)(cmd - gs_commands), ns,
-                      n->shared.stats.error_replies != errors);
+    bool failed = n->shared.stats.error_replies != errors;
+    switch (c->sub_verdict) {
+    case GS_SUB_NONE:
+        gs_cmd_stats_call(&n->cmdstats, (size_t)(cmd - gs_commands), ns, failed);
+        break;
+    case GS_SUB_RAN:
+        gs_cmd_stats_sub_call(&n->cmdstats, c->sub_stat, ns, failed);
+        break;
+    case GS_SUB_ARITY:
+        gs_cmd_stats_sub_reject(&n->cmdstats, c->sub_stat);
+        break;
+    case GS_SUB_UNKNOWN: /* Redis finds no command to charge */
+        break;
+    }
+    c->sub_verdict = GS_SUB_NONE; /* EXEC's own call comes after its commands' */
     uint64_t usec = ns / 1000;
     if (!n->slowlog) /* a node built by hand (tests) may have none */
         return;
@@ -649,6 +666,9 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
     rc = features_start(n, features); /* a bad feature option fails the start */
     if (rc)
         goto fail_features;
+    rc = gs_metrics_start(&n->metrics, n);
+    if (rc)
+        goto fail_features;
     uint64_t period = (uint64_t)(1000 / cfg->hz);
     uv_timer_start(&n->cron, cron_cb, period, period ? period : 1);
     *out = n;
@@ -678,6 +698,22 @@ fail_stats:
     return rc;
 }
 
+void gs_node_store_stats(const struct gs_node *n, struct gs_store_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (unsigned d = 0; d < n->n_dbs; d++) {
+        struct gs_store_stats ds;
+        gs_store_stats(n->dbs[d].store, &ds);
+        out->keys += ds.keys;
+        out->keys_with_expire += ds.keys_with_expire;
+        out->used_memory += ds.used_memory;
+        out->expired_keys += ds.expired_keys;
+        out->evicted_keys += ds.evicted_keys;
+        out->hits += ds.hits;
+        out->misses += ds.misses;
+    }
+}
+
 static void features_free(struct gs_node *n)
 {
     for (unsigned i = 0; i < n->n_features; i++)
@@ -692,6 +728,7 @@ void gs_node_stop(struct gs_node *n)
         return;
     n->stopping = true;
     core_server_stop(n->srv);
+    gs_metrics_stop(n->metrics);
     features_stop(n); /* after the clients have gone */
     uv_close((uv_handle_t *)&n->cron, NULL);
 }
@@ -701,6 +738,7 @@ void gs_node_free(struct gs_node *n)
     if (!n)
         return;
     core_server_free(n->srv);
+    gs_metrics_free(n->metrics);
     features_free(n);
     gs_multi_node_free(n); /* before the stores: their hook points here */
     dbs_free(n);

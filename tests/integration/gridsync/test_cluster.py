@@ -85,7 +85,7 @@ class Node:
             [find_binary("gridsync-server"), "--bind", self.host, "--port", str(self.port),
              "--cluster-enabled", "yes",
              "--cluster-peers", c.peers, "--cluster-replicas", str(c.replicas),
-             "--dir", self.dir, *c.extra],
+             "--dir", self.dir, *c.extra, *(c.node_extra(self) if c.node_extra else [])],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 20
         while True:
@@ -135,9 +135,10 @@ class Cluster:
     """n nodes on 127.0.0.1 and consecutive ports, or (addrs) on given
     (host, port) pairs, each started under its prefix command."""
 
-    def __init__(self, n, replicas=3, addrs=None, prefixes=None, extra=()):
+    def __init__(self, n, replicas=3, addrs=None, prefixes=None, extra=(), node_extra=None):
         self.n, self.replicas = n, replicas
         self.extra = list(extra)  # more server flags
+        self.node_extra = node_extra  # node -> flags of that node only
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
         if addrs is None:
@@ -252,8 +253,8 @@ class Cluster:
 def make_cluster(request):
     made = []
 
-    def make(n=3, replicas=3, addrs=None, prefixes=None, extra=()):
-        c = Cluster(n, replicas, addrs, prefixes, extra)
+    def make(n=3, replicas=3, addrs=None, prefixes=None, extra=(), node_extra=None):
+        c = Cluster(n, replicas, addrs, prefixes, extra, node_extra)
         made.append(c)
         c.start()
         return c

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.request
 
 import pytest
 import redis
@@ -146,7 +147,7 @@ def gs_cluster(tmp_path):
     started = []
 
     def start(*extra):
-        base = free_base([0, 1, 2, 10000, 10001, 10002])
+        base = free_base([0, 1, 2, 10000, 10001, 10002, 20000, 20001, 20002])
         la = Launcher([os.path.join(ROOT, "scripts", "gridsync-cluster"), "up", "3", "--port",
                        str(base), *extra], tmp_path)
         started.append(la)
@@ -170,6 +171,10 @@ def test_gridsync_cluster_restarts_a_killed_node(gs_cluster):
     until(lambda: cluster_serves(base, "k1", "v1"), "node 0 serves after the kill")
     until(lambda: cluster_serves(victim, "k2", "v2"), "the restarted node serves")
     assert la.proc.poll() is None
+    # Each node's Prometheus endpoint is at its port + 20000.
+    for p in (base, victim):
+        with urllib.request.urlopen(f"http://127.0.0.1:{p + 20000}/metrics", timeout=10) as r:
+            assert b'gridsync_raft_role{group="127.0.0.1:' in r.read()
 
 
 def test_gridsync_cluster_no_restart_leaves_it_down(gs_cluster):
