@@ -388,8 +388,14 @@ static void finish_change(struct gs_cluster *cl, uint64_t version)
 
 bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    if ((gs_arg_is(&argv[1], "addnode") || gs_arg_is(&argv[1], "delnode")) && argc == 3) {
+    if ((gs_arg_is(&argv[1], "addnode") || gs_arg_is(&argv[1], "delnode")) &&
+        (argc == 3 || argc == 4)) {
         bool add = gs_arg_is(&argv[1], "addnode");
+        long long want = -1;
+        if (argc == 4 && (!parse_num(argv[3].p, argv[3].len, &want) || want < 0)) {
+            gs_error(c, "ERR invalid version");
+            return true;
+        }
         int idx = gs_cl_find_node(cl, argv[2].p, argv[2].len);
         char name[GS_RING_NAME_MAX];
         if (argv[2].len >= sizeof(name)) {
@@ -415,6 +421,15 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
                 gs_errorf(c, "TRYAGAIN cannot start a group yet: %s", core_strerror(rc));
             else
                 gs_reply_ok(&c->w);
+            return true;
+        }
+        /* The change was asked for against that membership: against
+         * another (a change requested meanwhile has not reached this node
+         * yet, or has not finished here) it waits, so that every node
+         * applies the same changes in the same order. */
+        if (want >= 0 && (uint64_t)want != cl->version) {
+            gs_errorf(c, "TRYAGAIN membership version is %llu here, not %lld",
+                      (unsigned long long)cl->version, want);
             return true;
         }
         if (add ? idx >= 0 : idx < 0) {
