@@ -33,6 +33,7 @@
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/registry.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
 #include "gridsync/store/store.h"
@@ -344,8 +345,35 @@ static void on_left_group(void *data)
 }
 
 /* Serve the target placement; leave the groups this node is no longer in. */
+/* With --registry: record the change that just finished here. */
+static void record_change(struct gs_cluster *cl, const char *kind, const char *node)
+{
+    if (!cl->registry)
+        return;
+    struct core_buf nodes = {0};
+    for (unsigned i = 0; i < gs_ring_nodes(cl->ring); i++) {
+        if (i)
+            core_buf_append(&nodes, ",", 1);
+        const char *nm = gs_ring_node_name(cl->ring, i);
+        core_buf_append(&nodes, nm, strlen(nm));
+    }
+    core_buf_append(&nodes, "", 1);
+    if (nodes.oom ||
+        gs_registry_heartbeat_membership(cl->registry, kind, node, cl->version, nodes.data))
+        CORE_WARN("registry: cannot record the membership change (out of memory)");
+    core_buf_free(&nodes);
+}
+
 static void finish_change(struct gs_cluster *cl, uint64_t version)
 {
+    char node[GS_RING_NAME_MAX] = "";
+    const char *kind = cl->leaving >= 0 ? "remove" : "add";
+    if (cl->leaving >= 0)
+        snprintf(node, sizeof(node), "%s", cl->nodes[cl->leaving].name);
+    else
+        for (unsigned i = 0; i < gs_ring_nodes(cl->target); i++)
+            if (gs_ring_find(cl->ring, gs_ring_node_name(cl->target, i)) < 0)
+                snprintf(node, sizeof(node), "%s", gs_ring_node_name(cl->target, i));
     if (cl->leaving >= 0)
         cl->nodes[cl->leaving].removed = true;
     cl->leaving = -1;
@@ -359,6 +387,7 @@ static void finish_change(struct gs_cluster *cl, uint64_t version)
     cl->version = version > cl->version + 1 ? version : cl->version + 1;
     /* If this fails, a restart resumes the change and FINISH repeats it. */
     (void)gs_cl_save_membership(cl);
+    record_change(cl, kind, node);
     for (unsigned g = 0; g < cl->n; g++) {
         struct cgroup *grp = &cl->groups[g];
         /* The slot states stay: they are applied state of the group's log
