@@ -38,6 +38,7 @@
 #include "gridsync/commands/commands.h"
 #include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/raft_store_dynamo.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
 #include "gridsync/store/store.h"
@@ -80,22 +81,35 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
     for (char *p = dir + strlen(n->cfg.dir); *p; p++)
         if (*p == ':')
             *p = '_';
+    struct gs_raft_store_config store;
+    if (gs_cl_raft_store_dynamo(&n->cfg)) {
+        memset(&store, 0, sizeof(store));
+        int rc = gs_cl_dynamo_config(&n->cfg, n->cfg.raft_store, &store.ddb);
+        if (rc)
+            return rc;
+    }
     struct gs_group_config gcfg = {
         .id = cl->nodes[cl->self].raft_id,
         .dir = dir,
         .peers = peers,
         .n_peers = grp->n_members,
         .preferred_leader = cl->nodes[grp->g].raft_id,
-        /* A snapshot copies the whole shard on the loop thread, so it must
-         * be rare: every cluster-snapshot-entries entries (each entry is a
-         * loop iteration's batch), keeping an eighth of that in the log so
+        /* A snapshot encodes the whole shard (in a fork()ed child unless
+         * cluster-snapshot-fork is off), so it stays rare: every
+         * cluster-snapshot-entries entries (each entry is a loop
+         * iteration's batch), keeping an eighth of that in the log so
          * that a briefly absent follower catches up without one. */
         .snapshot_threshold = (unsigned)n->cfg.cluster_snapshot_entries,
         .snapshot_trailing = (unsigned)(n->cfg.cluster_snapshot_entries / 8),
         .mux = cl->mux,
         .mux_group = cl->nodes[grp->g].mux_group,
         .join = join,
-        .fsm = {.store = grp->db.store, .exec = cluster_exec, .exec_ctx = grp},
+        .store = gs_cl_raft_store_dynamo(&n->cfg) ? &store : NULL,
+        .fsm = {.store = grp->db.store,
+                .exec = cluster_exec,
+                .exec_ctx = grp,
+                .max_inflight = (unsigned)n->cfg.cluster_inflight_entries,
+                .snapshot_fork = n->cfg.cluster_snapshot_fork},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
     if (rc) {
@@ -734,11 +748,36 @@ static void dbsize_led_groups(struct gs_cluster *cl, struct gs_client *c)
     gs_reply_int(&c->w, (int64_t)keys);
 }
 
+/* Whether every key of a GS_CMD_MOVABLEKEYS command line is in slot;
+ * *last gets the last key's position. */
+static bool keys_in_slot(const struct gs_command *cmd, size_t argc, const struct gs_arg *argv,
+                         unsigned slot, size_t *last)
+{
+    size_t stack[64];
+    long n = gs_command_keys(cmd, argc, argv, stack, 64);
+    size_t *pos = n > 64 ? malloc((size_t)n * sizeof(*pos)) : stack;
+    if (!pos)
+        return false;
+    if (pos != stack)
+        gs_command_keys(cmd, argc, argv, pos, (size_t)n);
+    bool same = true;
+    for (long i = 0; i < n && same; i++)
+        same = gs_key_slot(argv[pos[i]].p, argv[pos[i]].len) == slot;
+    *last = pos[n - 1];
+    if (pos != stack)
+        free(pos);
+    return same;
+}
+
 bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct gs_command *cmd,
                       size_t argc, struct gs_arg *argv)
 {
     bool write = (cmd->flags & GS_CMD_WRITE) != 0;
-    if (cmd->first_key <= 0) {
+    /* A malformed count (ZUNION 0 ..., ZMPOP x ...) has no keys: the
+     * handler answers its error here without touching any data. */
+    if ((cmd->flags & GS_CMD_MOVABLEKEYS) && gs_command_keys(cmd, argc, argv, NULL, 0) <= 0)
+        return false;
+    if (cmd->first_key <= 0 && !(cmd->flags & GS_CMD_MOVABLEKEYS)) {
         if (cmd->fn == gs_cmd_flushdb || cmd->fn == gs_cmd_flushall)
             return flush_led_groups(cl, c, argc, argv);
         if (cmd->fn == gs_cmd_dbsize) {
@@ -761,13 +800,27 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         last = argc - 1;
     size_t step = cmd->key_step > 0 ? (size_t)cmd->key_step : 1;
     size_t first = (size_t)cmd->first_key;
-    if (first >= argc)
-        return false;
-    unsigned slot = gs_key_slot(argv[first].p, argv[first].len);
-    for (size_t i = first + step; i <= last; i += step) {
-        if (gs_key_slot(argv[i].p, argv[i].len) != slot) {
+    unsigned slot;
+    if (cmd->flags & GS_CMD_MOVABLEKEYS) {
+        /* the keys after a count (gs_command_keys), all in one slot */
+        size_t one;
+        gs_command_keys(cmd, argc, argv, &one, 1);
+        slot = gs_key_slot(argv[one].p, argv[one].len);
+        if (!keys_in_slot(cmd, argc, argv, slot, &last)) {
             gs_error(c, "CROSSSLOT Keys in request don't hash to the same slot");
             return true;
+        }
+        first = one; /* for any_key_here below (a count between is no key) */
+        step = 1;
+    } else {
+        if (first >= argc)
+            return false;
+        slot = gs_key_slot(argv[first].p, argv[first].len);
+        for (size_t i = first + step; i <= last; i += step) {
+            if (gs_key_slot(argv[i].p, argv[i].len) != slot) {
+                gs_error(c, "CROSSSLOT Keys in request don't hash to the same slot");
+                return true;
+            }
         }
     }
     unsigned g = cl->serve[slot];

@@ -151,6 +151,20 @@ int gs_cl_save_membership(const struct gs_cluster *cl);
 /* Start grp's Raft group on this node (join: without bootstrapping).
  * Returns 0 or a CORE_E* code (logged; grp->raft stays NULL). */
 int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join);
+
+/* ---- cluster_feature.c ---- */
+
+struct gs_registry_config;
+struct gs_config;
+/* The DynamoDB client's configuration for url (the registry's or the Raft
+ * store's), with the registry's region and credentials (options, else
+ * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). CORE_EINVAL (logged) if the
+ * URL is malformed or there are no credentials. */
+int gs_cl_dynamo_config(const struct gs_config *cfg, const char *url,
+                        struct gs_registry_config *rc);
+
+/* Whether --raft-store names DynamoDB (else the directory). */
+bool gs_cl_raft_store_dynamo(const struct gs_config *cfg);
 /* map[i] = the node index of ring index i. */
 void gs_cl_build_map(struct gs_cluster *cl, const struct gs_ring *r, unsigned *map);
 /* Group g's replica set (node indexes) in ring r, or 0 if g is not in r. */
