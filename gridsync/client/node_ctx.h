@@ -97,6 +97,7 @@ struct gs_config {
     /* Cluster mode (gridsync/cluster/cluster.h). */
     bool cluster_enabled;
     char cluster_peers[CORE_OPT_STRLEN]; /* host:port,host:port,... (all nodes) */
+    char cluster_seed[CORE_OPT_STRLEN];  /* host:port of a member to learn from */
     char dir[CORE_OPT_STRLEN];           /* Raft logs and snapshots */
     int64_t cluster_replicas;            /* replication factor */
     int cluster_read_mode;               /* enum gs_read_mode (raft_glue.h) */
@@ -112,11 +113,17 @@ struct gs_config {
     char registry_secret_key[CORE_OPT_STRLEN];
     int64_t registry_heartbeat; /* ms between two PutItems of this node */
     int64_t registry_ttl;       /* ms a registration lives without a heartbeat */
+    /* Where Raft's state is kept: "dir" (under dir) or dynamodb://HOST:PORT/TABLE
+     * (gridsync/cluster/raft_store_dynamo.h; the registry's region and
+     * credentials). */
+    char raft_store[CORE_OPT_STRLEN];
     /* Conversion thresholds of the value types (gridsync/types/value.h). */
     int64_t hash_max_listpack_entries;
     int64_t hash_max_listpack_value;
     int64_t list_max_listpack_size;
     int64_t set_max_intset_entries;
+    int64_t zset_max_listpack_entries;
+    int64_t zset_max_listpack_value;
 };
 
 struct gs_node {

@@ -36,7 +36,9 @@
 #include "core/log.h"
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/commands/commands.h"
+#include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/raft_store_dynamo.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
 #include "gridsync/store/store.h"
@@ -79,6 +81,13 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
     for (char *p = dir + strlen(n->cfg.dir); *p; p++)
         if (*p == ':')
             *p = '_';
+    struct gs_raft_store_config store;
+    if (gs_cl_raft_store_dynamo(&n->cfg)) {
+        memset(&store, 0, sizeof(store));
+        int rc = gs_cl_dynamo_config(&n->cfg, n->cfg.raft_store, &store.ddb);
+        if (rc)
+            return rc;
+    }
     struct gs_group_config gcfg = {
         .id = cl->nodes[cl->self].raft_id,
         .dir = dir,
@@ -95,6 +104,7 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         .mux = cl->mux,
         .mux_group = cl->nodes[grp->g].mux_group,
         .join = join,
+        .store = gs_cl_raft_store_dynamo(&n->cfg) ? &store : NULL,
         .fsm = {.store = grp->db.store,
                 .exec = cluster_exec,
                 .exec_ctx = grp,
@@ -165,43 +175,52 @@ void gs_cl_serve_ring(struct gs_cluster *cl)
 int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
 {
     struct gs_cluster *cl = calloc(1, sizeof(*cl));
-    if (!cl)
+    struct gs_membership *ms = malloc(sizeof(*ms));
+    if (!cl || !ms) {
+        free(cl);
+        free(ms);
         return CORE_ENOMEM;
-    cl->node = n;
-    int rc = gs_cl_parse_peers(cl, n->cfg.cluster_peers);
-    if (rc) {
-        CORE_WARN("cluster: cluster-peers must list host:port of every node, this one included");
-        goto fail;
     }
+    cl->node = n;
+    cl->leaving = -1;
     char self[CORE_OPT_STRLEN + 24];
     /* As cluster-peers spells it: an IPv6 bind address in brackets. */
     core_addr_format(self, sizeof(self), n->cfg.bind, (int)n->cfg.port);
+    int rc = gs_cl_learn_membership(&n->cfg, self, ms);
+    if (rc == 0)
+        rc = gs_cl_nodes_from(cl, ms);
+    if (rc)
+        goto fail;
     cl->self = cl->n;
     for (unsigned i = 0; i < cl->n; i++)
         if (strcmp(cl->nodes[i].name, self) == 0)
             cl->self = i;
-    if (cl->self == cl->n) {
-        CORE_WARN("cluster: this node (%s) is not in cluster-peers", self);
-        rc = CORE_EINVAL;
-        goto fail;
-    }
+    if (ms->replicas != (unsigned)n->cfg.cluster_replicas)
+        CORE_INFO("cluster: %u replicas, as the membership says (not cluster-replicas %lld)",
+                  ms->replicas, (long long)n->cfg.cluster_replicas);
+    cl->version = ms->version;
+    cl->replicas = ms->replicas;
     const char *names[GS_RING_MAX_NODES];
-    /* A joining node (cluster-join) is the one being added: the cluster
-     * serves the placement without it and moves to the one with it. */
-    bool join = n->cfg.cluster_join && cl->n > 1;
-    unsigned nn = 0;
-    for (unsigned i = 0; i < cl->n; i++)
-        if (!join || i != cl->self)
-            names[nn++] = cl->nodes[i].name;
-    struct gs_ring_config rcfg = {0, (unsigned)n->cfg.cluster_replicas};
-    cl->leaving = -1;
-    rc = gs_ring_new(&cl->ring, names, nn, &rcfg);
-    if (rc == 0 && join)
-        rc = gs_ring_with_node(cl->ring, cl->nodes[cl->self].name, &cl->target);
+    for (unsigned i = 0; i < ms->n; i++)
+        names[i] = ms->nodes[i];
+    struct gs_ring_config rcfg = {0, ms->replicas};
+    rc = gs_ring_new(&cl->ring, names, ms->n, &rcfg);
+    /* A change in progress (a restart in the middle of one, or a node
+     * started to be added) resumes: the same target as before. */
+    if (rc == 0 && ms->change == GS_CHANGE_ADD)
+        rc = gs_ring_with_node(cl->ring, ms->change_node, &cl->target);
+    if (rc == 0 && ms->change == GS_CHANGE_REMOVE) {
+        rc = gs_ring_without_node(cl->ring, ms->change_node, &cl->target);
+        cl->leaving = gs_cl_find_node(cl, ms->change_node, strlen(ms->change_node));
+    }
     if (rc) {
         CORE_WARN("cluster: cannot place %u nodes: %s", cl->n, core_strerror(rc));
         goto fail;
     }
+    if ((rc = gs_cl_save_membership(cl)) != 0)
+        goto fail;
+    free(ms);
+    ms = NULL;
     gs_cl_build_map(cl, cl->ring, cl->rmap);
     if (cl->target)
         gs_cl_build_map(cl, cl->target, cl->tmap);
@@ -253,6 +272,7 @@ fail_started:
     *out = cl;
     return rc;
 fail:
+    free(ms);
     gs_ring_free(cl->ring);
     gs_ring_free(cl->target);
     free(cl->nodes);
@@ -728,11 +748,36 @@ static void dbsize_led_groups(struct gs_cluster *cl, struct gs_client *c)
     gs_reply_int(&c->w, (int64_t)keys);
 }
 
+/* Whether every key of a GS_CMD_MOVABLEKEYS command line is in slot;
+ * *last gets the last key's position. */
+static bool keys_in_slot(const struct gs_command *cmd, size_t argc, const struct gs_arg *argv,
+                         unsigned slot, size_t *last)
+{
+    size_t stack[64];
+    long n = gs_command_keys(cmd, argc, argv, stack, 64);
+    size_t *pos = n > 64 ? malloc((size_t)n * sizeof(*pos)) : stack;
+    if (!pos)
+        return false;
+    if (pos != stack)
+        gs_command_keys(cmd, argc, argv, pos, (size_t)n);
+    bool same = true;
+    for (long i = 0; i < n && same; i++)
+        same = gs_key_slot(argv[pos[i]].p, argv[pos[i]].len) == slot;
+    *last = pos[n - 1];
+    if (pos != stack)
+        free(pos);
+    return same;
+}
+
 bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct gs_command *cmd,
                       size_t argc, struct gs_arg *argv)
 {
     bool write = (cmd->flags & GS_CMD_WRITE) != 0;
-    if (cmd->first_key <= 0) {
+    /* A malformed count (ZUNION 0 ..., ZMPOP x ...) has no keys: the
+     * handler answers its error here without touching any data. */
+    if ((cmd->flags & GS_CMD_MOVABLEKEYS) && gs_command_keys(cmd, argc, argv, NULL, 0) <= 0)
+        return false;
+    if (cmd->first_key <= 0 && !(cmd->flags & GS_CMD_MOVABLEKEYS)) {
         if (cmd->fn == gs_cmd_flushdb || cmd->fn == gs_cmd_flushall)
             return flush_led_groups(cl, c, argc, argv);
         if (cmd->fn == gs_cmd_dbsize) {
@@ -755,13 +800,27 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         last = argc - 1;
     size_t step = cmd->key_step > 0 ? (size_t)cmd->key_step : 1;
     size_t first = (size_t)cmd->first_key;
-    if (first >= argc)
-        return false;
-    unsigned slot = gs_key_slot(argv[first].p, argv[first].len);
-    for (size_t i = first + step; i <= last; i += step) {
-        if (gs_key_slot(argv[i].p, argv[i].len) != slot) {
+    unsigned slot;
+    if (cmd->flags & GS_CMD_MOVABLEKEYS) {
+        /* the keys after a count (gs_command_keys), all in one slot */
+        size_t one;
+        gs_command_keys(cmd, argc, argv, &one, 1);
+        slot = gs_key_slot(argv[one].p, argv[one].len);
+        if (!keys_in_slot(cmd, argc, argv, slot, &last)) {
             gs_error(c, "CROSSSLOT Keys in request don't hash to the same slot");
             return true;
+        }
+        first = one; /* for any_key_here below (a count between is no key) */
+        step = 1;
+    } else {
+        if (first >= argc)
+            return false;
+        slot = gs_key_slot(argv[first].p, argv[first].len);
+        for (size_t i = first + step; i <= last; i += step) {
+            if (gs_key_slot(argv[i].p, argv[i].len) != slot) {
+                gs_error(c, "CROSSSLOT Keys in request don't hash to the same slot");
+                return true;
+            }
         }
     }
     unsigned g = cl->serve[slot];

@@ -256,10 +256,15 @@ struct gs_group_config {
     bool join;                   /* join a running group: no bootstrap; the
                                   * leader adds this node (peers[] need only
                                   * hold this node) */
+    /* NULL: Raft state under dir. Else it is kept in DynamoDB
+     * (raft_store_dynamo.h; copied), under a key made of id and dir's last
+     * component, and dir itself is not used. */
+    const struct gs_raft_store_config *store;
     struct gs_fsm_config fsm;
 };
 
 struct gs_group;
+struct gs_raft_store_config;
 
 /* Create and start a group on loop. The process must ignore SIGPIPE (as
  * servers do): libraft writes to peers that may have just gone away. Makes
