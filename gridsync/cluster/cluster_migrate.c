@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "gridsync/cluster/cluster.h"
 #include "gridsync/cluster/cluster_internal.h"
+#include "gridsync/commands/multi.h"
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
@@ -373,6 +374,8 @@ static void finish_change(struct gs_cluster *cl, uint64_t version)
         if (grp->raft && grp->role < 0) {
             CORE_INFO("cluster: leaving the group of %s", cl->nodes[g].name);
             (void)gs_cl_keep_closed(cl, grp->raft);
+            if (grp->own_store)
+                gs_multi_unwatch_db(cl->node, &grp->db); /* before its store goes */
             gs_group_close_erase(grp->raft, on_left_group, grp->own_store ? grp->db.store : NULL);
             grp->raft = NULL;
             grp->db.store = NULL;
