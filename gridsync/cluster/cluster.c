@@ -381,6 +381,15 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
     }
     for (unsigned i = 1; i < argc; i++)
         cl->xargv[i - 1] = (struct gs_arg){argv[i], argvlen[i]};
+    size_t keypos;
+    if (grp->slot_state && (cmd->flags & GS_CMD_MOVABLEKEYS) &&
+        gs_command_keys(cmd, argc - 1, cl->xargv, &keypos, 1) > 0 &&
+        grp->slot_state[gs_key_slot(argv[keypos + 1], argvlen[keypos + 1])] != SLOT_SERVING) {
+        /* the same check for keys after a count (ZMPOP, LMPOP...) */
+        static const char err[] = "-TRYAGAIN the slot is moving to another node\r\n";
+        core_buf_append(out, err, sizeof(err) - 1);
+        return;
+    }
 
     /* The entry's own database context: the group's store at the entry's
      * time (client.h). */
