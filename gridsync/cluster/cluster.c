@@ -36,7 +36,9 @@
 #include "core/log.h"
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/commands/commands.h"
+#include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/raft_store_dynamo.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
 #include "gridsync/store/store.h"
@@ -79,22 +81,35 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
     for (char *p = dir + strlen(n->cfg.dir); *p; p++)
         if (*p == ':')
             *p = '_';
+    struct gs_raft_store_config store;
+    if (gs_cl_raft_store_dynamo(&n->cfg)) {
+        memset(&store, 0, sizeof(store));
+        int rc = gs_cl_dynamo_config(&n->cfg, n->cfg.raft_store, &store.ddb);
+        if (rc)
+            return rc;
+    }
     struct gs_group_config gcfg = {
         .id = cl->nodes[cl->self].raft_id,
         .dir = dir,
         .peers = peers,
         .n_peers = grp->n_members,
         .preferred_leader = cl->nodes[grp->g].raft_id,
-        /* A snapshot copies the whole shard on the loop thread, so it must
-         * be rare: every cluster-snapshot-entries entries (each entry is a
-         * loop iteration's batch), keeping an eighth of that in the log so
+        /* A snapshot encodes the whole shard (in a fork()ed child unless
+         * cluster-snapshot-fork is off), so it stays rare: every
+         * cluster-snapshot-entries entries (each entry is a loop
+         * iteration's batch), keeping an eighth of that in the log so
          * that a briefly absent follower catches up without one. */
         .snapshot_threshold = (unsigned)n->cfg.cluster_snapshot_entries,
         .snapshot_trailing = (unsigned)(n->cfg.cluster_snapshot_entries / 8),
         .mux = cl->mux,
         .mux_group = cl->nodes[grp->g].mux_group,
         .join = join,
-        .fsm = {.store = grp->db.store, .exec = cluster_exec, .exec_ctx = grp},
+        .store = gs_cl_raft_store_dynamo(&n->cfg) ? &store : NULL,
+        .fsm = {.store = grp->db.store,
+                .exec = cluster_exec,
+                .exec_ctx = grp,
+                .max_inflight = (unsigned)n->cfg.cluster_inflight_entries,
+                .snapshot_fork = n->cfg.cluster_snapshot_fork},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
     if (rc) {
@@ -160,43 +175,52 @@ void gs_cl_serve_ring(struct gs_cluster *cl)
 int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
 {
     struct gs_cluster *cl = calloc(1, sizeof(*cl));
-    if (!cl)
+    struct gs_membership *ms = malloc(sizeof(*ms));
+    if (!cl || !ms) {
+        free(cl);
+        free(ms);
         return CORE_ENOMEM;
-    cl->node = n;
-    int rc = gs_cl_parse_peers(cl, n->cfg.cluster_peers);
-    if (rc) {
-        CORE_WARN("cluster: cluster-peers must list host:port of every node, this one included");
-        goto fail;
     }
+    cl->node = n;
+    cl->leaving = -1;
     char self[CORE_OPT_STRLEN + 24];
     /* As cluster-peers spells it: an IPv6 bind address in brackets. */
     core_addr_format(self, sizeof(self), n->cfg.bind, (int)n->cfg.port);
+    int rc = gs_cl_learn_membership(&n->cfg, self, ms);
+    if (rc == 0)
+        rc = gs_cl_nodes_from(cl, ms);
+    if (rc)
+        goto fail;
     cl->self = cl->n;
     for (unsigned i = 0; i < cl->n; i++)
         if (strcmp(cl->nodes[i].name, self) == 0)
             cl->self = i;
-    if (cl->self == cl->n) {
-        CORE_WARN("cluster: this node (%s) is not in cluster-peers", self);
-        rc = CORE_EINVAL;
-        goto fail;
-    }
+    if (ms->replicas != (unsigned)n->cfg.cluster_replicas)
+        CORE_INFO("cluster: %u replicas, as the membership says (not cluster-replicas %lld)",
+                  ms->replicas, (long long)n->cfg.cluster_replicas);
+    cl->version = ms->version;
+    cl->replicas = ms->replicas;
     const char *names[GS_RING_MAX_NODES];
-    /* A joining node (cluster-join) is the one being added: the cluster
-     * serves the placement without it and moves to the one with it. */
-    bool join = n->cfg.cluster_join && cl->n > 1;
-    unsigned nn = 0;
-    for (unsigned i = 0; i < cl->n; i++)
-        if (!join || i != cl->self)
-            names[nn++] = cl->nodes[i].name;
-    struct gs_ring_config rcfg = {0, (unsigned)n->cfg.cluster_replicas};
-    cl->leaving = -1;
-    rc = gs_ring_new(&cl->ring, names, nn, &rcfg);
-    if (rc == 0 && join)
-        rc = gs_ring_with_node(cl->ring, cl->nodes[cl->self].name, &cl->target);
+    for (unsigned i = 0; i < ms->n; i++)
+        names[i] = ms->nodes[i];
+    struct gs_ring_config rcfg = {0, ms->replicas};
+    rc = gs_ring_new(&cl->ring, names, ms->n, &rcfg);
+    /* A change in progress (a restart in the middle of one, or a node
+     * started to be added) resumes: the same target as before. */
+    if (rc == 0 && ms->change == GS_CHANGE_ADD)
+        rc = gs_ring_with_node(cl->ring, ms->change_node, &cl->target);
+    if (rc == 0 && ms->change == GS_CHANGE_REMOVE) {
+        rc = gs_ring_without_node(cl->ring, ms->change_node, &cl->target);
+        cl->leaving = gs_cl_find_node(cl, ms->change_node, strlen(ms->change_node));
+    }
     if (rc) {
         CORE_WARN("cluster: cannot place %u nodes: %s", cl->n, core_strerror(rc));
         goto fail;
     }
+    if ((rc = gs_cl_save_membership(cl)) != 0)
+        goto fail;
+    free(ms);
+    ms = NULL;
     gs_cl_build_map(cl, cl->ring, cl->rmap);
     if (cl->target)
         gs_cl_build_map(cl, cl->target, cl->tmap);
@@ -248,6 +272,7 @@ fail_started:
     *out = cl;
     return rc;
 fail:
+    free(ms);
     gs_ring_free(cl->ring);
     gs_ring_free(cl->target);
     free(cl->nodes);

@@ -95,7 +95,10 @@ struct gs_cluster {
     struct gs_ring *target;                 /* the placement being moved to, or NULL */
     unsigned rmap[GS_RING_MAX_NODES], tmap[GS_RING_MAX_NODES]; /* ring index -> node */
     int leaving;                                               /* node being removed, or -1 */
-    uint16_t serve[GS_SLOTS];                                  /* slot -> group serving it here */
+    /* The membership's version (membership.h): +1 at each FINISH. */
+    uint64_t version;
+    unsigned replicas;        /* the ring's parameter, as configured or persisted */
+    uint16_t serve[GS_SLOTS]; /* slot -> group serving it here */
     unsigned n, self;
     struct cnode *nodes;
     struct cgroup *groups;
@@ -124,17 +127,44 @@ struct gs_cluster {
 int gs_cl_parse_peer(struct cnode *nd, const char *s, size_t len);
 /* Does node i share a name, raft id or group number with an earlier one? */
 bool gs_cl_clashes(const struct gs_cluster *cl, unsigned i);
-/* Fill cl->nodes from cluster-peers' comma-separated list (room for
- * GS_RING_MAX_NODES, so that nodes added later never move the array). 0,
- * CORE_ENOMEM, or CORE_EINVAL (with a log line) for a bad or repeated
- * address or an empty list. */
-int gs_cl_parse_peers(struct gs_cluster *cl, const char *list);
+struct gs_membership;
+struct gs_config;
+/* Where a starting node learns the membership (docs/gridsync-cluster.md,
+ * "Membership"): its file in dir; else cluster-peers (with cluster-join:
+ * the last is being added); else the seed. With a file and a seed, the
+ * seed's answer wins when it is newer and names this node. self is this
+ * node's host:port. 0, or CORE_EINVAL / CORE_EIO / CORE_ETIMEOUT (logged:
+ * the node does not start). */
+int gs_cl_learn_membership(const struct gs_config *cfg, const char *self, struct gs_membership *m);
+/* Fill cl->nodes from a membership: its nodes, then the node being added
+ * (room for GS_RING_MAX_NODES). 0, CORE_ENOMEM or CORE_EINVAL (logged). */
+int gs_cl_nodes_from(struct gs_cluster *cl, const struct gs_membership *m);
+/* This node's membership now: the ring served, the change in progress;
+ * with_self names this node (the file) or not (CLUSTER MEMBERSHIP). */
+void gs_cl_membership(const struct gs_cluster *cl, struct gs_membership *m, bool with_self);
+/* Persist it in the node's data directory (membership.h). 0 or a CORE_E*
+ * code (logged; the previous file stays). */
+int gs_cl_save_membership(const struct gs_cluster *cl);
 
 /* ---- cluster.c ---- */
 
 /* Start grp's Raft group on this node (join: without bootstrapping).
  * Returns 0 or a CORE_E* code (logged; grp->raft stays NULL). */
 int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join);
+
+/* ---- cluster_feature.c ---- */
+
+struct gs_registry_config;
+struct gs_config;
+/* The DynamoDB client's configuration for url (the registry's or the Raft
+ * store's), with the registry's region and credentials (options, else
+ * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). CORE_EINVAL (logged) if the
+ * URL is malformed or there are no credentials. */
+int gs_cl_dynamo_config(const struct gs_config *cfg, const char *url,
+                        struct gs_registry_config *rc);
+
+/* Whether --raft-store names DynamoDB (else the directory). */
+bool gs_cl_raft_store_dynamo(const struct gs_config *cfg);
 /* map[i] = the node index of ring index i. */
 void gs_cl_build_map(struct gs_cluster *cl, const struct gs_ring *r, unsigned *map);
 /* Group g's replica set (node indexes) in ring r, or 0 if g is not in r. */

@@ -227,6 +227,8 @@ void gs_config_defaults(struct gs_config *cfg)
     strcpy(cfg->dir, "./gridsync-data");
     cfg->cluster_replicas = 3;
     cfg->cluster_snapshot_entries = 16384;
+    cfg->cluster_snapshot_fork = true;
+    cfg->cluster_inflight_entries = 64;
     strcpy(cfg->registry_region, "us-east-1");
     cfg->registry_heartbeat = 1000;
     cfg->registry_ttl = 5000;

@@ -33,13 +33,16 @@ enum gs_encoding {
     GS_ENC_SKIPLIST = 5,  /* a big sorted set (types/zset/) */
 };
 
+/* 16 bytes, stored in the key's entry (store/entry.h): one key of a small
+ * collection is its entry plus one block, so every byte here is paid once
+ * per key (1M small sets: 16 MB). */
 struct gs_obj {
-    uint8_t type; /* enum gs_type, never GS_TYPE_STRING */
-    uint8_t enc;  /* enum gs_encoding */
-    uint8_t pad[6];
-    size_t counted; /* the memory the store has added for ptr (store.c) */
-    void *ptr;      /* the encoding's data: a listpack, a struct gs_htab... */
+    uint64_t type : 4;     /* enum gs_type, never GS_TYPE_STRING */
+    uint64_t enc : 4;      /* enum gs_encoding */
+    uint64_t counted : 56; /* the memory the store has added for ptr (store.c) */
+    void *ptr;             /* the encoding's data: a listpack, a struct gs_htab... */
 };
+_Static_assert(sizeof(struct gs_obj) == 16, "struct gs_obj is paid once per key");
 
 /* The conversion thresholds (CONFIG names in comments), Redis's defaults. */
 struct gs_type_limits {
