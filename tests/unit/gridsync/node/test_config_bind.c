@@ -69,7 +69,12 @@ static void test_every_row_binds_a_distinct_field(void **state)
         assert_true((char *)opts[n].ptr >= (char *)&cfg);
         assert_true((char *)opts[n].ptr < (char *)(&cfg + 1));
         for (size_t k = 0; k < n; k++) {
-            assert_ptr_not_equal(opts[k].ptr, opts[n].ptr);
+            /* Redis's aliases (zset-max-ziplist-*) share the field of the
+             * row they name, and say so */
+            bool alias = strncmp(opts[n].help, "alias of ", 9) == 0 &&
+                         strcmp(opts[n].help + 9, opts[k].name) == 0;
+            if (!alias)
+                assert_ptr_not_equal(opts[k].ptr, opts[n].ptr);
             assert_string_not_equal(opts[k].name, opts[n].name);
         }
     }
