@@ -1,11 +1,12 @@
 /*
  * libFuzzer target for the collections' decoder (gs_obj_decode, the
  * value of a typed snapshot record, gridsync/types/value.h). The first
- * byte picks the type (hash 4, list 1, set 2), the rest is the payload; tiny
- * limits in some runs force the hash-table form and one-element list
- * nodes. Invariants checked on success: the memory
- * count equals a recount, iteration yields exactly len elements, and
- * encoding the result decodes again to the same length.
+ * byte picks the type (hash 4, list 1, set 2, sorted set 3), the rest is
+ * the payload; tiny limits in some runs force the hash-table and skiplist
+ * forms and one-element list nodes. Invariants checked on success: the
+ * memory count equals a recount, iteration yields exactly len elements (a
+ * sorted set's in strictly ascending (score, member) order, each at its
+ * rank), and encoding the result decodes again to the same length.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +16,9 @@
 #include "gridsync/types/quicklist/quicklist.h"
 #include "gridsync/types/set/set.h"
 #include "gridsync/types/value.h"
+#include "gridsync/types/zset/zset.h"
+
+#include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,6 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         lim.hash_max_listpack_value = 4;
         lim.list_max_listpack_size = 1;
         lim.set_max_intset_entries = 2;
+        lim.zset_max_listpack_entries = 2;
+        lim.zset_max_listpack_value = 4;
     }
     struct gs_obj o;
     if (gs_obj_decode(type, data + 1, size - 1, &lim, &o) != 0)
@@ -50,6 +56,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         gs_set_iter_init(&it, &o);
         while (gs_set_iter_next(&it, &m, &ml))
             n++;
+    } else if (type == GS_TYPE_ZSET) {
+        struct gs_zset_iter it;
+        const char *m, *pm = NULL;
+        size_t ml, pl = 0, rank;
+        double sc, ps = 0;
+        gs_zset_iter_init(&it, &o, 0, false);
+        while (gs_zset_iter_next(&it, &m, &ml, &sc)) {
+            if (pm) {
+                size_t l = pl < ml ? pl : ml;
+                int c = l ? memcmp(pm, m, l) : 0;
+                if (ps > sc || (ps == sc && (c > 0 || (c == 0 && pl >= ml))))
+                    abort();
+            }
+            if (!gs_zset_rank(&o, m, ml, &rank) || rank != n)
+                abort();
+            /* a listpack's integer member is formatted into the iterator's
+             * buffer: the previous one must be copied to stay valid */
+            static char prev[64];
+            pl = ml < sizeof(prev) ? ml : sizeof(prev);
+            memcpy(prev, m, pl);
+            pm = prev;
+            if (ml >= sizeof(prev))
+                pm = NULL; /* too long to keep: skip the next comparison */
+            ps = sc;
+            n++;
+        }
     } else {
         const struct gs_quicklist *ql = o.ptr;
         for (struct gs_ql_pos p = gs_ql_index(ql, 0); p.node; p = gs_ql_next(ql, p))

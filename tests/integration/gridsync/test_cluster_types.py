@@ -1,4 +1,4 @@
-"""Hashes and lists in cluster mode: their writes go through the Raft log
+"""Hashes, lists and sorted sets in cluster mode: their writes go through the Raft log
 like SET's (redis-py's RedisCluster writes, a leader is killed, the new
 leader has every acknowledged element), and they are in the snapshots a
 restarted node recovers from. The cluster harness is test_cluster.py's."""
@@ -104,3 +104,78 @@ def test_blocking_list_commands_in_cluster_mode(make_cluster):
             raise AssertionError(f"{cmd} on a missing key did not answer an error")
         except redis.ResponseError as e:
             assert "not supported in cluster mode" in str(e), str(e)
+
+
+def test_sorted_sets_replicated_and_routed(make_cluster):
+    """Sorted-set writes (the numkeys forms too) go through the log and
+    survive a leader kill; keys after a count are routed by their slot and
+    refused across slots, as Redis Cluster does."""
+    c = make_cluster(3)
+    c.wait_settled()
+    rc = c.rc()
+    for i in range(200):  # past 128 members: a skiplist
+        assert rc.zadd("board:{z}", {f"p{i}": i % 17}) == 1
+    assert rc.zincrby("board:{z}", 2.5, "p0") == 2.5
+    assert rc.zadd("small:{z}", {"a": 1, "b": 2, "c": 3}) == 3
+    assert rc.execute_command("ZUNIONSTORE", "u:{z}", "2", "board:{z}", "small:{z}",
+                              "WEIGHTS", "1", "10") == 203
+    assert rc.execute_command("ZMPOP", "2", "none:{z}", "small:{z}", "MIN", "COUNT", "2") == \
+        ["small:{z}", [["a", "1"], ["b", "2"]]]
+    assert rc.execute_command("ZINTERCARD", "2", "board:{z}", "u:{z}") == 200
+    assert rc.zpopmax("board:{z}") == [("p84", 16.0)]  # the last of score 16 by member
+    rc.close()
+    owner = owner_of(c, "board:{z}")
+    r = owner.client(decode_responses=True)
+    assert r.object("encoding", "board:{z}") == "skiplist"
+    assert r.object("encoding", "small:{z}") == "listpack"
+    assert r.command_getkeys("ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2") == [
+        "d", "a", "b"]
+    try:
+        r.execute_command("ZUNIONSTORE", "d:{z}", "2", "board:{z}", "other:{y}")
+        raise AssertionError("a cross-slot ZUNIONSTORE was accepted")
+    except redis.ResponseError as e:
+        assert str(e).startswith("CROSSSLOT")
+    try:
+        r.execute_command("ZUNION", "0", "board:{z}")
+        raise AssertionError("ZUNION 0 was accepted")
+    except redis.ResponseError as e:
+        assert "at least 1 input key" in str(e)
+    r.close()
+    c.wait_settled()
+    victim = owner_of(c, "board:{z}")
+    victim.kill9()
+    c.killed.add(victim.i)
+    assert c.call("ZADD", "board:{z}", "100", "after", timeout=30) == 1
+    assert c.call("ZCARD", "board:{z}") == 200
+    assert c.call("ZSCORE", "board:{z}", "p0") == 2.5
+    assert c.call("ZRANGE", "small:{z}", "0", "-1", "WITHSCORES") == ["c", "3"]
+    assert c.call("ZSCORE", "u:{z}", "c") == 30.0
+    assert c.call("ZCARD", "u:{z}") == 203
+
+
+def test_sorted_sets_in_snapshots_after_restart(make_cluster):
+    """Both encodings come back from a snapshot on a restarted node."""
+    c = make_cluster(3, extra=["--cluster-snapshot-entries", "200"])
+    c.wait_settled()
+    rc = c.rc()
+    for i in range(600):
+        rc.zadd("{zs}:small", {f"m{i % 10}": i})
+        rc.zadd("{zs}:big", {f"member{i}": i * 0.5})
+    rc.set("{zs}:str", "plain")
+    victim = c.nodes[1]
+    victim.stop()
+    victim.start()
+    c.wait_ready()
+    r = victim.client(decode_responses=True)
+    r.execute_command("READONLY")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and r.get("{zs}:str") != "plain":
+        time.sleep(0.05)
+    assert r.get("{zs}:str") == "plain"
+    assert r.zrange("{zs}:small", 0, -1, withscores=True) == [
+        (f"m{j}", float(590 + j)) for j in range(10)]
+    assert r.object("encoding", "{zs}:small") == "listpack"
+    assert r.zcard("{zs}:big") == 600 and r.zscore("{zs}:big", "member599") == 299.5
+    assert r.zrank("{zs}:big", "member300") == 300
+    assert r.object("encoding", "{zs}:big") == "skiplist"
+    rc.close()

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "gridsync/store/store.h"
 #include "gridsync/types/hash/hash.h"
+#include "gridsync/types/zset/zset.h"
 
 #define NOW 1000000
 
@@ -197,6 +198,49 @@ static void test_unlink_frees_in_the_background(void **state)
     gs_store_free(s); /* joins the thread after it freed everything */
 }
 
+/* A sorted set in both encodings under the store: exact accounting after
+ * every change (gs_store_check), COPY's deep copy, a big one UNLINKed in
+ * the background, eviction freeing it whole. */
+static void test_sorted_sets_in_the_store(void **state)
+{
+    (void)state;
+    struct gs_store *s = new_store(0);
+    struct gs_obj o;
+    struct gs_entry *e;
+    assert_int_equal(gs_zset_init(&o, false), 0);
+    assert_int_equal(gs_store_set_obj(s, "z", 1, &o, -1, &e), 0);
+    for (int i = 0; i < 300; i++) {
+        char m[32];
+        int out;
+        snprintf(m, sizeof(m), "member%d", i);
+        assert_true(gs_entry_obj(e, &o));
+        assert_int_equal(gs_zset_add(&o, i * 0.5, m, strlen(m), 0, &out, NULL, &LIM), 0);
+        gs_store_obj_update(s, e, &o);
+        if (i == 127 || i == 128) {
+            assert_int_equal(o.enc, i == 127 ? GS_ENC_LISTPACK : GS_ENC_SKIPLIST);
+            assert_int_equal(gs_store_check(s), 0);
+        }
+    }
+    assert_int_equal(gs_store_check(s), 0);
+    assert_int_equal(gs_store_entry_mem(e) > gs_obj_mem(&o), 1);
+    struct gs_obj copy;
+    assert_int_equal(gs_obj_dup(&copy, &o), 0);
+    assert_int_equal(gs_store_set_obj(s, "z2", 2, &copy, -1, NULL), 0);
+    e = gs_store_lookup(s, "z", 1, NOW, 0);
+    gs_entry_obj(e, &o);
+    gs_zset_delete_range(&o, 0, 100);
+    gs_store_obj_update(s, e, &o);
+    assert_int_equal(gs_store_check(s), 0);
+    e = gs_store_lookup(s, "z2", 2, NOW, 0);
+    gs_entry_obj(e, &o);
+    assert_int_equal(gs_zset_len(&o), 300);
+    assert_int_equal(gs_store_unlink(s, "z2", 2, NOW), 1); /* over 64: the thread frees it */
+    assert_int_equal(gs_store_check(s), 0);
+    assert_int_equal(gs_store_delete(s, "z", 1, NOW), 1);
+    assert_int_equal(used(s), 0);
+    gs_store_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_eviction_counts_collections),
         cmocka_unit_test(test_move_and_free_with_store),
         cmocka_unit_test(test_unlink_frees_in_the_background),
+        cmocka_unit_test(test_sorted_sets_in_the_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
