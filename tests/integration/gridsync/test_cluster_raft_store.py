@@ -226,6 +226,17 @@ def test_stale_incarnation_is_refused(dynalite, cluster_factory):  # noqa: F811
         "UpdateExpression": "SET #i = :i", "ExpressionAttributeNames": {"#i": "inc"},
         "ExpressionAttributeValues": {":i": {"N": str(newer)}}})
     assert status == 200
+    # ...and has already written the next entries of the log, where the old
+    # process would append its next ones.
+    last = max(int(it["sk"]) // 4096 for it in raft_items(dynalite, table)
+               if it["pk"] == meta["pk"] and it["sk"] != "0")
+    ahead = range(last + 1, last + 200)
+    for idx in ahead:
+        status, _ = ddb(dynalite, "PutItem", {"TableName": table, "Item": {
+            "pk": {"S": meta["pk"]}, "sk": {"N": str(idx * 4096)}, "t": {"N": meta["term"]},
+            "y": {"N": "2"}, "n": {"N": "1"}, "z": {"N": "0"}, "ep": {"N": meta["ep"]},
+            "inc": {"N": str(newer)}}})
+        assert status == 200
     p = c.procs[0]
     # The old process notices (its conditional writes fail, its fence
     # re-reads the incarnation) and stops rather than write on.
@@ -241,6 +252,11 @@ def test_stale_incarnation_is_refused(dynalite, cluster_factory):  # noqa: F811
     assert "a newer incarnation of this node owns the group's state" in c.output(p)
     (after,) = metas(dynalite, table)
     assert int(after["inc"]) == newer
+    # The newer incarnation's entries were not overwritten.
+    mine = {int(it["sk"]) // 4096: it for it in raft_items(dynalite, table)
+            if it["pk"] == meta["pk"] and it["sk"] != "0"}
+    for idx in ahead:
+        assert int(mine[idx]["inc"]) == newer and "d" not in mine[idx], idx
     # The stale process wrote nothing under an incarnation of its own
     # invention: every item carries one not newer than the newer's.
     assert all(int(it.get("inc", 0)) <= newer for it in raft_items(dynalite, table))
