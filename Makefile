@@ -2,6 +2,7 @@
 #   make test    install missing packages, build, run every test (ctest)
 #   make run     build and start the system in the foreground (Ctrl-C stops it)
 #   make bench   side-by-side benchmarks against the anchors (never pass/fail)
+#   make bench-path  the EduMatcher order path against a TCP echo and a zero-work chain
 #   make seed    the seed's quick start: 8 GridSync nodes and a Redis (Ctrl-C stops them)
 #   make bench-seed  the seed benchmark on what `make seed` runs (GridSync vs that Redis)
 #   make asan    unit tests under ASan+UBSan
@@ -18,7 +19,7 @@ FUZZ_SECONDS ?= 20
 C_SOURCES   = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 
 .PHONY: all deps configure build test unit run bench asan fuzz format format-check clean \
-        differential-long faults-long install seed bench-seed
+        differential-long faults-long install seed bench-seed bench-path
 
 all: build
 
@@ -53,6 +54,9 @@ bench-seed: build
 
 bench: build
 	@BUILD_DIR=$(abspath $(BUILD)) bench/run-all
+
+bench-path: build
+	@BUILD_DIR=$(abspath $(BUILD)) bench/edumatcher/path-compare
 
 asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=ON

@@ -27,9 +27,14 @@
 #include "core/list.h"
 #include "core/log.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 /* Input is read into at least this much free space (libuv suggests 64 KB;
  * smaller keeps many idle connections cheap, and the buffer grows for
@@ -43,8 +48,16 @@
 
 enum conn_state { CONN_OPEN, CONN_DRAINING, CONN_CLOSING };
 
+/* A listener's or connection's stream: TCP, or a Unix-domain socket
+ * (core_server_listen_unix). */
+union stream {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+};
+
 struct core_conn {
-    uv_tcp_t tcp; /* first: handle pointers cast back to the conn */
+    union stream tcp; /* first: handle pointers cast back to the conn */
+    bool unix_sock;   /* accepted on a Unix-domain listener */
     struct core_server *srv;
     struct core_list link; /* in the server's list of connections */
     uint64_t id;
@@ -75,7 +88,8 @@ struct core_conn {
 
 struct core_server {
     uv_loop_t *loop;
-    uv_tcp_t listeners[CORE_SERVER_MAX_LISTENERS];
+    union stream listeners[CORE_SERVER_MAX_LISTENERS];
+    bool listener_unix[CORE_SERVER_MAX_LISTENERS];
     int nlisteners; /* initialised handles in listeners[] */
     uv_timer_t cron;
     bool listening, stopped;
@@ -470,7 +484,9 @@ static void on_connection(uv_stream_t *listener, int status)
     if (!c)
         return;
     core_list_init(&c->link);
-    if (uv_tcp_init(s->loop, &c->tcp)) {
+    int li = (int)((union stream *)listener - s->listeners);
+    c->unix_sock = s->listener_unix[li];
+    if (c->unix_sock ? uv_pipe_init(s->loop, &c->tcp.pipe, 0) : uv_tcp_init(s->loop, &c->tcp.tcp)) {
         free(c);
         return;
     }
@@ -492,16 +508,24 @@ static void on_connection(uv_stream_t *listener, int status)
     c->srv = s;
     c->id = s->next_id++;
     c->created_ms = c->last_active_ms = uv_now(s->loop);
-    uv_tcp_nodelay(&c->tcp, 1);
-    if (s->limits.tcp_keepalive_s > 0) /* Redis's tcp-keepalive */
-        uv_tcp_keepalive(&c->tcp, 1, (unsigned)s->limits.tcp_keepalive_s);
-    struct sockaddr_storage ss;
-    int len = sizeof(ss);
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
-        format_addr(&ss, c->peer, sizeof(c->peer));
-    len = sizeof(ss);
-    if (uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
-        format_addr(&ss, c->local, sizeof(c->local));
+    if (c->unix_sock) {
+        size_t n = sizeof(c->local) - 5;
+        memcpy(c->local, "unix:", 5);
+        if (uv_pipe_getsockname(&c->tcp.pipe, c->local + 5, &n) != 0)
+            c->local[5] = '\0';
+        snprintf(c->peer, sizeof(c->peer), "unix:%llu", (unsigned long long)c->id);
+    } else {
+        uv_tcp_nodelay(&c->tcp.tcp, 1);
+        if (s->limits.tcp_keepalive_s > 0) /* Redis's tcp-keepalive */
+            uv_tcp_keepalive(&c->tcp.tcp, 1, (unsigned)s->limits.tcp_keepalive_s);
+        struct sockaddr_storage ss;
+        int len = sizeof(ss);
+        if (uv_tcp_getpeername(&c->tcp.tcp, (struct sockaddr *)&ss, &len) == 0)
+            format_addr(&ss, c->peer, sizeof(c->peer));
+        len = sizeof(ss);
+        if (uv_tcp_getsockname(&c->tcp.tcp, (struct sockaddr *)&ss, &len) == 0)
+            format_addr(&ss, c->local, sizeof(c->local));
+    }
     if (s->ops->on_open && s->ops->on_open(c, s->app)) {
         c->state = CONN_CLOSING;
         uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
@@ -575,7 +599,8 @@ int core_server_listen(struct core_server *s, const char *host, int port)
         return CORE_EINVAL;
     if (s->nlisteners == CORE_SERVER_MAX_LISTENERS || s->stopped)
         return CORE_ERANGE;
-    uv_tcp_t *l = &s->listeners[s->nlisteners];
+    uv_tcp_t *l = &s->listeners[s->nlisteners].tcp;
+    s->listener_unix[s->nlisteners] = false;
     if (uv_tcp_init(s->loop, l))
         return CORE_ENOMEM;
     s->nlisteners++;
@@ -596,13 +621,59 @@ int core_server_listen(struct core_server *s, const char *host, int port)
     return 0;
 }
 
+/* A socket file left by a process that died: nobody accepts on it. */
+static bool stale_socket(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+        return false;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    bool stale = connect(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno == ECONNREFUSED;
+    close(fd);
+    return stale;
+}
+
+int core_server_listen_unix(struct core_server *s, const char *path, unsigned mode)
+{
+    if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return CORE_ETOOBIG;
+    if (s->nlisteners == CORE_SERVER_MAX_LISTENERS || s->stopped)
+        return CORE_ERANGE;
+    uv_pipe_t *l = &s->listeners[s->nlisteners].pipe;
+    s->listener_unix[s->nlisteners] = true;
+    if (uv_pipe_init(s->loop, l, 0))
+        return CORE_ENOMEM;
+    s->nlisteners++;
+    l->data = s;
+    if (stale_socket(path))
+        unlink(path);
+    /* Created without any permission for others, then given `mode`: no
+     * moment in which a foreign user could connect. The process is
+     * single-threaded where files are made, so the umask swap is safe. */
+    mode_t old = umask(0177);
+    int rc = uv_pipe_bind(l, path);
+    umask(old);
+    if (rc == 0 && chmod(path, (mode_t)mode) != 0)
+        rc = UV_EACCES;
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)l, 511, on_connection);
+    if (rc)
+        return core_from_uv(rc);
+    s->listening = true;
+    return 0;
+}
+
 int core_server_port(const struct core_server *s)
 {
-    if (!s->listening)
+    if (!s->listening || s->first_listening < 0)
         return CORE_ESTATE;
     struct sockaddr_storage ss;
     int len = sizeof(ss);
-    if (uv_tcp_getsockname(&s->listeners[s->first_listening], (struct sockaddr *)&ss, &len))
+    if (uv_tcp_getsockname(&s->listeners[s->first_listening].tcp, (struct sockaddr *)&ss, &len))
         return CORE_EIO;
     if (ss.ss_family == AF_INET)
         return ntohs(((struct sockaddr_in *)&ss)->sin_port);

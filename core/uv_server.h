@@ -113,8 +113,18 @@ int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core
  * many addresses). */
 int core_server_listen(struct core_server *s, const char *host, int port);
 
+/* Listen on a Unix-domain socket at path, created with permissions `mode`
+ * (e.g. 0600: only the owner can connect; the socket never has wider
+ * permissions, not even while it is being created). A socket file left by
+ * a process that died is replaced; one a live process accepts on is not
+ * (CORE_EBUSY). Connections from it have peer "unix:<id>" and
+ * core_conn_fd gives the socket for SO_PEERCRED. Returns 0, CORE_ETOOBIG
+ * (path longer than a socket address holds), CORE_ERANGE or a CORE_E*
+ * code converted from libuv's. */
+int core_server_listen_unix(struct core_server *s, const char *path, unsigned mode);
+
 /* The port actually bound (useful after listening on port 0), or a
- * negative code if not listening. */
+ * negative code if not listening on TCP. */
 int core_server_port(const struct core_server *s);
 
 /* Replace the limits (takes effect for the next check). */

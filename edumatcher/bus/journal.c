@@ -459,14 +459,22 @@ int em_journal_flush(struct em_journal *j)
     return 0;
 }
 
-int em_journal_snapshot(struct em_journal *j, const void *data, size_t len)
+int em_journal_snapshot_begin(struct em_journal *j, uint64_t *seq)
 {
     int rc = write_batch(j);
     if (rc == 0)
         rc = do_sync(j);
     if (rc)
         return rc;
-    uint64_t seq = j->next_seq - 1;
+    *seq = j->next_seq - 1;
+    /* A new segment now, so that the ones the snapshot supersedes are
+     * whole files (invariant 3) and appends go on while it is written. */
+    return new_segment(j, j->next_seq);
+}
+
+int em_journal_snapshot_write(const struct em_journal *j, uint64_t seq, const void *data,
+                              size_t len)
+{
     unsigned char h[SNAP_HEADER] = {0};
     memcpy(h, SNAP_MAGIC, 8);
     core_put_le32(h + 8, EM_JOURNAL_VERSION);
@@ -487,19 +495,24 @@ int em_journal_snapshot(struct em_journal *j, const void *data, size_t len)
     snap_name(name, sizeof name, seq);
     if (renameat(j->dir_fd, tmp, j->dir_fd, name) != 0 || fsync(j->dir_fd) != 0)
         return CORE_EIO;
-    j->snapshot_seq = seq;
-    /* Start a new segment so the old ones can go (invariant 3). */
-    rc = new_segment(j, j->next_seq);
-    if (rc)
-        return rc;
+    return 0;
+}
+
+void em_journal_snapshot_done(struct em_journal *j, uint64_t seq)
+{
+    if (seq > j->snapshot_seq)
+        j->snapshot_seq = seq;
     uint64_t *segs = malloc(2 * MAX_FILES * sizeof *segs);
     if (!segs)
-        return 0; /* nothing lost: the old files merely stay */
+        return; /* nothing lost: the old files merely stay */
     uint64_t *snaps = segs + MAX_FILES;
     size_t nsegs, nsnaps;
+    char name[64];
     if (list_dir(j->dir_fd, segs, &nsegs, snaps, &nsnaps) == 0) {
-        for (size_t i = 0; i < nsegs; i++) {
-            if (segs[i] < j->next_seq) {
+        /* a segment is superseded when the next one starts at or before
+         * seq + 1: all its records are in the snapshot */
+        for (size_t i = 0; i + 1 < nsegs; i++) {
+            if (segs[i + 1] <= seq + 1) {
                 seg_name(name, sizeof name, segs[i]);
                 unlinkat(j->dir_fd, name, 0);
             }
@@ -513,7 +526,17 @@ int em_journal_snapshot(struct em_journal *j, const void *data, size_t len)
         fsync(j->dir_fd);
     }
     free(segs);
-    return 0;
+}
+
+int em_journal_snapshot(struct em_journal *j, const void *data, size_t len)
+{
+    uint64_t seq;
+    int rc = em_journal_snapshot_begin(j, &seq);
+    if (rc == 0)
+        rc = em_journal_snapshot_write(j, seq, data, len);
+    if (rc == 0)
+        em_journal_snapshot_done(j, seq);
+    return rc;
 }
 
 void em_journal_close(struct em_journal *j)

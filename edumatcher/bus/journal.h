@@ -130,6 +130,26 @@ int em_journal_flush(struct em_journal *j);
  */
 int em_journal_snapshot(struct em_journal *j, const void *data, size_t len);
 
+/*
+ * The same in three steps, so that the state can be serialized and written
+ * elsewhere (a forked child: the engine host) while appends go on:
+ *  - begin: flush and sync, *seq = the last record, start a new segment
+ *    (later appends go there). CORE_EIO: the journal failed.
+ *  - write: the snapshot of the state after record seq, durably (temp
+ *    file, sync, rename, sync the directory). Touches no field of j, so a
+ *    child process may call it on its copy. CORE_EIO: nothing changed on
+ *    disk but perhaps a temp file; retry with a later begin is safe.
+ *  - done: after write succeeded, remove the segments and snapshots it
+ *    supersedes and set snapshot_seq. Never fails (files it cannot remove
+ *    stay, and open skips what the snapshot covers).
+ * Until done, a restart simply replays from an older snapshot: a crash
+ * between the steps loses nothing.
+ */
+int em_journal_snapshot_begin(struct em_journal *j, uint64_t *seq);
+int em_journal_snapshot_write(const struct em_journal *j, uint64_t seq, const void *data,
+                              size_t len);
+void em_journal_snapshot_done(struct em_journal *j, uint64_t seq);
+
 /* Flush, sync, and release everything. Also safe after a failed open. */
 void em_journal_close(struct em_journal *j);
 

@@ -460,3 +460,18 @@ size_t em_frame_build_fill(uint8_t *buf, const char *cl, uint64_t oid, uint64_t 
     core_put_le(buf, len, 2);
     return len;
 }
+
+size_t em_frame_append_seq(uint8_t *buf, size_t len, uint64_t seq)
+{
+    if (len < 7 || buf[2] == EM_MSG__NONE || buf[2] >= EM_MSG__COUNT)
+        return 0;
+    const struct em_msg_info *mi = &em_msgs[buf[2]];
+    uint32_t present = (uint32_t)core_get_le(buf + 3, 4);
+    if (mi->nargs == 0 || mi->args[mi->nargs - 1] != EM_F_seq || (present & EM_BIT(seq)) ||
+        len + 8 > EM_FRAME_MAX)
+        return 0;
+    core_put_le(buf + 3, present | EM_BIT(seq), 4);
+    core_put_le(buf + len, seq, 8);
+    core_put_le(buf, len + 8, 2);
+    return len + 8;
+}

@@ -51,7 +51,8 @@
     X(NOT_LOGGED_IN, "NOT_LOGGED_IN")                                                              \
     X(RATE_LIMIT, "RATE_LIMIT")                                                                    \
     X(LINE_TOO_LONG, "LINE_TOO_LONG")                                                              \
-    X(GATEWAY_DISABLED, "GATEWAY_DISABLED")
+    X(GATEWAY_DISABLED, "GATEWAY_DISABLED")                                                        \
+    X(RESEND, "RESEND")
 /* ALF §4 CANCELED reasons. */
 #define EM_CXLWHY_MAP(X)                                                                           \
     X(USER, "USER")                                                                                \
@@ -227,6 +228,11 @@ int em_msg_check(const struct em_msg *m);
  * px, PHASE's phase. Returns 0, EM_REJ_MISSING_FIELD or EM_REJ_BAD_VALUE. */
 int em_msg_check_rules(const struct em_msg *m);
 
+/* Numbered messages a gateway keeps until answered, per session, and the
+ * first replies the engine keeps per gateway id to answer them again
+ * (field seq; docs/alf.md I): the same bound on both sides. */
+#define EM_RESEND_WINDOW 4096
+
 /* ---- binary frames ---- */
 #define EM_FRAME_MAX 512
 
@@ -247,5 +253,10 @@ int em_frame_decode(const uint8_t *buf, size_t len, struct em_msg *out);
 size_t em_frame_build_ack(uint8_t *buf, const char *cl, uint64_t oid);
 size_t em_frame_build_fill(uint8_t *buf, const char *cl, uint64_t oid, uint64_t tid,
                            struct em_price px, uint32_t qty, uint64_t leaves, uint64_t cum);
+/* Add field seq to the encoded frame buf[0..len) (its kind has seq as the
+ * last of its fields, and it is not present yet): the same bytes as
+ * encoding the message with seq set. buf holds at least len + 8 bytes.
+ * Returns the new length, or 0 (the kind has no seq, or it is present). */
+size_t em_frame_append_seq(uint8_t *buf, size_t len, uint64_t seq);
 
 #endif

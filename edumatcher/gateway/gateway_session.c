@@ -16,6 +16,18 @@
 #include "edumatcher/engine/engine.h" /* EM_OPS_GW */
 
 #define HASH_BUCKETS 4096 /* sessions by gw; a power of two */
+#define PEND_FRAME   128  /* a numbered message's frame (NEW, the longest, < 100) */
+#define PEND_MIN     64   /* first size of a session's window; doubles up to the max */
+#define RESEND_MS    1000 /* default of em_gw_config.resend_ms */
+
+/* A numbered message sent to the engine, kept until its first reply. */
+struct pend {
+    uint64_t seq; /* 0: free */
+    uint64_t sent_ns;
+    bool answered;
+    uint8_t len;
+    uint8_t frame[PEND_FRAME];
+};
 
 enum sess_state { S_NEW, S_LOGGING_IN, S_LIVE, S_DONE };
 
@@ -36,7 +48,13 @@ struct em_gw_session {
      * message (its PONG becomes OK), 0 = the trader's own PING */
     uint64_t pings;
     unsigned npings;
-    bool op_rejected;            /* a REJECT came for the operator message in flight */
+    bool op_rejected; /* a REJECT came for the operator message in flight */
+    /* Numbered messages not answered yet (docs/alf.md I): seqs head..next-1
+     * by seq modulo pend_cap (a power of two, grown up to EM_RESEND_WINDOW);
+     * RESEND requests for seqs below resent_to came before the last resend. */
+    struct pend *pend;
+    uint32_t pend_cap;
+    uint64_t next_seq, head_seq, resent_to;
     struct em_gw_session *hnext; /* hash chain */
     struct core_list login;      /* in em_gw.logging_in while S_LOGGING_IN */
 };
@@ -137,6 +155,8 @@ static void mark_dirty(struct em_gw_session *s)
 
 /* ---- to the engine ---- */
 
+static void answered(struct em_gw_session *s, uint64_t seq);
+
 /*
  * Send the pending batch: one bus message [gw][frame frame ...]. When the
  * engine's queue is full nothing of it was sent, and each frame's order is
@@ -165,6 +185,8 @@ void em_gw_flush(struct em_gw *g)
         int n = em_frame_decode(g->batch + off, len - off, &m);
         if (n <= 0)
             break;
+        if (m.present & EM_BIT(seq))
+            answered(s, m.seq); /* here, at once: nothing to resend */
         if (m.kind != EM_MSG_LOGIN && m.kind != EM_MSG_DISCONNECT && m.kind != EM_MSG_LOGOUT)
             reply_reject(s, &m, EM_REJ_RATE_LIMIT);
         off += (size_t)n;
@@ -174,20 +196,149 @@ void em_gw_flush(struct em_gw *g)
 
 /* Queue m for the engine in s's batch (docs/perf.md: one bus message per
  * read rather than per line). Returns 0 or CORE_ETOOBIG (not encodable). */
-static int forward(struct em_gw_session *s, const struct em_msg *m)
+static void batch_add(struct em_gw_session *s, const uint8_t *frame, size_t n)
 {
     struct em_gw *g = s->g;
+    if (g->batch_sess != s || g->batch_len + n > sizeof g->batch)
+        em_gw_flush(g);
+    g->batch_sess = s;
+    memcpy(g->batch + g->batch_len, frame, n);
+    g->batch_len += n;
+    g->batch_frames++;
+}
+
+static int forward(struct em_gw_session *s, const struct em_msg *m)
+{
     uint8_t frame[EM_FRAME_MAX];
     int n = em_frame_encode(m, frame, sizeof frame);
     if (n < 0)
         return n;
-    if (g->batch_sess != s || g->batch_len + (size_t)n > sizeof g->batch)
-        em_gw_flush(g);
-    g->batch_sess = s;
-    memcpy(g->batch + g->batch_len, frame, (size_t)n);
-    g->batch_len += (size_t)n;
-    g->batch_frames++;
+    batch_add(s, frame, (size_t)n);
     return 0;
+}
+
+/* ---- numbered messages: kept until answered, resent (docs/alf.md I) ---- */
+
+static bool numbered(const struct em_gw_session *s, uint8_t kind)
+{
+    return !s->ops && (kind == EM_MSG_NEW || kind == EM_MSG_CANCEL || kind == EM_MSG_REPLACE ||
+                       kind == EM_MSG_PING);
+}
+
+static struct pend *pend_of(struct em_gw_session *s, uint64_t seq)
+{
+    return &s->pend[seq & (s->pend_cap - 1)];
+}
+
+/* Room for one more: false when EM_RESEND_WINDOW wait for an answer (or
+ * no memory), and the message is refused (RATE_LIMIT). The window grows
+ * by doubling: once per size, never per message. */
+static bool pend_room(struct em_gw_session *s)
+{
+    uint64_t n = s->next_seq - s->head_seq;
+    if (n < s->pend_cap)
+        return true;
+    if (s->pend_cap >= EM_RESEND_WINDOW)
+        return false;
+    uint32_t cap = s->pend_cap ? s->pend_cap * 2 : PEND_MIN;
+    struct pend *p = calloc(cap, sizeof *p);
+    if (!p)
+        return false;
+    for (uint64_t q = s->head_seq; q < s->next_seq; q++)
+        p[q & (cap - 1)] = *pend_of(s, q);
+    free(s->pend);
+    s->pend = p;
+    s->pend_cap = cap;
+    return true;
+}
+
+/* The first reply of numbered message seq came (or was written here). */
+static void answered(struct em_gw_session *s, uint64_t seq)
+{
+    if (seq < s->head_seq || seq >= s->next_seq)
+        return;
+    pend_of(s, seq)->answered = true;
+    while (s->head_seq < s->next_seq && pend_of(s, s->head_seq)->answered)
+        s->head_seq++;
+}
+
+/* Number m, keep it and queue it for the engine. Returns 0, CORE_EBUSY
+ * (the window is full) or the encoder's error. */
+static int forward_numbered(struct em_gw_session *s, const struct em_msg *m)
+{
+    if (!pend_room(s))
+        return CORE_EBUSY;
+    struct em_msg c = *m;
+    c.present |= EM_BIT(seq);
+    c.seq = s->next_seq;
+    uint8_t frame[EM_FRAME_MAX];
+    int n = em_frame_encode(&c, frame, sizeof frame);
+    if (n < 0 || n > PEND_FRAME)
+        return n < 0 ? n : CORE_ETOOBIG;
+    struct pend *p = pend_of(s, c.seq);
+    p->seq = c.seq;
+    p->sent_ns = now_ns(s->g);
+    p->answered = false;
+    p->len = (uint8_t)n;
+    memcpy(p->frame, frame, (size_t)n);
+    s->next_seq++;
+    batch_add(s, frame, (size_t)n);
+    return 0;
+}
+
+/* Send every unanswered numbered message again, oldest first, after what
+ * is batched: the engine answers those it handled from what it kept and
+ * handles the others (an engine restart lost them). A bus that refuses
+ * leaves them for the next resend. */
+static void resend(struct em_gw_session *s)
+{
+    struct em_gw *g = s->g;
+    em_gw_flush(g);
+    uint64_t now = now_ns(g);
+    size_t len = 0;
+    unsigned frames = 0;
+    for (uint64_t q = s->head_seq; q < s->next_seq; q++) {
+        struct pend *p = pend_of(s, q);
+        if (p->answered)
+            continue;
+        if (len + p->len > sizeof g->batch) {
+            if (g->cfg.bus->send(g->cfg.bus_ctx, s->gw, s->gwlen, g->batch, len) != 0)
+                return;
+            g->st.bus_msgs_out++;
+            len = 0;
+        }
+        memcpy(g->batch + len, p->frame, p->len);
+        len += p->len;
+        p->sent_ns = now;
+        frames++;
+    }
+    if (len && g->cfg.bus->send(g->cfg.bus_ctx, s->gw, s->gwlen, g->batch, len) != 0)
+        return;
+    if (len)
+        g->st.bus_msgs_out++;
+    g->st.resent += frames;
+    s->resent_to = s->next_seq;
+}
+
+/* An event with seq: the first reply of numbered message seq (true: give
+ * it to the trader), an answer to it that came before (false: dropped),
+ * or the engine's request to send again from the oldest unanswered one
+ * (REJECT RESEND; false). */
+static bool first_reply(struct em_gw_session *s, const struct em_msg *ev)
+{
+    if (ev->kind == EM_MSG_REJECT && ev->rej == EM_REJ_RESEND) {
+        s->g->st.resend_requests++;
+        if (ev->seq >= s->resent_to) /* else: sent before the last resend */
+            resend(s);
+        return false;
+    }
+    if (ev->seq < s->head_seq || ev->seq >= s->next_seq || pend_of(s, ev->seq)->answered ||
+        pend_of(s, ev->seq)->seq != ev->seq) {
+        s->g->st.duplicates++;
+        return false;
+    }
+    answered(s, ev->seq);
+    return true;
 }
 
 static void send_login(struct em_gw_session *s)
@@ -208,6 +359,14 @@ void em_gw_tick(struct em_gw *g)
         if (now - s->login_sent_ns >= (uint64_t)g->cfg.login_retry_ms * 1000000u)
             send_login(s);
     }
+    /* Numbered messages unanswered for resend_ms: the engine may have
+     * restarted without them (an idle session hears no RESEND request). */
+    uint64_t wait = (uint64_t)g->cfg.resend_ms * 1000000u;
+    for (unsigned b = 0; b < HASH_BUCKETS; b++)
+        for (struct em_gw_session *s = g->by_gw[b]; s; s = s->hnext)
+            if (s->state == S_LIVE && s->head_seq < s->next_seq &&
+                now - pend_of(s, s->head_seq)->sent_ns >= wait && !closing(s))
+                resend(s);
 }
 
 /* ---- rate limit: token bucket per session ---- */
@@ -300,6 +459,7 @@ static void begin_login(struct em_gw_session *s, const struct em_msg *m)
     core_list_push_front(&g->logging_in, &s->login);
     s->tokens = (uint64_t)g->cfg.rate_burst * 1000000u;
     s->refill_ns = now_ns(g);
+    s->next_seq = s->head_seq = s->resent_to = 1; /* the engine's count restarts at LOGIN */
     g->cfg.bus->subscribe(g->cfg.bus_ctx, s->sub_topic);
     send_login(s);
 }
@@ -352,6 +512,8 @@ void em_gw_session_input(struct em_gw_session *s, const struct em_msg *m, int co
     case S_LIVE:
         break;
     }
+    if (!code && (m->present & EM_BIT(seq)))
+        code = EM_REJ_SYNTAX; /* not a key of ALF §3: the gateway numbers */
     if (code != EM_REJ_SYNTAX && m->kind != EM_MSG__NONE) {
         /* docs/alf.md C.4: AUTH right after SYNTAX */
         bool oper = em_msgs[m->kind].cls == EM_CLASS_OPER;
@@ -392,7 +554,13 @@ void em_gw_session_input(struct em_gw_session *s, const struct em_msg *m, int co
         reply_reject(s, m, EM_REJ_RATE_LIMIT);
         return;
     }
-    forward(s, m); /* a full engine queue is answered at em_gw_flush */
+    if (!numbered(s, m->kind)) {
+        forward(s, m); /* a full engine queue is answered at em_gw_flush */
+    } else if (forward_numbered(s, m) != 0) {
+        g->st.rate_limited++; /* EM_RESEND_WINDOW messages wait for an answer */
+        reply_reject(s, m, EM_REJ_RATE_LIMIT);
+        return;
+    }
     if (s->npings == 64)
         return; /* 64 in flight: this one goes unanswered (no barrier) */
     if (m->kind == EM_MSG_PING) {
@@ -442,6 +610,7 @@ void em_gw_session_close(struct em_gw_session *s)
             g->dirty[i] = NULL;
     if (g->batch_sess == s) /* NEW/DONE sessions: nothing of theirs may wait */
         em_gw_flush(g);
+    free(s->pend);
     free(s);
     g->st.sessions--;
 }
@@ -476,6 +645,14 @@ static void handle_event(struct em_gw_session *s, const struct em_msg *ev)
         !(ev->present & EM_BIT(cl)))
         return; /* a re-sent LOGIN's late answer: the session refuses the
                    operator's client messages itself, so nothing else is */
+    struct em_msg plain;
+    if (ev->present & EM_BIT(seq)) {
+        if (!first_reply(s, ev))
+            return;
+        plain = *ev; /* the trader's line has no seq (ALF §4) */
+        plain.present &= ~EM_BIT(seq);
+        ev = &plain;
+    }
     if (ev->kind == EM_MSG_REJECT && (s->pings & 1))
         s->op_rejected = true; /* the operator message before the barrier */
     if (ev->kind == EM_MSG_PONG && s->npings) {
@@ -567,6 +744,8 @@ struct em_gw *em_gw_new(const struct em_gw_config *cfg)
     }
     em_mkt_init(g->mkt, 1000);
     g->cfg = *cfg;
+    if (g->cfg.resend_ms <= 0)
+        g->cfg.resend_ms = RESEND_MS;
     if (g->cfg.rate_burst < 1)
         g->cfg.rate_burst = 1;
     return g;

@@ -42,6 +42,16 @@
  * em_gw_flush is called (once per loop turn). When bus->send fails (the
  * engine's queue is full) each order of the batch is answered RATE_LIMIT.
  *
+ * No order without an answer (docs/alf.md I): a trader's NEW, CANCEL,
+ * REPLACE and PING are numbered per session (field seq, from 1 at LOGIN)
+ * and kept, at most EM_RESEND_WINDOW of them (one more is refused
+ * RATE_LIMIT), until their first reply comes back with that seq. The
+ * engine asks for a resend (REJECT reason=RESEND) when a number arrives
+ * after a gap, and em_gw_tick resends what waited resend_ms: so after an
+ * engine restart every message is either answered from what the engine
+ * kept or handled then. Answers that come twice are dropped; the trader
+ * never sees seq or RESEND.
+ *
  * Market data: bus messages on `md.<SYM>` (the front end's main subscribes
  * to "md.") go to a table of the latest MD line per symbol (em_mkt, at most
  * EM_MKT_SYMS symbols), which the front ends read to answer SYMBOLS
@@ -99,12 +109,16 @@ struct em_gw_config {
     int64_t rate_limit;     /* messages per second per session, 0: no limit */
     int64_t rate_burst;     /* token bucket size (>= 1) */
     int64_t login_retry_ms; /* re-send LOGIN this often until answered */
+    int64_t resend_ms;      /* resend numbered messages unanswered this long (0: 1000) */
 };
 
 /* Totals, updated in place: register them with core/metrics. */
 struct em_gw_stats {
     uint64_t msgs_in, forwarded, events_out, rejects, rate_limited, bus_full, bad_events, unrouted;
     uint64_t bus_msgs_out, bus_msgs_in;
+    /* numbered messages sent again; the engine's RESEND requests; answers
+     * dropped because the message had been answered already */
+    uint64_t resent, resend_requests, duplicates;
     int64_t sessions;
     /* REJECTs written to traders by reason (enum em_rejcode): the
      * gateway's own and the engine's */
@@ -160,7 +174,9 @@ void em_gw_bus_message(struct em_gw *g, const char *topic, size_t tl, const void
 void em_gw_bus_batch_end(struct em_gw *g);
 /* Send the pending batch to the engine (call once per loop turn). */
 void em_gw_flush(struct em_gw *g);
-/* Re-send LOGIN for the sessions whose login_retry_ms has passed. */
+/* Re-send LOGIN for the sessions whose login_retry_ms has passed, and the
+ * numbered messages of sessions whose oldest unanswered one has waited
+ * resend_ms (call every login_retry_ms or so). */
 void em_gw_tick(struct em_gw *g);
 
 #endif

@@ -63,6 +63,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "core/clock.h"
@@ -100,8 +102,8 @@ static void flush_and_publish(struct em_host *h)
 /* Stage one event for publishing at the end of the batch. gw >= 0 chains
  * it to that gateway id's other binary events of the batch; -1 (text
  * lines) stands alone. */
-static void stage(struct em_host *h, const struct em_bus_topic *topic, int gw, const void *data,
-                  size_t len)
+void emh_stage(struct em_host *h, const struct em_bus_topic *topic, int gw, const void *data,
+               size_t len)
 {
     size_t need = sizeof(struct staged) + len;
     need = (need + 7) & ~(size_t)7;
@@ -170,7 +172,7 @@ static void publish_staged(struct em_host *h)
         memset(h->chain_tail, 0, MAX_GW * sizeof *h->chain_tail);
 }
 
-static const struct em_bus_topic *ack_topic(struct em_host *h, uint16_t gw)
+const struct em_bus_topic *emh_ack_topic(struct em_host *h, uint16_t gw)
 {
     if (!h->gw_topic[gw]) {
         const char *name = em_engine_gateway_name(h->e, gw);
@@ -253,7 +255,7 @@ static void on_trade(void *ctx, const struct em_trade *t)
     }
     if (h->replaying)
         return;
-    stage(h, &h->trade_topic, -1, line, (size_t)(p - line));
+    emh_stage(h, &h->trade_topic, -1, line, (size_t)(p - line));
     h->st.trades_out++;
 }
 
@@ -261,8 +263,8 @@ static void on_trade(void *ctx, const struct em_trade *t)
 static void sink(void *ctx, uint16_t gw, const struct em_msg *ev)
 {
     struct em_host *h = ctx;
-    if (h->replaying)
-        return;
+    if (h->replaying && !h->cur_dd)
+        return; /* on replay only a first reply is kept (resends) */
     /* ACK and FILL are most events: the unchecked builders write the same
      * bytes as em_frame_encode for exactly these fields (test_msg pins it),
      * at a fraction of its cost. */
@@ -278,9 +280,13 @@ static void sink(void *ctx, uint16_t gw, const struct em_msg *ev)
                                      ev->cum);
     else
         n = em_frame_encode(ev, frame, sizeof frame);
-    const struct em_bus_topic *t = ack_topic(h, gw);
+    if (n > 0 && h->cur_dd)
+        n = (int)emh_dedup_first_reply(h, gw, ev->kind, frame, (size_t)n);
+    if (h->replaying)
+        return;
+    const struct em_bus_topic *t = emh_ack_topic(h, gw);
     if (n > 0 && t)
-        stage(h, t, gw, frame, (size_t)n);
+        emh_stage(h, t, gw, frame, (size_t)n);
 }
 
 /* ---- the inbound path ---- */
@@ -295,17 +301,27 @@ static int handle_msg(struct em_host *h, const uint8_t *rec, size_t len, struct 
         return CORE_EPROTO;
     if (h->failed)
         return h->failed;
+    /* a resent message handled before, or one after a gap: answered,
+     * neither journaled nor handled (engine_host_dedup.c) */
+    bool numbered = m->present & EM_BIT(seq);
+    if (numbered && emh_dedup_answered(h, (uint16_t)gw, m))
+        return 0;
     if (append && em_journal_append(&h->journal, rec, len, NULL) != 0) {
         h->st.journal_errors++;
         h->failed = CORE_EIO;
         CORE_WARN("engine: journal append failed; stopping");
         return h->failed;
     }
+    if (m->kind == EM_MSG_LOGIN)
+        emh_dedup_login(h, (uint16_t)gw);
+    if (numbered)
+        emh_dedup_begin(h, (uint16_t)gw, m->seq);
     int rc, refused = em_engine_authorize(h->e, (uint16_t)gw, m->kind);
     if (refused) /* its code: SYNTAX for an event kind (A.7), else AUTH (C.4) */
         em_engine_reject(h->e, (uint16_t)gw, m, refused), rc = 0;
     else
         rc = em_engine_submit(h->e, (uint16_t)gw, m);
+    emh_dedup_end(h);
     h->engine_ms = em_engine_now(h->e);
     return rc;
 }
@@ -440,38 +456,105 @@ static int snap_add(void *ctx, const void *data, size_t len)
     return core_buf_append(&h->snap, data, len);
 }
 
-/* The snapshot step: between messages only, when enough records or time
- * have gone by. Rare slow work (O(open orders)); a failure is logged and
- * the journal simply keeps growing. */
-static void maybe_snapshot(struct em_host *h)
+/* Serialize the engine and write the snapshot of the state after record
+ * seq (the journal's begin step is done). Returns 0 or an error; the blob
+ * is freed either way. */
+static int write_snapshot(struct em_host *h, uint64_t seq, size_t *bytes)
 {
-    uint64_t last_rec = h->journal.next_seq - 1, since = last_rec - h->journal.snapshot_seq;
-    uint64_t now = now_ns(h);
-    uint64_t recs = h->cfg.snapshot_records, every = h->cfg.snapshot_interval_ms;
-    bool by_count = recs > 0 && since >= recs;
-    bool by_time = every > 0 && since > 0 && now - h->snap_ns >= every * 1000000u;
-    if (h->replaying || h->failed || !(by_count || by_time))
-        return;
-    h->snap_ns = now;
     core_buf_reset(&h->snap);
-    core_buf_reserve(&h->snap, 1u << 20); /* books are large: skip the small steps */
-    int rc = em_engine_snapshot(h->e, snap_add, h);
+    core_buf_reserve(&h->snap, 1u << 20);        /* books are large: skip the small steps */
+    int rc = emh_dedup_snapshot(h, snap_add, h); /* then the engine's bytes */
+    if (rc == 0)
+        rc = em_engine_snapshot(h->e, snap_add, h);
     if (rc == 0 && h->snap.oom)
         rc = CORE_ENOMEM;
     if (rc == 0)
-        rc = em_journal_snapshot(&h->journal, h->snap.data, h->snap.len);
-    size_t bytes = h->snap.len;
+        rc = em_journal_snapshot_write(&h->journal, seq, h->snap.data, h->snap.len);
+    *bytes = h->snap.len;
     /* the blob is as large as the books: do not hold it between snapshots */
     core_buf_free(&h->snap);
+    return rc;
+}
+
+static void snapshot_finished(struct em_host *h, uint64_t seq, int rc, uint64_t t0)
+{
     if (rc) {
         h->st.snapshot_failures++;
         CORE_WARN("engine: snapshot failed: %s", core_strerror(rc));
         return;
     }
+    em_journal_snapshot_done(&h->journal, seq);
     h->st.snapshots++;
     h->st.snapshot_seq = (int64_t)h->journal.snapshot_seq;
-    CORE_INFO("engine: snapshot after record %" PRIu64 " (%zu bytes, %.1f ms)",
-              h->journal.snapshot_seq, bytes, (double)(now_ns(h) - now) / 1e6);
+    CORE_INFO("engine: snapshot after record %" PRIu64 " (%s, %.1f ms)", seq,
+              h->snap_child > 0 ? "written by a child" : "on the loop",
+              (double)(now_ns(h) - t0) / 1e6);
+}
+
+/* The child writing a snapshot: done yet? `block` waits for it (close). */
+static void reap_snapshot(struct em_host *h, bool block)
+{
+    if (h->snap_child <= 0)
+        return;
+    int status;
+    pid_t r;
+    do
+        r = waitpid(h->snap_child, &status, block ? 0 : WNOHANG);
+    while (r < 0 && errno == EINTR);
+    if (r == 0)
+        return;
+    int rc = r == h->snap_child && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : CORE_EIO;
+    snapshot_finished(h, h->snap_child_seq, rc, h->snap_child_ns);
+    h->snap_child = 0;
+}
+
+/*
+ * The snapshot step: between messages only, when enough records or time
+ * have gone by. The journal is synced and a new segment started (so the
+ * snapshot is of the state after a known record), then a forked child
+ * serializes its copy-on-write image of the engine and writes it while
+ * this process goes on matching and journaling; the next steps after the
+ * child exits remove what the snapshot supersedes. Without fork (config,
+ * or fork failing) the snapshot is taken on the loop, O(open orders). A
+ * failure is logged and the journal simply keeps growing.
+ */
+static void maybe_snapshot(struct em_host *h)
+{
+    reap_snapshot(h, false);
+    uint64_t last_rec = h->journal.next_seq - 1, since = last_rec - h->journal.snapshot_seq;
+    uint64_t now = now_ns(h);
+    uint64_t recs = h->cfg.snapshot_records, every = h->cfg.snapshot_interval_ms;
+    bool by_count = recs > 0 && since >= recs;
+    bool by_time = every > 0 && since > 0 && now - h->snap_ns >= every * 1000000u;
+    if (h->replaying || h->failed || h->snap_child > 0 || !(by_count || by_time))
+        return;
+    h->snap_ns = now;
+    uint64_t seq;
+    if (em_journal_snapshot_begin(&h->journal, &seq) != 0) {
+        h->st.journal_errors++;
+        h->failed = CORE_EIO;
+        CORE_WARN("engine: journal write failed; stopping");
+        return;
+    }
+    size_t bytes = 0;
+    if (h->cfg.snapshot_fork) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            /* The child: only its copy of the engine and the journal's
+             * directory; no socket, no exit handler. */
+            _exit(write_snapshot(h, seq, &bytes) == 0 ? 0 : 1);
+        }
+        if (pid > 0) {
+            h->snap_child = pid;
+            h->snap_child_seq = seq;
+            h->snap_child_ns = now;
+            return;
+        }
+        CORE_WARN("engine: fork for a snapshot failed (%s); taking it on the loop",
+                  strerror(errno));
+    }
+    int rc = write_snapshot(h, seq, &bytes);
+    snapshot_finished(h, seq, rc, now);
 }
 
 /* A snapshot with the process's own section (see above): the engine's
@@ -513,7 +596,9 @@ static int restore_snapshot(const void *data, size_t len, uint64_t seq, void *ud
 {
     struct em_host *h = ud;
     int rc;
-    if (len >= sizeof PROC_MAGIC && memcmp(data, PROC_MAGIC, sizeof PROC_MAGIC) == 0)
+    if (emh_dedup_is_snapshot(data, len))
+        rc = emh_dedup_restore(h, data, len);
+    else if (len >= sizeof PROC_MAGIC && memcmp(data, PROC_MAGIC, sizeof PROC_MAGIC) == 0)
         rc = restore_legacy(h, data, len);
     else
         rc = em_engine_restore(h->e, data, len);
@@ -642,6 +727,7 @@ static void host_free(struct em_host *h)
     free(h->chain_tail);
     free(h->syms);
     free(h->sched);
+    emh_dedup_free(h);
     core_buf_free(&h->snap);
     free(h);
 }
@@ -661,10 +747,12 @@ int em_host_open(struct em_host **out, const struct em_host_config *cfg)
     h->ack_topics = malloc(sizeof *h->ack_topics);
     h->chain_gen = calloc(MAX_GW, sizeof *h->chain_gen);
     h->chain_tail = calloc(MAX_GW, sizeof *h->chain_tail);
+    h->dedup = calloc(MAX_GW, sizeof *h->dedup);
     struct em_engine_config ec = {.sink = sink, .sink_ctx = h, .on_trade = on_trade};
     if (h->arena && h->ack_topics)
         h->e = em_engine_new(&ec);
-    if (!h->arena || !h->gw_topic || !h->ack_topics || !h->chain_gen || !h->chain_tail || !h->e)
+    if (!h->arena || !h->gw_topic || !h->ack_topics || !h->chain_gen || !h->chain_tail ||
+        !h->dedup || !h->e)
         goto fail_mem;
     em_topic_cache_init(h->ack_topics, "order.ack.");
     em_bus_topic_set(&h->trade_topic, "trade.executed", "", 0);
@@ -728,6 +816,7 @@ void em_host_close(struct em_host *h)
 {
     if (!h)
         return;
+    reap_snapshot(h, true); /* its files belong to this journal */
     em_journal_close(&h->journal);
     host_free(h);
 }

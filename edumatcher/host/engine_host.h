@@ -57,6 +57,7 @@ struct em_host_config {
     int md_depth;                  /* price levels per side in MD lines (0..50) */
     uint64_t snapshot_records;     /* snapshot after this many records (0: never) */
     uint64_t snapshot_interval_ms; /* or this often when records came in (0: never) */
+    bool snapshot_fork;            /* write snapshots from a forked child (off the loop) */
     struct core_metrics *metrics;  /* optional: latency samples of inbound messages */
 };
 
@@ -64,8 +65,10 @@ struct em_host_config {
 struct em_host_stats {
     uint64_t msgs_in, bus_msgs_in, bad_frames, events_out, bus_msgs_out, trades_out, md_out;
     uint64_t journal_errors, snapshots, snapshot_failures, queries;
-    int64_t open_orders; /* as of the last em_host_stats call */
-    int64_t last_batch;  /* messages in the last batch */
+    uint64_t duplicates;      /* resent messages answered from the kept first reply */
+    uint64_t resend_requests; /* numbered messages after a gap: REJECT RESEND */
+    int64_t open_orders;      /* as of the last em_host_stats call */
+    int64_t last_batch;       /* messages in the last batch */
     int64_t snapshot_seq, restored_seq;
     uint64_t replayed;   /* journal records replayed at open */
     uint64_t torn_bytes; /* cut from the journal's torn tail at open */

@@ -7,6 +7,8 @@
 #ifndef EM_ENGINE_HOST_INTERNAL_H
 #define EM_ENGINE_HOST_INTERNAL_H
 
+#include <sys/types.h>
+
 #include "core/buf.h"
 #include "core/clock.h"
 #include "edumatcher/host/engine_host.h"
@@ -39,6 +41,9 @@ struct sym_pub {
     uint64_t version;
     uint64_t md_seq; /* md messages published in this run */
 };
+
+#define DD_FRAME 80 /* a first reply with seq (REPLACED, the longest, is 77 bytes) */
+struct em_host_dedup;
 
 struct em_host {
     struct em_host_config cfg;
@@ -78,7 +83,44 @@ struct em_host {
     /* snapshots: the blob being built, when the last one was taken */
     struct core_buf snap; /* oom is sticky: a blob with a hole is never written */
     uint64_t snap_ns;
+    /* resent messages (engine_host_dedup.c): per gateway id, NULL until it
+     * sends a numbered message; the message being handled */
+    struct em_host_dedup **dedup;
+    struct em_host_dedup *cur_dd; /* until its first reply is kept */
+    uint16_t cur_gw;
+    uint64_t cur_seq;
+    pid_t snap_child;        /* > 0: a child is writing the snapshot of snap_child_seq */
+    uint64_t snap_child_seq; /* its last record */
+    uint64_t snap_child_ns;  /* when it was forked */
 };
+
+/* engine_host.c, for engine_host_dedup.c: stage one event for publishing
+ * at the end of the batch (gw >= 0: with that trader's others); the
+ * topic order.ack.<gw>. */
+void emh_stage(struct em_host *h, const struct em_bus_topic *topic, int gw, const void *data,
+               size_t len);
+const struct em_bus_topic *emh_ack_topic(struct em_host *h, uint16_t gw);
+
+/* engine_host_dedup.c (its header comment has the rules). */
+/* A numbered message m of gw: true when it was answered here (a duplicate
+ * or a gap) and must be neither journaled nor handled. */
+bool emh_dedup_answered(struct em_host *h, uint16_t gw, const struct em_msg *m);
+/* Around handling a new numbered message: keep its first reply. */
+void emh_dedup_begin(struct em_host *h, uint16_t gw, uint64_t seq);
+void emh_dedup_end(struct em_host *h);
+/* From the sink: when frame[0..n) (of kind) is the first reply of the
+ * message being handled, add its seq and keep it; returns the length. */
+size_t emh_dedup_first_reply(struct em_host *h, uint16_t gw, uint8_t kind, uint8_t *frame,
+                             size_t n);
+/* A LOGIN of gw: its next session numbers from 1. */
+void emh_dedup_login(struct em_host *h, uint16_t gw);
+/* The snapshot section before the engine's bytes, and its restore (which
+ * restores the engine's bytes after it too). */
+int emh_dedup_snapshot(struct em_host *h, int (*add)(void *ctx, const void *data, size_t len),
+                       void *ctx);
+bool emh_dedup_is_snapshot(const void *data, size_t len);
+int emh_dedup_restore(struct em_host *h, const void *data, size_t len);
+void emh_dedup_free(struct em_host *h);
 
 static inline uint64_t now_ns(const struct em_host *h)
 {

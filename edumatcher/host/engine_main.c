@@ -1,12 +1,18 @@
 /*
  * edumatcher-engine: the matching engine as a process.
  *
- *   gateways --PUSH [gw][frames]--> (bind) PULL  engine  PUB (bind) -->
- *       order.ack.<gw>  [frames]     events for one trader, binary frames
- *                                    (all of one batch in one message)
+ *   gateways --order link [gw][frames]--> engine --order link [gw][events]-->
+ *                         (bus/order_link.h: Unix-domain or TCP stream,
+ *                          authenticated; replies go back on the link the
+ *                          gateway id last sent on, all of one batch in
+ *                          one record per trader)
+ *   engine PUB (bind) -->
  *       trade.executed  "TRADE ..."  one text line per trade, as it happens
  *       md.<SYM>        "MD ..."     throttled per-symbol market data
  *   health.engine --> the monitor (PUB connect)
+ *
+ * Order acknowledgements never go on the PUB: what a trader's orders did
+ * is seen by that trader's gateway only.
  *
  * This file only wires: options, the sockets, the timers and health
  * beacons around an engine host (engine_host.h: inbound -> journal ->
@@ -22,6 +28,7 @@
 #include "core/log.h"
 #include "core/proc.h"
 #include "edumatcher/bus/journal.h"
+#include "edumatcher/bus/order_link.h"
 #include "edumatcher/bus/zmq_bus.h"
 #include "edumatcher/host/engine_host.h"
 #include "edumatcher/monitor/health.h"
@@ -29,8 +36,13 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-static char pull_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9100";
+static char orders_ep[CORE_OPT_STRLEN] = "";
+static char orders_mode[CORE_OPT_STRLEN] = "0600";
+static char orders_uids[CORE_OPT_STRLEN] = "";
+static char link_key_file[CORE_OPT_STRLEN] = "";
 static char pub_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
 static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
 static char journal_dir[CORE_OPT_STRLEN] = "em-journal";
@@ -45,11 +57,19 @@ static int64_t grace_ms = 300;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
 static int64_t snapshot_records = 1000000;
 static int64_t snapshot_interval_ms = 600000;
+static bool snapshot_fork = true;
 static char query_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9103";
 
 static const struct core_option options[] = {
-    {"pull", CORE_OPT_STRING, pull_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "endpoint to bind for inbound frames from gateways"},
+    {"orders", CORE_OPT_STRING, orders_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the order link to listen on: unix:<path> or tcp://<host>:<port> (\"\": "
+     "unix:<journal-dir>/orders.sock)"},
+    {"orders-mode", CORE_OPT_STRING, orders_mode, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "permissions of the order link's socket file (octal: 0600 owner, 0660 owner and group)"},
+    {"orders-uid", CORE_OPT_STRING, orders_uids, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "uids allowed on a Unix-domain order link, comma-separated (\"\": the engine's own)"},
+    {"link-key", CORE_OPT_STRING, link_key_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "a TCP order link's key file, made at first start (\"\": <journal-dir>/link.key)"},
     {"pub", CORE_OPT_STRING, pub_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "endpoint to bind for events, trades and market data"},
     {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -77,6 +97,8 @@ static const struct core_option options[] = {
      "snapshot the state after this many journal records (0: not by count)"},
     {"snapshot-interval-ms", CORE_OPT_INT, &snapshot_interval_ms, 0, 604800000, NULL, 0,
      "snapshot the state this often when records came in (0: not by time)"},
+    {"snapshot-fork", CORE_OPT_BOOL, &snapshot_fork, 0, 0, NULL, 0,
+     "write snapshots from a forked child while the loop goes on (no: on the loop)"},
     {"query", CORE_OPT_STRING, query_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "endpoint to bind for queries (REP): trades by id for recovery (\"\": none)"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
@@ -85,7 +107,9 @@ static const struct core_option options[] = {
 static struct {
     uv_loop_t *loop;
     void *zctx;
-    struct em_bus_sock pull, pub, query;
+    struct em_bus_sock pub, query;
+    struct em_link_server *link;
+    char orders[CORE_OPT_STRLEN + 32];
     bool has_query;
     struct em_health health;
     uv_timer_t tick_timer, md_timer, grace_timer;
@@ -93,8 +117,17 @@ static struct {
     struct em_host *host;
 } P;
 
+/* Order acks (topic order.ack.<gw>) go back on the order link; the rest
+ * is fan-out on the PUB. */
 static int publish(void *ctx, const struct em_bus_topic *topic, const void *data, size_t len)
 {
+    static const char ack[] = "order.ack.";
+    if (topic->len > sizeof ack - 1 && memcmp(topic->s, ack, sizeof ack - 1) == 0) {
+        if (!P.link)
+            return CORE_ENOTFOUND;
+        return em_link_reply(P.link, topic->s + sizeof ack - 1, topic->len - (sizeof ack - 1), data,
+                             len);
+    }
     return em_bus_send(&P.pub, topic, data, len);
 }
 
@@ -109,13 +142,14 @@ static void check(int rc)
     }
 }
 
-static void on_inbound(struct em_bus_sock *s, const char *topic, size_t tl, const void *payload,
-                       size_t len, void *data)
+static void on_inbound(void *ctx, const char *gw, size_t gwlen, const void *payload, size_t len)
 {
-    check(em_host_inbound(P.host, topic, tl, payload, len));
+    check(em_host_inbound(P.host, gw, gwlen, payload, len));
 }
 
-static void on_batch(struct em_bus_sock *s, unsigned handled, void *data)
+/* Once per loop turn after the link's reads: journal, then the replies
+ * (written by the link right after). */
+static void on_batch(void *ctx, unsigned handled)
 {
     check(em_host_batch_end(P.host, handled));
 }
@@ -123,6 +157,66 @@ static void on_batch(struct em_bus_sock *s, unsigned handled, void *data)
 static void on_tick_timer(uv_timer_t *t)
 {
     check(em_host_tick(P.host));
+    if (P.link)
+        em_link_server_flush(P.link);
+}
+
+/* --orders-uid: "1000,1001" */
+static int parse_uids(const char *list, uint32_t *uids, unsigned *n)
+{
+    *n = 0;
+    for (const char *p = list; *p;) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || v > UINT32_MAX || *n == EM_LINK_ALLOW_MAX || (*end && *end != ','))
+            return CORE_EINVAL;
+        uids[(*n)++] = (uint32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+static void open_link(void)
+{
+    struct em_link_server_config lc = {
+        .endpoint = P.orders, .on_record = on_inbound, .on_batch = on_batch};
+    char *end;
+    long mode = strtol(orders_mode, &end, 8);
+    if (*end || end == orders_mode || mode <= 0 || mode > 0777 || (mode & 0007)) {
+        CORE_WARN("engine: --orders-mode %s: an octal mode without rights for others", orders_mode);
+        exit(2);
+    }
+    lc.mode = (unsigned)mode;
+    if (parse_uids(orders_uids, lc.allow_uid, &lc.nallow) != 0) {
+        CORE_WARN("engine: --orders-uid %s: a comma-separated list of uids", orders_uids);
+        exit(2);
+    }
+    uint8_t key[EM_LINK_KEY_MAX];
+    if (strncmp(P.orders, "tcp://", 6) == 0) {
+        char path[CORE_OPT_STRLEN + 16];
+        if (link_key_file[0])
+            snprintf(path, sizeof path, "%s", link_key_file);
+        else
+            snprintf(path, sizeof path, "%s/link.key", journal_dir);
+        int n = em_link_key_load(path, true, key, sizeof key);
+        if (n < 0) {
+            CORE_WARN("engine: cannot read or make the link key %s: %s", path, core_strerror(n));
+            exit(1);
+        }
+        lc.key = key;
+        lc.keylen = (size_t)n;
+    }
+    int rc = em_link_server_open(&P.link, P.loop, &lc);
+    if (rc) {
+        CORE_WARN("engine: cannot listen on %s: %s", P.orders, core_strerror(rc));
+        exit(1);
+    }
+    struct em_link_stats *ls = em_link_server_stats(P.link);
+    struct core_metrics *mt = &P.health.metrics;
+    core_metrics_gauge(mt, "link_connections", &ls->connections);
+    core_metrics_counter(mt, "link_refused", &ls->refused);
+    core_metrics_counter(mt, "link_bad_records", &ls->bad_records);
+    core_metrics_counter(mt, "link_unrouted", &ls->unrouted);
 }
 
 static void on_md_timer(uv_timer_t *t)
@@ -141,19 +235,13 @@ static void on_query(struct em_bus_sock *s, const char *topic, size_t tl, const 
 
 static void on_grace_over(uv_timer_t *t)
 {
-    int rc = em_bus_open(&P.pull, P.zctx, EM_BUS_PULL, pull_ep, true);
-    if (rc) {
-        CORE_WARN("engine: cannot bind %s: %s", pull_ep, core_strerror(rc));
-        exit(1);
-    }
-    em_bus_watch(&P.pull, P.loop, 1024, on_inbound, NULL);
-    P.pull.on_batch = on_batch;
+    open_link();
     uv_close((uv_handle_t *)t, NULL);
     struct em_host_stats *st = em_host_stats(P.host);
     /* the ready line: tests and scripts wait for it */
-    printf("edumatcher-engine pull %s pub %s journal %s replayed %" PRIu64 " snapshot %" PRId64
+    printf("edumatcher-engine orders %s pub %s journal %s replayed %" PRIu64 " snapshot %" PRId64
            "\n",
-           pull_ep, pub_ep, journal_dir, st->replayed, st->restored_seq);
+           P.orders, pub_ep, journal_dir, st->replayed, st->restored_seq);
     fflush(stdout);
 }
 
@@ -165,7 +253,7 @@ static void on_health(struct em_health *h, void *data)
 static void on_stop(struct core_proc *p, void *data)
 {
     check(em_host_flush(P.host));
-    em_bus_close(&P.pull);
+    em_link_server_stop(P.link);
     em_bus_close(&P.pub);
     if (P.has_query)
         em_bus_close(&P.query);
@@ -182,6 +270,10 @@ int main(int argc, char **argv)
     if (core_proc_options("edumatcher-engine", 'E', options, loglevel, argc, argv, &code))
         return code;
 
+    if (orders_ep[0])
+        snprintf(P.orders, sizeof P.orders, "%s", orders_ep);
+    else
+        snprintf(P.orders, sizeof P.orders, "unix:%s/orders.sock", journal_dir);
     P.loop = uv_default_loop();
     em_health_init(&P.health, "engine");
     struct em_host_config cfg = {
@@ -192,6 +284,7 @@ int main(int argc, char **argv)
         .md_depth = (int)md_depth,
         .snapshot_records = (uint64_t)snapshot_records,
         .snapshot_interval_ms = (uint64_t)snapshot_interval_ms,
+        .snapshot_fork = snapshot_fork,
         .metrics = &P.health.metrics,
     };
     /* Replay before anything can arrive or be published. */
@@ -251,6 +344,8 @@ int main(int argc, char **argv)
     core_metrics_gauge(mt, "open_orders", &st->open_orders);
     core_metrics_gauge(mt, "queue_depth", &st->last_batch);
     core_metrics_counter(mt, "snapshots", &st->snapshots);
+    core_metrics_counter(mt, "duplicates", &st->duplicates);
+    core_metrics_counter(mt, "resend_requests", &st->resend_requests);
     core_metrics_counter(mt, "snapshot_failures", &st->snapshot_failures);
     core_metrics_gauge(mt, "snapshot_seq", &st->snapshot_seq);
     core_metrics_gauge(mt, "restored_seq", &st->restored_seq);
@@ -271,6 +366,7 @@ int main(int argc, char **argv)
 
     uv_run(P.loop, UV_RUN_DEFAULT);
     em_host_close(P.host);
+    em_link_server_free(P.link);
     core_proc_signals_close(&P.proc, P.loop);
     uv_loop_close(P.loop);
     em_bus_ctx_term(P.zctx);

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/cluster/registry.h"
 #include "gridsync/cluster/slot.h"
@@ -59,7 +60,10 @@ static int registry_start(struct gs_node *n, struct gs_registry_config *rc, char
     if (err < 0)
         return err;
     snprintf(self, selflen, "%s:%lld", n->cfg.bind, (long long)n->cfg.port);
-    bool discover = n->cfg.cluster_peers[0] == '\0';
+    /* A node that has a membership (it started before) or a seed to ask
+     * only registers. */
+    bool discover = n->cfg.cluster_peers[0] == '\0' && n->cfg.cluster_seed[0] == '\0' &&
+                    !gs_membership_exists(n->cfg.dir);
     if (discover && n->cfg.cluster_size < 1) {
         CORE_WARN("registry: without cluster-peers, cluster-size says how many nodes to wait for");
         return CORE_EINVAL;
@@ -180,9 +184,13 @@ static const char *const read_mode_names[] = {"lease", "barrier", "any", NULL};
 /* docs/gridsync-cluster.md */
 static const struct gs_option options[] = {
     GS_OPTION(cluster_enabled, "cluster-enabled", CORE_OPT_BOOL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-              "run as a cluster node (needs cluster-peers)"),
+              "run as a cluster node (needs cluster-peers, cluster-seed, registry or a "
+              "membership in dir)"),
     GS_OPTION(cluster_peers, "cluster-peers", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
               "every node's host:port, comma-separated, the same list on every node"),
+    GS_OPTION(cluster_seed, "cluster-seed", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "IP:port of a member: at a first start without cluster-peers, learn the "
+              "membership from it (later starts read it from dir, and from the seed when newer)"),
     GS_OPTION(dir, "dir", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
               "directory for the cluster's Raft logs and snapshots (relative: to the working "
               "directory at start)"),
@@ -194,6 +202,14 @@ static const struct gs_option options[] = {
               "reads) or any (no check: stale while a deposed leader has not noticed)"),
     GS_OPTION(cluster_snapshot_entries, "cluster-snapshot-entries", CORE_OPT_INT, 16, INT32_MAX,
               NULL, CORE_OPT_IMMUTABLE, "Raft log entries between two snapshots of a shard"),
+    GS_OPTION(cluster_snapshot_fork, "cluster-snapshot-fork", CORE_OPT_BOOL, 0, 0, NULL,
+              CORE_OPT_IMMUTABLE,
+              "build snapshots in a fork()ed child (the loop pauses only for the fork); no: "
+              "encode them on the loop thread"),
+    GS_OPTION(cluster_inflight_entries, "cluster-inflight-entries", CORE_OPT_INT, 1, 4096, NULL,
+              CORE_OPT_IMMUTABLE,
+              "a group's Raft entries proposed and not yet committed at once; writes arriving "
+              "meanwhile join the next entry (group commit)"),
     GS_OPTION(cluster_join, "cluster-join", CORE_OPT_BOOL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
               "this node is the last of cluster-peers, being added to a running cluster"),
     GS_OPTION(cluster_size, "cluster-size", CORE_OPT_INT, 0, 64, NULL, CORE_OPT_IMMUTABLE,

@@ -410,6 +410,12 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
         }
     }
     if (rv == 0) {
+        /* libraft 0.15's uv I/O implements async_work (thread-pool work,
+         * what FSM version 3 builds snapshots with) but still says version
+         * 1, and raft_init refuses a version 3 FSM on a version 1 io. The
+         * only field version 2 adds is async_work: say so when it is there. */
+        if (g->io.version < 2 && g->io.async_work)
+            g->io.version = 2;
         g->uv_io_close = g->io.close;
         g->io.close = io_close_once;
         raft_uv_set_connect_retry_delay(&g->io, cfg->connect_retry_ms ? cfg->connect_retry_ms

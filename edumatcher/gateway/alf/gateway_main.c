@@ -1,12 +1,13 @@
 /*
  * edumatcher-gateway: the ALF front door (docs/alf.md §1–4).
  *
- *   trader --ALF lines/TCP--> gateway --PUSH [gw][binary frames]--> engine
- *   trader <--ALF lines------ gateway <--SUB order.ack.<gw> [frames]-- engine
+ *   trader --ALF lines/TCP--> gateway --order link [gw][binary frames]--> engine
+ *   trader <--ALF lines------ gateway <--order link [gw][event frames]--- engine
+ *                             gateway <--SUB md.<SYM>------------------- engine PUB
  *
- * This file only wires: options, the two bus sockets behind the sessions'
- * bus callbacks (gateway/gateway_session.h: login, AUTH, rate limit,
- * batching), the TCP side on core/uv_server.h with the ALF front end
+ * This file only wires: options, the engine link behind the sessions'
+ * bus callbacks (gateway/engine_link.h; gateway/gateway_session.h: login,
+ * AUTH, rate limit, batching), the TCP side on core/uv_server.h with the ALF front end
  * (alf_front.h: lines in, lines out), timers and health beacons. Each
  * connection is one trader session with its own gateway id (`gw`, ALF §2);
  * many gateway processes can run at once, each with its own sessions.
@@ -18,6 +19,7 @@
 #include "core/uv_server.h"
 #include "edumatcher/bus/zmq_bus.h"
 #include "edumatcher/gateway/alf/alf_front.h"
+#include "edumatcher/gateway/engine_link.h"
 #include "edumatcher/gateway/gateway_session.h"
 #include "edumatcher/monitor/health.h"
 #include "core/proc.h"
@@ -28,7 +30,8 @@
 
 static char host[CORE_OPT_STRLEN] = "127.0.0.1";
 static int64_t port = 9001;
-static char engine_pull[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9100";
+static char engine_orders[CORE_OPT_STRLEN] = "unix:em-journal/orders.sock";
+static char link_key[CORE_OPT_STRLEN] = "";
 static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
 static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
 static char engine_query[CORE_OPT_STRLEN] = "";
@@ -39,14 +42,17 @@ static int64_t rate_burst = 1000;
 static int64_t maxclients = 1000;
 static int64_t beacon_ms = 1000;
 static int64_t login_retry_ms = 100;
+static int64_t resend_ms = 1000;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
 
 static const struct core_option options[] = {
     {"host", CORE_OPT_STRING, host, 0, 0, NULL, CORE_OPT_IMMUTABLE, "address to listen on"},
     {"port", CORE_OPT_INT, &port, 0, 65535, NULL, CORE_OPT_IMMUTABLE,
      "ALF port (0: any free port, printed at start)"},
-    {"engine-pull", CORE_OPT_STRING, engine_pull, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "the engine's PULL endpoint"},
+    {"engine-orders", CORE_OPT_STRING, engine_orders, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the engine's order link: unix:<path> or tcp://<host>:<port>"},
+    {"link-key", CORE_OPT_STRING, link_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "a TCP order link's key file (the engine's <journal-dir>/link.key)"},
     {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's PUB endpoint"},
     {"engine-query", CORE_OPT_STRING, engine_query, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -65,6 +71,8 @@ static const struct core_option options[] = {
     {"beacon-ms", CORE_OPT_INT, &beacon_ms, 10, 60000, NULL, 0, "health beacon interval"},
     {"login-retry-ms", CORE_OPT_INT, &login_retry_ms, 10, 10000, NULL, 0,
      "re-send LOGIN to the engine until it answers"},
+    {"resend-ms", CORE_OPT_INT, &resend_ms, 10, 600000, NULL, 0,
+     "send orders again that the engine has not answered this long (an engine restart)"},
     {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
@@ -73,7 +81,7 @@ static struct {
     uv_loop_t *loop;
     void *zctx;
     struct core_server *srv;
-    struct em_bus_sock push, sub;
+    struct em_gw_link link;
     struct em_health health;
     uv_timer_t login_timer;
     uv_check_t flush_check; /* sends the pending bus batch once per loop turn */
@@ -81,43 +89,9 @@ static struct {
     struct em_gw *gw;
 } G;
 
-/* ---- the sessions' bus ---- */
-
-static int bus_send(void *ctx, const char *gw, size_t gwlen, const void *frames, size_t len)
-{
-    struct em_bus_topic t;
-    int rc = em_bus_topic_set(&t, "", gw, gwlen);
-    return rc ? rc : em_bus_send(&G.push, &t, frames, len);
-}
-
-static void bus_subscribe(void *ctx, const char *topic)
-{
-    em_bus_subscribe(&G.sub, topic);
-}
-
-static void bus_unsubscribe(void *ctx, const char *topic)
-{
-    em_bus_unsubscribe(&G.sub, topic);
-}
-
-static const struct em_gw_bus bus = {
-    .send = bus_send, .subscribe = bus_subscribe, .unsubscribe = bus_unsubscribe};
-
-static void on_event(struct em_bus_sock *b, const char *topic, size_t tl, const void *payload,
-                     size_t len, void *data)
-{
-    em_gw_bus_message(G.gw, topic, tl, payload, len);
-}
-
-/* After a batch of events: one write per touched connection. */
-static void on_event_batch(struct em_bus_sock *b, unsigned handled, void *data)
-{
-    em_gw_bus_batch_end(G.gw);
-}
-
 static void on_flush_check(uv_check_t *h)
 {
-    em_gw_flush(G.gw);
+    em_gw_link_flush(&G.link);
 }
 
 static void on_login_timer(uv_timer_t *t)
@@ -162,8 +136,7 @@ static void load_symbols(void)
 static void on_stop(struct core_proc *p, void *data)
 {
     core_server_stop(G.srv); /* closing each session sends its DISCONNECT */
-    em_bus_close(&G.sub);
-    em_bus_close(&G.push);
+    em_gw_link_close(&G.link);
     em_health_stop(&G.health);
     uv_close((uv_handle_t *)&G.login_timer, NULL);
     uv_close((uv_handle_t *)&G.flush_check, NULL);
@@ -174,10 +147,12 @@ int main(int argc, char **argv)
     int rc, code;
     if (core_proc_options("edumatcher-gateway", 'G', options, loglevel, argc, argv, &code))
         return code;
-    struct em_gw_config cfg = {.bus = &bus,
+    struct em_gw_config cfg = {.bus = &em_gw_link_bus,
+                               .bus_ctx = &G.link,
                                .rate_limit = rate_limit,
                                .rate_burst = rate_burst,
-                               .login_retry_ms = login_retry_ms};
+                               .login_retry_ms = login_retry_ms,
+                               .resend_ms = resend_ms};
     G.gw = em_gw_new(&cfg);
     if (!G.gw)
         return 1;
@@ -192,16 +167,9 @@ int main(int argc, char **argv)
     G.loop = uv_default_loop();
     if (em_bus_ctx_new(&G.zctx) != 0)
         return 1;
-    rc = em_bus_open(&G.push, G.zctx, EM_BUS_PUSH, engine_pull, false);
-    if (rc == 0)
-        rc = em_bus_open(&G.sub, G.zctx, EM_BUS_SUB, engine_pub, false);
-    if (rc) {
-        CORE_WARN("gateway: cannot connect to the engine: %s", core_strerror(rc));
+    struct em_gw_link_opts lo = {.orders = engine_orders, .key_file = link_key, .pub = engine_pub};
+    if (em_gw_link_open(&G.link, G.gw, G.loop, G.zctx, &lo) != 0)
         return 1;
-    }
-    em_bus_watch(&G.sub, G.loop, 1024, on_event, NULL);
-    G.sub.on_batch = on_event_batch;
-    em_bus_subscribe(&G.sub, "md."); /* SYMBOLS: each symbol's book and rules */
     if (engine_query[0])
         load_symbols();
 
@@ -224,6 +192,9 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "forwarded", &st->forwarded);
     core_metrics_counter(mt, "bus_msgs_out", &st->bus_msgs_out);
     core_metrics_counter(mt, "bus_msgs_in", &st->bus_msgs_in);
+    core_metrics_counter(mt, "resent", &st->resent);
+    core_metrics_counter(mt, "resend_requests", &st->resend_requests);
+    core_metrics_counter(mt, "duplicates", &st->duplicates);
     core_metrics_counter(mt, "events_out", &st->events_out);
     core_metrics_counter(mt, "rejects", &st->rejects);
     core_metrics_counter(mt, "rate_limited", &st->rate_limited);
@@ -251,11 +222,12 @@ int main(int argc, char **argv)
     core_proc_signals_start(&G.proc, G.loop, "gateway", on_stop, NULL);
 
     /* the ready line: tests and scripts wait for it */
-    printf("edumatcher-gateway %s:%d engine %s %s\n", host, (int)port, engine_pull, engine_pub);
+    printf("edumatcher-gateway %s:%d engine %s %s\n", host, (int)port, engine_orders, engine_pub);
     fflush(stdout);
     uv_run(G.loop, UV_RUN_DEFAULT);
     /* let the DISCONNECTs go out (PUSH linger) before the context ends */
     em_bus_ctx_term(G.zctx);
+    em_gw_link_free(&G.link);
     core_server_free(G.srv);
     uv_loop_close(G.loop);
     em_gw_free(G.gw);

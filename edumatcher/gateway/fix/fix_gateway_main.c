@@ -3,8 +3,8 @@
  * from FIX application messages to the same engine messages (and trader
  * ids) the ALF gateway sends, and from the engine's events back to FIX.
  *
- *   trader --FIX/TCP--> fix_session --NewOrderSingle...--> NEW/CANCEL/... --PUSH--> engine
- *   trader <--FIX------ fix_session <--ExecutionReport... <--SUB order.ack.<gw>----- engine
+ *   trader --FIX/TCP--> fix_session --NewOrderSingle...--> NEW/CANCEL/... --order link--> engine
+ *   trader <--FIX------ fix_session <--ExecutionReport... <--order link [gw][events]-- engine
  *
  * Two shared modules do the sessions' work: the FIX session layer
  * (fix_session.h: sequence numbers, heartbeats, resends, logout) and the
@@ -52,6 +52,7 @@
 #include "edumatcher/bus/zmq_bus.h"
 #include "edumatcher/engine/engine.h" /* EM_OPS_GW */
 #include "edumatcher/engine/msg.h"
+#include "edumatcher/gateway/engine_link.h"
 #include "edumatcher/gateway/fix/fix_session.h"
 #include "edumatcher/gateway/gateway_session.h"
 #include "edumatcher/monitor/health.h"
@@ -70,7 +71,8 @@ static char host[CORE_OPT_STRLEN] = "127.0.0.1";
 static int64_t port = 9002;
 static char comp_id[CORE_OPT_STRLEN] = "EDUMATCHER";
 static char store_dir[CORE_OPT_STRLEN] = "fix-sessions";
-static char engine_pull[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9100";
+static char engine_orders[CORE_OPT_STRLEN] = "unix:em-journal/orders.sock";
+static char link_key[CORE_OPT_STRLEN] = "";
 static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
 static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
 static char tokens_file[CORE_OPT_STRLEN] = "";
@@ -84,6 +86,7 @@ static int64_t logout_timeout_ms = 2000;
 static int64_t output_limit = 16 << 20;
 static int64_t beacon_ms = 1000;
 static int64_t login_retry_ms = 100;
+static int64_t resend_ms = 1000;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
 
 static const struct core_option options[] = {
@@ -94,8 +97,10 @@ static const struct core_option options[] = {
      "our CompID: the traders' TargetCompID(56)"},
     {"store-dir", CORE_OPT_STRING, store_dir, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "directory of the sessions' sequence numbers and sent messages (created)"},
-    {"engine-pull", CORE_OPT_STRING, engine_pull, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "the engine's PULL endpoint"},
+    {"engine-orders", CORE_OPT_STRING, engine_orders, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the engine's order link: unix:<path> or tcp://<host>:<port>"},
+    {"link-key", CORE_OPT_STRING, link_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "a TCP order link's key file (the engine's <journal-dir>/link.key)"},
     {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's PUB endpoint"},
     {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -119,6 +124,8 @@ static const struct core_option options[] = {
     {"beacon-ms", CORE_OPT_INT, &beacon_ms, 10, 60000, NULL, 0, "health beacon interval"},
     {"login-retry-ms", CORE_OPT_INT, &login_retry_ms, 10, 10000, NULL, 0,
      "re-send LOGIN to the engine until it answers"},
+    {"resend-ms", CORE_OPT_INT, &resend_ms, 10, 600000, NULL, 0,
+     "send orders again that the engine has not answered this long (an engine restart)"},
     {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
@@ -253,7 +260,7 @@ static struct {
     uv_loop_t *loop;
     void *zctx;
     struct core_server *srv;
-    struct em_bus_sock push, sub;
+    struct em_gw_link link;
     struct em_health health;
     uv_timer_t timer;
     uv_check_t flush_check;
@@ -267,31 +274,6 @@ static uint64_t wall_ns(void)
 {
     return (uint64_t)core_wall_ms() * 1000000u;
 }
-
-/* ---- the gateway sessions' bus (as the ALF gateway's) ---- */
-
-static int bus_send(void *ctx, const char *gw, size_t gwlen, const void *frames, size_t len)
-{
-    (void)ctx;
-    struct em_bus_topic t;
-    int rc = em_bus_topic_set(&t, "", gw, gwlen);
-    return rc ? rc : em_bus_send(&G.push, &t, frames, len);
-}
-
-static void bus_subscribe(void *ctx, const char *topic)
-{
-    (void)ctx;
-    em_bus_subscribe(&G.sub, topic);
-}
-
-static void bus_unsubscribe(void *ctx, const char *topic)
-{
-    (void)ctx;
-    em_bus_unsubscribe(&G.sub, topic);
-}
-
-static const struct em_gw_bus bus = {
-    .send = bus_send, .subscribe = bus_subscribe, .unsubscribe = bus_unsubscribe};
 
 /* A translated message to the engine through the gateway session (which
  * may answer it at once with a REJECT: RATE_LIMIT, ...), or held until
@@ -1037,26 +1019,10 @@ static bool front_closing(void *ctx)
 static const struct em_gw_front front = {front_deliver, front_flush, front_live, front_close,
                                          front_closing};
 
-static void on_event(struct em_bus_sock *b, const char *topic, size_t tl, const void *payload,
-                     size_t len, void *data)
-{
-    (void)b;
-    (void)data;
-    em_gw_bus_message(G.gw, topic, tl, payload, len);
-}
-
-static void on_event_batch(struct em_bus_sock *b, unsigned handled, void *data)
-{
-    (void)b;
-    (void)handled;
-    (void)data;
-    em_gw_bus_batch_end(G.gw);
-}
-
 static void on_flush_check(uv_check_t *h)
 {
     (void)h;
-    em_gw_flush(G.gw);
+    em_gw_link_flush(&G.link);
 }
 
 /* ---- the session layer's callbacks ---- */
@@ -1185,8 +1151,7 @@ static void on_stop(struct core_proc *p, void *data)
     (void)p;
     (void)data;
     core_server_stop(G.srv); /* on_close sends each session's DISCONNECT */
-    em_bus_close(&G.sub);
-    em_bus_close(&G.push);
+    em_gw_link_close(&G.link);
     em_health_stop(&G.health);
     uv_close((uv_handle_t *)&G.timer, NULL);
     uv_close((uv_handle_t *)&G.flush_check, NULL);
@@ -1201,10 +1166,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "edumatcher-fix: --comp-id must be 1-16 of A-Z 0-9 _\n");
         return 2;
     }
-    struct em_gw_config gcfg = {.bus = &bus,
+    struct em_gw_config gcfg = {.bus = &em_gw_link_bus,
+                                .bus_ctx = &G.link,
                                 .rate_limit = rate_limit,
                                 .rate_burst = rate_burst,
-                                .login_retry_ms = login_retry_ms};
+                                .login_retry_ms = login_retry_ms,
+                                .resend_ms = resend_ms};
     G.gw = em_gw_new(&gcfg);
     if (!G.gw)
         return 1;
@@ -1228,15 +1195,9 @@ int main(int argc, char **argv)
     G.loop = uv_default_loop();
     if (em_bus_ctx_new(&G.zctx) != 0)
         return 1;
-    rc = em_bus_open(&G.push, G.zctx, EM_BUS_PUSH, engine_pull, false);
-    if (rc == 0)
-        rc = em_bus_open(&G.sub, G.zctx, EM_BUS_SUB, engine_pub, false);
-    if (rc) {
-        CORE_WARN("fix: cannot connect to the engine: %s", core_strerror(rc));
+    struct em_gw_link_opts lo = {.orders = engine_orders, .key_file = link_key, .pub = engine_pub};
+    if (em_gw_link_open(&G.link, G.gw, G.loop, G.zctx, &lo) != 0)
         return 1;
-    }
-    em_bus_watch(&G.sub, G.loop, 1024, on_event, NULL);
-    G.sub.on_batch = on_event_batch;
 
     static const struct core_server_ops ops = {
         .on_open = on_open, .on_data = on_data, .on_close = on_close};
@@ -1275,10 +1236,11 @@ int main(int argc, char **argv)
     core_proc_signals_start(&G.proc, G.loop, "fix", on_stop, NULL);
 
     printf("edumatcher-fix %s:%d comp-id %s engine %s %s\n", host, core_server_port(G.srv), comp_id,
-           engine_pull, engine_pub);
+           engine_orders, engine_pub);
     fflush(stdout);
     uv_run(G.loop, UV_RUN_DEFAULT);
     em_bus_ctx_term(G.zctx);
+    em_gw_link_free(&G.link);
     core_server_free(G.srv);
     uv_loop_close(G.loop);
     em_gw_free(G.gw);

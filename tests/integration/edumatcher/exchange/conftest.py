@@ -3,6 +3,7 @@
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -159,6 +160,65 @@ class Trader:
         self.sock.close()
 
 
+class LinkClient:
+    """A raw client of the engine's order link (edumatcher/bus/order_link.h):
+    records `u32 len | u8 gwlen | gw | frames`, a hello (empty gw, the key)
+    first. What a gateway does, without a gateway."""
+
+    def __init__(self, endpoint, key=b"", hello=True):
+        if endpoint.startswith("unix:"):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.connect(endpoint[5:])
+        else:
+            host, port = endpoint[len("tcp://"):].rsplit(":", 1)
+            self.sock = socket.create_connection((host, int(port)))
+        self.buf = b""
+        if hello:
+            self.send(b"", key)
+
+    def send(self, gw, payload):
+        self.sock.sendall(struct.pack("<IB", 1 + len(gw) + len(payload), len(gw)) + gw + payload)
+
+    def record(self, timeout=10):
+        """The next record (gw, payload); None when the engine closed the link."""
+        self.sock.settimeout(timeout)
+        while True:
+            if len(self.buf) >= 5:
+                n, gl = struct.unpack_from("<IB", self.buf)
+                if len(self.buf) >= 4 + n:
+                    gw, payload = self.buf[5:5 + gl], self.buf[5 + gl:4 + n]
+                    self.buf = self.buf[4 + n:]
+                    return gw, payload
+            try:
+                data = self.sock.recv(65536)
+            except (ConnectionResetError, BrokenPipeError):
+                data = b""
+            if not data:
+                return None
+            self.buf += data
+
+    def closed(self, timeout=10):
+        """True once the engine closed the link (what it sent before is skipped)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.record(timeout=max(0.1, deadline - time.time())) is None:
+                return True
+        return False
+
+    def close(self):
+        self.sock.close()
+
+
+def frames(payload):
+    """Split a record's payload into its binary frames (u16 length first)."""
+    out = []
+    while payload:
+        (n,) = struct.unpack_from("<H", payload)
+        out.append(payload[:n])
+        payload = payload[n:]
+    return out
+
+
 class Exchange:
     """Engine + gateway (+ optional clearing and monitor) on free ports."""
 
@@ -166,11 +226,12 @@ class Exchange:
                  monitor=False, extra_symbols="", gateway_query=False):
         self.procs = procs
         self.dir = workdir
-        self.pull = f"tcp://127.0.0.1:{free_port()}"
         self.pub = f"tcp://127.0.0.1:{free_port()}"
         self.health = f"tcp://127.0.0.1:{free_port()}"
         self.query = f"tcp://127.0.0.1:{free_port()}"
         self.journal = os.path.join(workdir, "journal")
+        # the engine's order link: its default, a socket file in the journal dir
+        self.orders = f"unix:{self.journal}/orders.sock"
         self.symbols = os.path.join(workdir, "symbols.alf")
         with open(self.symbols, "w") as f:
             f.write(SYMBOLS + extra_symbols)
@@ -187,7 +248,7 @@ class Exchange:
         self.engine = self.start_engine()
         self.port = free_port()
         self.gateway = procs.start([binary("edumatcher-gateway"), "--port", str(self.port),
-                                    "--engine-pull", self.pull, "--engine-pub", self.pub,
+                                    "--engine-orders", self.orders, "--engine-pub", self.pub,
                                     "--health", self.health, "--tokens-file", self.tokens,
                                     "--beacon-ms", "100",
                                     *(["--engine-query", self.query] if gateway_query else []),
@@ -211,14 +272,13 @@ class Exchange:
         """Start one more gateway process on the same engine; returns its port."""
         port = free_port()
         g = self.procs.start([binary("edumatcher-gateway"), "--port", str(port),
-                              "--engine-pull", self.pull, "--engine-pub", self.pub,
+                              "--engine-orders", self.orders, "--engine-pub", self.pub,
                               "--health", self.health, "--name", name])
         assert g.ready.startswith("edumatcher-gateway"), g.stderr()
         return port
 
     def start_engine(self):
-        e = self.procs.start([binary("edumatcher-engine"), "--pull", self.pull, "--pub",
-                              self.pub, "--health", self.health, "--query", self.query,
+        e = self.procs.start([binary("edumatcher-engine"), "--pub", self.pub, "--health", self.health, "--query", self.query,
                               "--journal-dir", self.journal,
                               "--symbols-file", self.symbols, "--beacon-ms", "100",
                               *self.engine_args])

@@ -12,7 +12,7 @@ import zmq
 
 import subprocess
 
-from conftest import OPS_TOKEN, Trader, binary, http_get, replay, wait_until
+from conftest import OPS_TOKEN, LinkClient, Trader, binary, frames, http_get, replay, wait_until
 
 
 def scenario(rng, n):
@@ -237,22 +237,39 @@ def frame(kind, *fields):
     return struct.pack("<H", 2 + len(body)) + body
 
 
-def test_engine_refuses_an_event_frame_with_syntax(exchange, zctx):
-    """A frame of an event kind pushed straight into the engine (the gateway
-    never forwards one) is refused with the code em_engine_authorize
-    returns: SYNTAX (docs/alf.md A.7), not AUTH."""
+def rejcode_names():
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "edumatcher",
+                           "engine", "msg.h")) as f:
+        text = f.read()
+    block = text.split("#define EM_REJCODE_MAP(X)", 1)[1].split("/*", 1)[0]
+    return [w.split("(", 1)[1].split(",", 1)[0] for w in block.split() if w.startswith("X(")]
+
+
+def test_engine_refuses_an_event_frame_with_syntax(exchange):
+    """A frame of an event kind sent straight to the engine over the order
+    link (the gateway never forwards one) is refused with the code
+    em_engine_authorize returns: SYNTAX (docs/alf.md A.7), not AUTH."""
     x = exchange()
-    t = x.trader("GW9")
-    push = zctx.socket(zmq.PUSH)
-    push.setsockopt(zmq.LINGER, 0)
-    push.connect(x.pull)
-    push.send_multipart([b"GW9", frame("PONG")])
-    assert t.line() == "REJECT reason=SYNTAX"
-    push.send_multipart([b"GW9", frame("ACK", ("cl", b"\x02e1"), ("oid", struct.pack("<Q", 1)))])
-    assert t.line() == "REJECT cl=e1 reason=SYNTAX"
+    kinds, reasons = msg_def_names("EM_MSG"), rejcode_names()
+    link = LinkClient(x.orders)  # same uid as the engine: allowed, as a gateway
+
+    def answer():
+        gw, payload = link.record()
+        assert gw == b"GW9"
+        (f,) = frames(payload)
+        return kinds[f[2] - 1], reasons[f[-1] - 1]
+
+    link.send(b"GW9", frame("LOGIN", ("gw", b"\x03GW9")))
+    gw, payload = link.record()
+    assert kinds[frames(payload)[0][2] - 1] == "LOGGEDIN"
+    link.send(b"GW9", frame("PONG"))
+    assert answer() == ("REJECT", "SYNTAX")
+    link.send(b"GW9", frame("ACK", ("cl", b"\x02e1"), ("oid", struct.pack("<Q", 1))))
+    assert answer() == ("REJECT", "SYNTAX")
     # an operator message from a trader is still AUTH (C.4)
-    push.send_multipart([b"GW9", frame("TICK", ("ms", struct.pack("<Q", 5)))])
-    assert t.line() == "REJECT reason=AUTH"
+    link.send(b"GW9", frame("TICK", ("ms", struct.pack("<Q", 5))))
+    assert answer() == ("REJECT", "AUTH")
+    link.close()
 
 
 def strip_ids(lines):

@@ -42,7 +42,7 @@ class FixGateway:
         self.port = port or free_port()
         self.store = store
         self.p = procs.start([binary("edumatcher-fix"), "--port", str(self.port),
-                              "--engine-pull", x.pull, "--engine-pub", x.pub,
+                              "--engine-orders", x.orders, "--engine-pub", x.pub,
                               "--health", x.health, "--tokens-file", x.tokens,
                               "--store-dir", store, "--beacon-ms", "100", *args])
         assert self.p.ready.startswith("edumatcher-fix"), self.p.stderr()

@@ -231,14 +231,14 @@ static void test_batching_and_events(void **state)
     input(s2, "PING");                /* another session: GW1's batch goes */
     assert_int_equal(B.sends, sends + 1);
     assert_string_equal(B.last_topic, "GW1");
-    assert_string_equal(B.sent[sent], "NEW cl=a sym=ABC side=B qty=1 px=1");
+    assert_string_equal(B.sent[sent], "NEW cl=a sym=ABC side=B qty=1 px=1 seq=1");
     em_gw_flush(g);
     assert_int_equal(B.sends, sends + 2);
     assert_string_equal(B.last_topic, "GW2");
     assert_int_equal(em_gw_stats(g)->forwarded, 2 + 2 + 1); /* the LOGINs, NEWs, PING */
     /* events are routed by exact gw: GW1's do not reach GW10 or GW2 */
     unsigned n1 = c1.nout, n2 = c2.nout;
-    engine_says(g, "GW1", "ACK cl=a oid=1");
+    engine_says(g, "GW1", "ACK cl=a oid=1 seq=1");
     assert_int_equal(c1.nout, n1 + 1);
     assert_string_equal(c1.out[n1], "ACK cl=a oid=1");
     assert_int_equal(c2.nout, n2);
@@ -246,6 +246,74 @@ static void test_batching_and_events(void **state)
     assert_int_equal(em_gw_stats(g)->unrouted, 1);
     em_gw_session_close(s1);
     em_gw_session_close(s2);
+    em_gw_free(g);
+}
+
+/* docs/alf.md I: numbered messages are kept until their first reply, sent
+ * again when the engine asks (RESEND) or when they waited resend_ms, and
+ * an answer that comes twice reaches the trader once, without seq. */
+static void test_resend(void **state)
+{
+    struct em_gw *g = new_gw(0, 1);
+    struct fake_conn c = {0};
+    struct em_gw_session *s = logged_in(g, &c, "GW1");
+    unsigned sent = B.nsent, nout = c.nout;
+    input(s, "NEW cl=a sym=ABC side=B qty=1 px=1");
+    input(s, "NEW cl=b sym=ABC side=B qty=1 px=1");
+    input(s, "PING");
+    em_gw_flush(g);
+    assert_int_equal(B.nsent, sent + 3);
+    assert_string_equal(B.sent[sent + 2], "PING seq=3");
+    engine_says(g, "GW1", "ACK cl=a oid=1 seq=1");
+    engine_says(g, "GW1", "ACK cl=a oid=1 seq=1"); /* a duplicate's answer */
+    engine_says(g, "GW1", "FILL cl=a oid=1 tid=1 px=1 qty=1 leaves=0 cum=1");
+    assert_int_equal(c.nout, nout + 2);
+    assert_string_equal(c.out[nout], "ACK cl=a oid=1");
+    assert_string_equal(c.out[nout + 1], "FILL cl=a oid=1 tid=1 px=1 qty=1 leaves=0 cum=1");
+    assert_int_equal(em_gw_stats(g)->duplicates, 1);
+
+    /* the engine restarted without 2 and 3: 4 comes after a gap */
+    input(s, "CANCEL cl=b");
+    em_gw_flush(g);
+    sent = B.nsent;
+    engine_says(g, "GW1", "REJECT cl=b reason=RESEND seq=4");
+    assert_int_equal(c.nout, nout + 2); /* the trader sees nothing of it */
+    assert_int_equal(B.nsent, sent + 3);
+    assert_string_equal(B.sent[sent], "NEW cl=b sym=ABC side=B qty=1 px=1 seq=2");
+    assert_string_equal(B.sent[sent + 1], "PING seq=3");
+    assert_string_equal(B.sent[sent + 2], "CANCEL cl=b seq=4");
+    engine_says(g, "GW1", "REJECT cl=b reason=RESEND seq=4"); /* before the resend: stale */
+    assert_int_equal(B.nsent, sent + 3);
+    engine_says(g, "GW1", "ACK cl=b oid=2 seq=2");
+    engine_says(g, "GW1", "PONG seq=3");
+    engine_says(g, "GW1", "CANCELED cl=b oid=2 qty=1 cum=0 reason=USER seq=4");
+    assert_int_equal(c.nout, nout + 5);
+    assert_string_equal(c.out[nout + 3], "PONG");
+    assert_string_equal(c.out[nout + 4], "CANCELED cl=b oid=2 qty=1 cum=0 reason=USER");
+
+    /* an idle session: what waited resend_ms goes again at the tick */
+    input(s, "NEW cl=d sym=ABC side=S qty=1 px=1");
+    em_gw_flush(g);
+    sent = B.nsent;
+    em_gw_tick(g);
+    assert_int_equal(B.nsent, sent); /* not yet */
+    B.now += 1000 * 1000000u;
+    em_gw_tick(g);
+    assert_int_equal(B.nsent, sent + 1);
+    assert_string_equal(B.sent[sent], "NEW cl=d sym=ABC side=S qty=1 px=1 seq=5");
+    engine_says(g, "GW1", "REJECT cl=d reason=COLLAR seq=5");
+    engine_says(g, "GW1", "REJECT cl=d reason=COLLAR seq=5");
+    assert_int_equal(c.nout, nout + 6);
+    assert_string_equal(c.out[nout + 5], "REJECT cl=d reason=COLLAR");
+    B.now += 1000 * 1000000u;
+    em_gw_tick(g);
+    assert_int_equal(B.nsent, sent + 1); /* nothing waits */
+
+    /* seq is the gateway's: a trader's is a key ALF does not have */
+    input(s, "CANCEL cl=x seq=9");
+    assert_int_equal(c.nout, nout + 7);
+    assert_string_equal(c.out[nout + 6], "REJECT cl=x reason=SYNTAX");
+    em_gw_session_close(s);
     em_gw_free(g);
 }
 
@@ -448,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_logout_and_disconnect),
         cmocka_unit_test(test_refuse_and_tokens_file),
+        cmocka_unit_test(test_resend),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

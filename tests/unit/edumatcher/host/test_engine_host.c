@@ -107,12 +107,15 @@ static void remove_dir(void)
     assert_int_equal(system(cmd), 0);
 }
 
+static bool snapshot_fork; /* open_host's hosts write snapshots from a child */
+
 static struct em_host *open_host(uint64_t snapshot_records)
 {
     struct em_host_config cfg = {.bus = &bus,
                                  .journal = {.dir = dir, .fsync = EM_FSYNC_BATCH},
                                  .md_depth = 2,
-                                 .snapshot_records = snapshot_records};
+                                 .snapshot_records = snapshot_records,
+                                 .snapshot_fork = snapshot_fork};
     struct em_host *h = NULL;
     assert_int_equal(em_host_open(&h, &cfg), 0);
     return h;
@@ -296,11 +299,14 @@ static void test_snapshot_and_restore(void **state)
     symbols_file(h);
     trade(h);
     assert_int_equal(em_host_batch_end(h, 2), 0);
-    assert_int_equal(em_host_stats(h)->snapshots, 1);
+    if (!snapshot_fork)
+        assert_int_equal(em_host_stats(h)->snapshots, 1);
+    /* forked: the child writes it while this record goes to the journal */
     from_gw(h, "B1", "NEW cl=b2 sym=ABC side=B qty=1 px=10.01");
     assert_int_equal(em_host_batch_end(h, 1), 0);
-    assert_int_equal(em_host_stats(h)->snapshots, 1); /* one record since */
-    em_host_close(h);
+    if (!snapshot_fork)
+        assert_int_equal(em_host_stats(h)->snapshots, 1); /* one record since */
+    em_host_close(h);                                     /* waits for the child */
 
     memset(&B, 0, sizeof B);
     h = open_host(0);
@@ -317,6 +323,89 @@ static void test_snapshot_and_restore(void **state)
     assert_int_equal(em_host_batch_end(h, 1), 0);
     assert_string_equal(published("trade.executed", from),
                         "TRADE tid=3 sym=ABC px=10.01 qty=1 buy=B1 sell=S1 buy_oid=4 sell_oid=1");
+    em_host_close(h);
+    remove_dir();
+}
+
+/* The same with the snapshot written by a forked child while the parent
+ * journals the next record: the restart restores the state after record 3
+ * (the child's copy), not what the parent did afterwards. */
+static void test_snapshot_forked(void **state)
+{
+    snapshot_fork = true;
+    test_snapshot_and_restore(state);
+    snapshot_fork = false;
+}
+
+/* Resent messages (engine_host_dedup.c): a number handled before gets its
+ * first reply again and is not journaled; one after a gap gets RESEND; the
+ * state survives a restart, by replay and by the snapshot. */
+static void resend_round(struct em_host *h, uint64_t records, const char *what)
+{
+    unsigned from = B.n;
+    from_gw(h, "B1", "NEW cl=b1 sym=ABC side=B qty=4 px=10.01 seq=1");
+    from_gw(h, "B1", "PING seq=2");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    assert_string_equal(published("order.ack.B1", from), "ACK cl=b1 oid=2 seq=1|PONG seq=2");
+    assert_int_equal(em_host_journal(h)->next_seq - 1, records);
+    assert_int_equal(em_host_stats(h)->duplicates, 2);
+    (void)what;
+}
+
+static void test_resent_messages(void **state)
+{
+    make_dir();
+    memset(&B, 0, sizeof B);
+    struct em_host *h = open_host(0);
+    symbols_file(h);
+    from_gw(h, "S1", "NEW cl=s1 sym=ABC side=S qty=10 px=10.01");
+    from_gw(h, "B1", "LOGIN gw=B1");
+    assert_int_equal(em_host_batch_end(h, 2), 0);
+    unsigned from = B.n;
+    from_gw(h, "B1", "NEW cl=b1 sym=ABC side=B qty=4 px=10.01 seq=1|PING seq=2");
+    assert_int_equal(em_host_batch_end(h, 2), 0);
+    /* the first reply carries the number, the fills that follow do not */
+    assert_string_equal(published("order.ack.B1", from),
+                        "ACK cl=b1 oid=2 seq=1|FILL cl=b1 oid=2 tid=1 px=10.01 qty=4 leaves=0 "
+                        "cum=4|PONG seq=2");
+    uint64_t records = em_host_journal(h)->next_seq - 1;
+    resend_round(h, records, "live");
+    /* 4 after 2: 3 never came; nothing is journaled */
+    from = B.n;
+    from_gw(h, "B1", "CANCEL cl=b1 seq=4");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    assert_string_equal(published("order.ack.B1", from), "REJECT cl=b1 reason=RESEND seq=4");
+    assert_int_equal(em_host_stats(h)->resend_requests, 1);
+    assert_int_equal(em_host_journal(h)->next_seq - 1, records);
+    em_host_close(h);
+
+    /* rebuilt by replay */
+    memset(&B, 0, sizeof B);
+    h = open_host(0);
+    resend_round(h, records, "replay");
+    /* 3 is new: handled; a later LOGIN numbers from 1 again */
+    from = B.n;
+    from_gw(h, "B1", "CANCEL cl=b1 seq=3");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    assert_string_equal(published("order.ack.B1", from), "REJECT cl=b1 reason=UNKNOWN_ORDER seq=3");
+    records++;
+    em_host_close(h);
+
+    /* and by a snapshot (taken at the first batch) */
+    memset(&B, 0, sizeof B);
+    h = open_host(1);
+    from_gw(h, "B1", "PING");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    assert_int_equal(em_host_stats(h)->snapshots, 1);
+    em_host_close(h);
+    memset(&B, 0, sizeof B);
+    h = open_host(0);
+    assert_int_equal(em_host_stats(h)->replayed, 0);
+    resend_round(h, records + 1, "snapshot");
+    from = B.n;
+    from_gw(h, "B1", "LOGIN gw=B1|NEW cl=n1 sym=ABC side=B qty=1 px=9.00 seq=1");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    assert_string_equal(published("order.ack.B1", from), "LOGGEDIN gw=B1|ACK cl=n1 oid=3 seq=1");
     em_host_close(h);
     remove_dir();
 }
@@ -432,10 +521,9 @@ static void test_legacy_snapshot(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_journal_before_publish),
-        cmocka_unit_test(test_clock_and_schedule),
-        cmocka_unit_test(test_snapshot_and_restore),
-        cmocka_unit_test(test_legacy_snapshot),
+        cmocka_unit_test(test_journal_before_publish), cmocka_unit_test(test_clock_and_schedule),
+        cmocka_unit_test(test_snapshot_and_restore),   cmocka_unit_test(test_snapshot_forked),
+        cmocka_unit_test(test_legacy_snapshot),        cmocka_unit_test(test_resent_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
