@@ -202,12 +202,14 @@ def test_follower_catches_up_by_an_installed_snapshot(dynalite, cluster_factory)
 
 
 def node3_id(c):
-    """Node 3's raft id, from its log line naming its state's key."""
-    out = c.output(c.procs[2])
-    for line in out.splitlines():
-        if "raft-store: " in line and "#group-" in line:
-            return line.split("raft-store: ", 1)[1].split("#", 1)[0]
-    raise AssertionError("no raft-store line:\n" + out[-2000:])
+    """Node 3's raft id, from its log line naming its state's key (the node
+    may listen before its groups have started: polled)."""
+    def find():
+        for line in c.output(c.procs[2]).splitlines():
+            if "raft-store: " in line and "#group-" in line:
+                return line.split("raft-store: ", 1)[1].split("#", 1)[0]
+        return None
+    return wait_until(find, "node 3's raft-store line", timeout=120)
 
 
 def test_stale_incarnation_is_refused(dynalite, cluster_factory):  # noqa: F811
