@@ -58,6 +58,21 @@ static void on_md_batch(struct em_bus_sock *b, unsigned handled, void *data)
     (void)data;
 }
 
+/* The link came back after a loss: the engine may have restarted without
+ * what was in flight, so the sessions resend their unanswered messages
+ * now (docs/alf.md I) instead of waiting for a RESEND or their timeout. */
+static void on_link_state(void *ctx, bool up)
+{
+    struct em_gw_link *l = ctx;
+    if (!up) {
+        l->was_down = true;
+        return;
+    }
+    if (l->was_down)
+        em_gw_engine_restarted(l->gw);
+    l->was_down = false;
+}
+
 int em_gw_link_open(struct em_gw_link *l, struct em_gw *gw, uv_loop_t *loop, void *zctx,
                     const struct em_gw_link_opts *o)
 {
@@ -81,6 +96,7 @@ int em_gw_link_open(struct em_gw_link *l, struct em_gw *gw, uv_loop_t *loop, voi
                                        .keylen = (size_t)keylen,
                                        .on_record = on_record,
                                        .on_batch = on_records_done,
+                                       .on_state = on_link_state,
                                        .ctx = l};
     int rc = em_link_client_open(&l->link, loop, &cc);
     if (rc) {

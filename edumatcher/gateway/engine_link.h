@@ -33,6 +33,7 @@ struct em_gw_link {
     struct em_link_client *link;
     struct em_bus_sock sub;
     bool sub_open;
+    bool was_down; /* the link went down: the next up resends (docs/alf.md I) */
 };
 
 /* The sessions' bus; em_gw_config.bus_ctx must be the struct em_gw_link. */

@@ -349,6 +349,14 @@ static void send_login(struct em_gw_session *s)
     s->login_sent_ns = now_ns(s->g);
 }
 
+void em_gw_engine_restarted(struct em_gw *g)
+{
+    for (unsigned b = 0; b < HASH_BUCKETS; b++)
+        for (struct em_gw_session *s = g->by_gw[b]; s; s = s->hnext)
+            if (s->state == S_LIVE && s->head_seq < s->next_seq && !closing(s))
+                resend(s);
+}
+
 void em_gw_tick(struct em_gw *g)
 {
     uint64_t now = now_ns(g);

@@ -174,6 +174,9 @@ void em_gw_bus_message(struct em_gw *g, const char *topic, size_t tl, const void
 void em_gw_bus_batch_end(struct em_gw *g);
 /* Send the pending batch to the engine (call once per loop turn). */
 void em_gw_flush(struct em_gw *g);
+/* The way to the engine came back after it was lost (a new connection):
+ * every live session resends its unanswered numbered messages now. */
+void em_gw_engine_restarted(struct em_gw *g);
 /* Re-send LOGIN for the sessions whose login_retry_ms has passed, and the
  * numbered messages of sessions whose oldest unanswered one has waited
  * resend_ms (call every login_retry_ms or so). */

@@ -125,6 +125,14 @@ void em_host_publish_md(struct em_host *h);
 size_t em_host_query(struct em_host *h, const char *topic, size_t tl, const void *payload,
                      size_t len, const struct em_bus_topic **reply, char *out, size_t cap);
 
+/* A snapshot blob starts with the host's section (the resend state of
+ * docs/alf.md I: per gateway id the highest message number handled and
+ * the first replies kept), then the engine's bytes (em_engine_restore).
+ * Checks the section of data[0..len): 0 and *engine_off (where the
+ * engine's bytes start), or CORE_EPROTO. For tools and the fuzzer;
+ * em_host_open reads it itself. */
+int em_host_snapshot_section(const void *data, size_t len, size_t *engine_off);
+
 struct em_host_stats *em_host_stats(struct em_host *h);
 /* The journal and the trade log (their counters for metrics), the engine
  * (read only). */

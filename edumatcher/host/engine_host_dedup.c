@@ -227,8 +227,10 @@ static int walk(struct em_host *h, struct core_reader *r, bool apply)
             uint64_t seq = core_read_u64(r);
             size_t fl = core_read_u8(r);
             const uint8_t *f = core_read_bytes(r, fl);
-            if (!f || fl == 0 || fl > DD_FRAME)
-                return CORE_EPROTO;
+            struct em_msg m;
+            if (!f || fl == 0 || fl > DD_FRAME || em_frame_decode(f, fl, &m) != (int)fl ||
+                !(m.present & EM_BIT(seq)) || m.seq != seq)
+                return CORE_EPROTO; /* published as it is: a frame with its number */
             if (d) {
                 struct dd_slot *s = &d->slots[seq % EM_RESEND_WINDOW];
                 s->seq = seq;
@@ -238,6 +240,17 @@ static int walk(struct em_host *h, struct core_reader *r, bool apply)
         }
     }
     return core_reader_ok(r) ? 0 : CORE_EPROTO;
+}
+
+int em_host_snapshot_section(const void *data, size_t len, size_t *engine_off)
+{
+    if (!emh_dedup_is_snapshot(data, len))
+        return CORE_EPROTO;
+    struct core_reader r = core_reader_init(data, len);
+    int rc = walk(NULL, &r, false);
+    if (rc == 0)
+        *engine_off = len - r.left;
+    return rc;
 }
 
 int emh_dedup_restore(struct em_host *h, const void *data, size_t len)

@@ -73,10 +73,13 @@ struct gs_shared {
     int64_t proto_max_bulk_len;   /* the largest string a command may build */
     struct gs_type_limits limits; /* the value types' conversion thresholds (CONFIG) */
     uint64_t rng;                 /* gs_client_random's state; never 0 */
-    /* Called after a push made a list at key longer (LPUSH, LINSERT, the
-     * destination of LMOVE...): the owner of the blocking commands sets it
-     * to serve clients waiting on that key of that database. NULL: nobody
-     * waits. */
+    /* Called after a key of db may have received a value a blocked client
+     * waits for: a push made a list longer (LPUSH, LINSERT, the
+     * destination of LMOVE...), or a collection arrived under that name
+     * (RENAME, MOVE, COPY); key NULL: any key of db may have (SWAPDB).
+     * The blocking commands' framework (client/blocking.h) sets it, and
+     * serves the clients waiting there once the command has finished.
+     * NULL: nobody waits. Call it through gs_key_ready. */
     void (*key_ready)(void *arg, const struct gs_db *db, const char *key, size_t klen);
     void *key_ready_arg;
     /* The node's databases (SELECT, MOVE, SWAPDB, COPY ... DB, FLUSHALL):
@@ -102,6 +105,7 @@ struct gs_cmd_stats;
 struct gs_subscriber;
 struct gs_held;
 struct gs_cluster_wait;
+struct gs_blocked;
 struct core_conn;
 
 /* One connection's state. Created and freed by the node; the fields marked
@@ -144,7 +148,20 @@ struct gs_client {
     /* CLIENT REPLY OFF / SKIP: gs_execute drops the replies of the
      * commands concerned (Redis's CLIENT_REPLY_OFF / _SKIP / _SKIP_NEXT). */
     bool reply_off, reply_skip, reply_skip_next;
+    /* Blocked by BLPOP & co., or being resumed after it; NULL otherwise.
+     * Owned by client/blocking.h; the node parses no request of the
+     * client while it is set. */
+    struct gs_blocked *blocked;
 };
+
+/* Report to the key_ready hook (struct gs_shared) that key (NULL: any
+ * key) of db may now serve a blocked client. */
+static inline void gs_key_ready(struct gs_client *c, const struct gs_db *db, const char *key,
+                                size_t klen)
+{
+    if (c->shared->key_ready)
+        c->shared->key_ready(c->shared->key_ready_arg, db, key, klen);
+}
 
 /* Case-insensitive comparison of an argument with a literal. */
 bool gs_arg_is(const struct gs_arg *a, const char *lit);

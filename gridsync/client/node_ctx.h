@@ -36,6 +36,7 @@ struct gs_feature;
 struct gs_pubsub;
 struct gs_subscriber;
 struct gs_slowlog;
+struct gs_blocking;
 struct gs_metrics;
 struct gs_store_stats;
 
@@ -157,9 +158,10 @@ struct gs_node {
     struct gs_watch_table watches;                /* WATCHed keys (gridsync/commands/multi.h) */
     struct gs_cmd_stats cmdstats;                 /* INFO commandstats/errorstats/latencystats */
     struct gs_pubsub *pubsub;                     /* channels and subscribers (commands/pubsub.h) */
-    struct gs_slowlog *slowlog; /* SLOWLOG and LATENCY records (commands/slowlog.h) */
-    const char **cmd_names;     /* gs_commands[i].name, for cmdstats' INFO */
-    struct gs_metrics *metrics; /* --metrics-port's endpoint; NULL when off */
+    struct gs_slowlog *slowlog;   /* SLOWLOG and LATENCY records (commands/slowlog.h) */
+    const char **cmd_names;       /* gs_commands[i].name, for cmdstats' INFO */
+    struct gs_metrics *metrics;   /* --metrics-port's endpoint; NULL when off */
+    struct gs_blocking *blocking; /* blocked clients and ready keys (client/blocking.h) */
 };
 
 /* ------------------------------------------------------------ features

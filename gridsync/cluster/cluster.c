@@ -696,6 +696,16 @@ int gs_cl_command_keys(const struct gs_command *cmd, size_t argc, const struct g
     return rc;
 }
 
+/* Whether a blocking command finds a key to pop from: BLMOVE and
+ * BRPOPLPUSH pop from their first key only (the second receives). */
+static bool source_key_here(struct cgroup *grp, int64_t now, const struct gs_command *cmd,
+                            size_t argc, struct gs_arg *argv)
+{
+    if (cmd->first_key == 1 && cmd->last_key == 2)
+        return gs_store_lookup(grp->db.store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
+    return any_key_here(grp, now, cmd, argc, argv);
+}
+
 static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
                    const struct gs_command *cmd, size_t argc, struct gs_arg *argv);
 
@@ -920,6 +930,18 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
             gs_error(c, "TRYAGAIN the slot is moving to another node");
             return true;
         }
+    }
+    if ((cmd->flags & GS_CMD_BLOCKING) && !c->multi.active && gs_group_is_leader(grp->raft) &&
+        !source_key_here(grp, c->db->now_ms, cmd, argc, argv)) {
+        /* Blocking in cluster mode would need the served pop to go through
+         * the log when a key becomes ready: not built. With a key to pop
+         * the command runs through the log as its non-blocking form (the
+         * apply's client may not block, blocking.h). */
+        gs_errorf(c,
+                  "ERR %s would block: blocking commands on missing keys are not supported "
+                  "in cluster mode",
+                  cmd->name);
+        return true;
     }
     if (barrier || gs_group_is_leader(grp->raft)) {
         if (serve_at_leader(cl, grp, c, cmd, slot, write, barrier, false, argc, argv))

@@ -82,7 +82,10 @@ void gs_cluster_client_closed(struct gs_client *c);
 
 /* ---- join and leave (docs/gridsync-cluster.md, "Join and leave") ----
  *
- * CLUSTER ADDNODE host:port | DELNODE host:port   (sent to every node)
+ * CLUSTER ADDNODE host:port [version] | DELNODE host:port [version]
+ *                                         (sent to every node; with a version,
+ *                                         -TRYAGAIN unless this node's
+ *                                         membership has that version)
  * CLUSTER MIGRATE STATUS                  target groups led here, converged
  * CLUSTER MIGRATE BEGIN  <src>            at src's leader: block moving slots
  * CLUSTER MIGRATE EXPORT <src> <cursor>   at src's leader: [cursor, dst k v exp...]

@@ -34,6 +34,7 @@
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/registry.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
 #include "gridsync/store/store.h"
@@ -345,8 +346,35 @@ static void on_left_group(void *data)
 }
 
 /* Serve the target placement; leave the groups this node is no longer in. */
+/* With --registry: record the change that just finished here. */
+static void record_change(struct gs_cluster *cl, const char *kind, const char *node)
+{
+    if (!cl->registry)
+        return;
+    struct core_buf nodes = {0};
+    for (unsigned i = 0; i < gs_ring_nodes(cl->ring); i++) {
+        if (i)
+            core_buf_append(&nodes, ",", 1);
+        const char *nm = gs_ring_node_name(cl->ring, i);
+        core_buf_append(&nodes, nm, strlen(nm));
+    }
+    core_buf_append(&nodes, "", 1);
+    if (nodes.oom ||
+        gs_registry_heartbeat_membership(cl->registry, kind, node, cl->version, nodes.data))
+        CORE_WARN("registry: cannot record the membership change (out of memory)");
+    core_buf_free(&nodes);
+}
+
 static void finish_change(struct gs_cluster *cl, uint64_t version)
 {
+    char node[GS_RING_NAME_MAX] = "";
+    const char *kind = cl->leaving >= 0 ? "remove" : "add";
+    if (cl->leaving >= 0)
+        snprintf(node, sizeof(node), "%s", cl->nodes[cl->leaving].name);
+    else
+        for (unsigned i = 0; i < gs_ring_nodes(cl->target); i++)
+            if (gs_ring_find(cl->ring, gs_ring_node_name(cl->target, i)) < 0)
+                snprintf(node, sizeof(node), "%s", gs_ring_node_name(cl->target, i));
     if (cl->leaving >= 0)
         cl->nodes[cl->leaving].removed = true;
     cl->leaving = -1;
@@ -360,6 +388,7 @@ static void finish_change(struct gs_cluster *cl, uint64_t version)
     cl->version = version > cl->version + 1 ? version : cl->version + 1;
     /* If this fails, a restart resumes the change and FINISH repeats it. */
     (void)gs_cl_save_membership(cl);
+    record_change(cl, kind, node);
     for (unsigned g = 0; g < cl->n; g++) {
         struct cgroup *grp = &cl->groups[g];
         /* The slot states stay: they are applied state of the group's log
@@ -391,8 +420,14 @@ static void finish_change(struct gs_cluster *cl, uint64_t version)
 
 bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    if ((gs_arg_is(&argv[1], "addnode") || gs_arg_is(&argv[1], "delnode")) && argc == 3) {
+    if ((gs_arg_is(&argv[1], "addnode") || gs_arg_is(&argv[1], "delnode")) &&
+        (argc == 3 || argc == 4)) {
         bool add = gs_arg_is(&argv[1], "addnode");
+        long long want = -1;
+        if (argc == 4 && (!parse_num(argv[3].p, argv[3].len, &want) || want < 0)) {
+            gs_error(c, "ERR invalid version");
+            return true;
+        }
         int idx = gs_cl_find_node(cl, argv[2].p, argv[2].len);
         char name[GS_RING_NAME_MAX];
         if (argv[2].len >= sizeof(name)) {
@@ -418,6 +453,15 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
                 gs_errorf(c, "TRYAGAIN cannot start a group yet: %s", core_strerror(rc));
             else
                 gs_reply_ok(&c->w);
+            return true;
+        }
+        /* The change was asked for against that membership: against
+         * another (a change requested meanwhile has not reached this node
+         * yet, or has not finished here) it waits, so that every node
+         * applies the same changes in the same order. */
+        if (want >= 0 && (uint64_t)want != cl->version) {
+            gs_errorf(c, "TRYAGAIN membership version is %llu here, not %lld",
+                      (unsigned long long)cl->version, want);
             return true;
         }
         if (add ? idx >= 0 : idx < 0) {

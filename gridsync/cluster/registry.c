@@ -683,6 +683,40 @@ void gs_registry_heartbeat_stop(struct gs_registry_heartbeat *hb)
         hb_finish_stop(hb);
 }
 
+static void on_membership_done(void *arg, int err, json_t *reply, const char *msg)
+{
+    (void)arg;
+    (void)reply;
+    if (err < 0)
+        CORE_WARN("registry: membership change not recorded (serving on): %s", msg);
+}
+
+int gs_registry_heartbeat_membership(struct gs_registry_heartbeat *hb, const char *kind,
+                                     const char *node, uint64_t version, const char *nodes)
+{
+    if (hb == NULL || hb->stopping)
+        return 0;
+    int64_t now = core_wall_ms();
+    char pk[GS_REGISTRY_STRLEN + 48];
+    snprintf(pk, sizeof(pk), "event#%lld#%s", (long long)now, hb->self);
+    json_t *ev = json_pack("{s:{s:o,s:o,s:o,s:o,s:o,s:o}}", "Item", "pk", str_attr(pk), "kind",
+                           str_attr(kind), "addr", str_attr(hb->self), "node", str_attr(node),
+                           "version", num_attr((int64_t)version), "at_ms", num_attr(now));
+    snprintf(pk, sizeof(pk), "membership#%s", hb->self);
+    json_t *mi =
+        json_pack("{s:{s:o,s:o,s:o,s:o}}", "Item", "pk", str_attr(pk), "version",
+                  num_attr((int64_t)version), "nodes", str_attr(nodes), "at_ms", num_attr(now));
+    if (!ev || !mi) {
+        json_decref(ev);
+        json_decref(mi);
+        return CORE_ENOMEM;
+    }
+    /* Each call takes its body, also when it fails. */
+    int rc = gs_registry_call(hb->r, "PutItem", ev, on_membership_done, hb);
+    int rc2 = gs_registry_call(hb->r, "PutItem", mi, on_membership_done, hb);
+    return rc ? rc : rc2;
+}
+
 uint64_t gs_registry_heartbeat_count(const struct gs_registry_heartbeat *hb)
 {
     return hb->count;

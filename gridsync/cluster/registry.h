@@ -88,6 +88,14 @@ struct gs_registry_heartbeat;
 int gs_registry_heartbeat_start(struct gs_registry_heartbeat **out, uv_loop_t *loop,
                                 const struct gs_registry_config *cfg, const char *self,
                                 int64_t period_ms, int64_t ttl_ms);
+/* A completed membership change (docs/gridsync-cluster.md, "Membership"),
+ * on the loop, never blocking it: PutItem of an event item (kind "add" or
+ * "remove", the node changed, the new version) and of this node's
+ * membership#<self> item (version, the nodes served, comma-separated).
+ * Retried as heartbeats are; a failure is logged only (the membership
+ * file is what the node restarts from). 0 or CORE_ENOMEM. */
+int gs_registry_heartbeat_membership(struct gs_registry_heartbeat *h, const char *kind,
+                                     const char *node, uint64_t version, const char *nodes);
 /* Record a leave event and stop (asynchronously). */
 void gs_registry_heartbeat_stop(struct gs_registry_heartbeat *h);
 uint64_t gs_registry_heartbeat_count(const struct gs_registry_heartbeat *h);

@@ -2,6 +2,7 @@
  * CLIENT: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, NO-EVICT and
  * HELP, over the node's connections.
  */
+#include "gridsync/client/blocking.h"
 #include "gridsync/commands/cmd_server.h"
 
 #include "gridsync/commands/pubsub.h"
@@ -29,7 +30,7 @@ static void client_line(struct gs_node *n, struct core_conn *conn, struct core_b
     size_t qbuf = core_conn_input_pending(conn), qcap = core_conn_input_capacity(conn);
     size_t omem = core_conn_output_pending(conn);
     /* Redis's getClientInfoString: x = in MULTI, d = a watched key changed. */
-    char flags[4], *f = flags;
+    char flags[8], *f = flags;
     long long multi = -1;
     size_t multi_mem = 0;
     if (c && c->multi.active) {
@@ -42,6 +43,8 @@ static void client_line(struct gs_node *n, struct core_conn *conn, struct core_b
         gs_pubsub_counts(c, &nsub, &npsub, &nssub);
     if (nsub + npsub + nssub)
         *f++ = 'P';
+    if (c && gs_block_is_blocked(c))
+        *f++ = 'b';
     if (c && c->multi.watch_dirty)
         *f++ = 'd';
     if (f == flags)
@@ -221,6 +224,27 @@ static void client_kill(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_int(&c->w, k.killed);
 }
 
+/* Redis 7.0's CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if that client was
+ * blocked (it gets its timeout reply, or -UNBLOCKED), 0 otherwise. */
+static void client_unblock(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t id;
+    if (!gs_arg_int(c, &argv[2], &id, NULL))
+        return;
+    bool error = false;
+    if (argc == 4) {
+        if (gs_arg_is(&argv[3], "error")) {
+            error = true;
+        } else if (!gs_arg_is(&argv[3], "timeout")) {
+            gs_error(c, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+            return;
+        }
+    }
+    struct core_conn *conn = core_server_find(c->node->srv, (uint64_t)id);
+    struct gs_client *target = conn ? core_conn_data(conn) : NULL;
+    gs_reply_int(&c->w, target && gs_block_unblock(target, error) ? 1 : 0);
+}
+
 static const struct gs_subcommand client_subs[] = {
     {"id", 2, "client|id"},
     {"setname", 3, "client|setname"},
@@ -232,6 +256,7 @@ static const struct gs_subcommand client_subs[] = {
     {"help", 2, "client|help"},
     {"no-evict", 3, "client|no-evict"},
     {"reply", 3, "client|reply"},
+    {"unblock", -3, "client|unblock"},
     {NULL, 0, NULL},
 };
 
@@ -318,6 +343,14 @@ void gs_cmd_client(struct gs_client *c, size_t argc, struct gs_arg *argv)
         } else {
             gs_error_syntax(c);
         }
+    } else if (gs_arg_is(sub, "unblock")) {
+        if (argc > 4) /* Redis's addReplySubcommandSyntaxError */
+            gs_errorf(c,
+                      "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try "
+                      "CLIENT HELP.",
+                      (int)(sub->len < 128 ? sub->len : 128), sub->p);
+        else
+            client_unblock(c, argc, argv);
     } else if (gs_arg_is(sub, "help") && argc == 2) {
         static const char *const lines[] = {
             "GETNAME",
@@ -338,6 +371,8 @@ void gs_cmd_client(struct gs_client *c, size_t argc, struct gs_arg *argv)
             "    Set client library information.",
             "SETNAME <name>",
             "    Assign the name <name> to the current connection.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
             NULL};
         gs_reply_help(c, "CLIENT", lines);
     } else {

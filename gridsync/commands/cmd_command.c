@@ -31,11 +31,17 @@ static void reply_command_info(struct gs_client *c, const struct gs_command *cmd
     static const struct {
         unsigned flag;
         const char *name;
-    } names[] = {{GS_CMD_WRITE, "write"},       {GS_CMD_READONLY, "readonly"},
-                 {GS_CMD_DENYOOM, "denyoom"},   {GS_CMD_ADMIN, "admin"},
-                 {GS_CMD_NOSCRIPT, "noscript"}, {GS_CMD_LOADING, "loading"},
-                 {GS_CMD_STALE, "stale"},       {GS_CMD_FAST, "fast"},
-                 {GS_CMD_NOAUTH, "no_auth"},    {GS_CMD_MOVABLEKEYS, "movablekeys"}};
+    } names[] = {{GS_CMD_WRITE, "write"},
+                 {GS_CMD_READONLY, "readonly"},
+                 {GS_CMD_DENYOOM, "denyoom"},
+                 {GS_CMD_ADMIN, "admin"},
+                 {GS_CMD_NOSCRIPT, "noscript"},
+                 {GS_CMD_BLOCKING, "blocking"},
+                 {GS_CMD_LOADING, "loading"},
+                 {GS_CMD_STALE, "stale"},
+                 {GS_CMD_FAST, "fast"},
+                 {GS_CMD_NOAUTH, "no_auth"},
+                 {GS_CMD_MOVABLEKEYS, "movablekeys"}};
     gs_reply_array(w, 10);
     gs_reply_bulk_cstr(w, cmd->name);
     gs_reply_int(w, cmd->arity);

@@ -3,6 +3,7 @@
  * replication, cpu, commandstats, errorstats, latencystats, the features'
  * own, cluster, keyspace per database).
  */
+#include "gridsync/client/blocking.h"
 #include "gridsync/commands/cmd_server.h"
 
 #include "core/alloc.h"
@@ -106,8 +107,9 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
         gs_sbprintf(b,
                     "connected_clients:%" PRIu64 "\r\nmaxclients:%lld\r\n"
                     "client_recent_max_input_buffer:%zu\r\nclient_recent_max_output_buffer:%zu\r\n"
-                    "blocked_clients:0\r\n",
-                    ss.connected, (long long)n->cfg.maxclients, mx.in, mx.out);
+                    "blocked_clients:%zu\r\n",
+                    ss.connected, (long long)n->cfg.maxclients, mx.in, mx.out,
+                    gs_blocking_count(n->blocking));
     }
     if (want(argc, argv, "memory", true)) {
         char used[32], maxm[32];

@@ -89,6 +89,7 @@ static bool copy_entry(struct gs_client *c, struct gs_entry *e, struct gs_db *db
             gs_error_oom(c);
             return false;
         }
+        gs_key_ready(c, db, dst->p, dst->len); /* COPY, MOVE: Redis's dbAdd */
         return true;
     }
     size_t vlen;
@@ -137,6 +138,7 @@ static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
             gs_error_oom(c);
             return;
         }
+        gs_key_ready(c, c->db, argv[2].p, argv[2].len);
     } else {
         if (!copy_entry(c, e, c->db, &argv[2]))
             return;
@@ -481,6 +483,10 @@ void gs_cmd_swapdb(struct gs_client *c, size_t argc, struct gs_arg *argv)
     db->store = t;
     da->now_ms = db->now_ms = c->db->now_ms;
     gs_multi_swapped(c->node, (unsigned)a, (unsigned)b);
+    /* Redis's scanDatabaseForReadyKeys: clients blocked in either
+     * database may find their keys there now. */
+    gs_key_ready(c, da, NULL, 0);
+    gs_key_ready(c, db, NULL, 0);
     gs_reply_ok(&c->w);
 }
 

@@ -26,8 +26,7 @@ static struct gs_quicklist *ql_of(struct gs_obj *o)
 
 void gs_list_signal_ready(struct gs_client *c, const struct gs_arg *key)
 {
-    if (c->shared->key_ready)
-        c->shared->key_ready(c->shared->key_ready_arg, c->db, key->p, key->len);
+    gs_key_ready(c, c->db, key->p, key->len);
 }
 
 /* The list at key for reading; false after WRONGTYPE. */

@@ -27,6 +27,7 @@ enum {
     /* Keys after a count (Redis's "keynum" key spec; gs_command_keys): the
      * first/last/step triple gives only the keys before the count. */
     GS_CMD_MOVABLEKEYS = 1 << 9,
+    GS_CMD_BLOCKING = 1 << 10, /* may block its client (client/blocking.h) */
 };
 
 typedef void gs_cmd_fn(struct gs_client *c, size_t argc, struct gs_arg *argv);
@@ -75,6 +76,8 @@ gs_cmd_fn gs_cmd_hset, gs_cmd_hmset, gs_cmd_hsetnx, gs_cmd_hget, gs_cmd_hmget, g
 gs_cmd_fn gs_cmd_lpush, gs_cmd_rpush, gs_cmd_lpushx, gs_cmd_rpushx, gs_cmd_linsert, gs_cmd_llen,
     gs_cmd_lindex, gs_cmd_lset, gs_cmd_lrange, gs_cmd_ltrim, gs_cmd_lrem, gs_cmd_lpos, gs_cmd_lpop,
     gs_cmd_rpop, gs_cmd_lmove, gs_cmd_rpoplpush, gs_cmd_lmpop; /* cmd_list.c */
+gs_cmd_fn gs_cmd_blpop, gs_cmd_brpop, gs_cmd_blmpop, gs_cmd_blmove,
+    gs_cmd_brpoplpush; /* cmd_list_block.c */
 gs_cmd_fn gs_cmd_sadd, gs_cmd_srem, gs_cmd_smembers, gs_cmd_sismember, gs_cmd_smismember,
     gs_cmd_scard, gs_cmd_spop, gs_cmd_srandmember, gs_cmd_smove, gs_cmd_sinter, gs_cmd_sunion,
     gs_cmd_sdiff, gs_cmd_sinterstore, gs_cmd_sunionstore, gs_cmd_sdiffstore, gs_cmd_sintercard,

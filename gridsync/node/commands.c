@@ -14,6 +14,7 @@
 #define L  GS_CMD_LOADING
 #define S  GS_CMD_STALE
 #define NS GS_CMD_NOSCRIPT
+#define B  GS_CMD_BLOCKING
 #define MK GS_CMD_MOVABLEKEYS
 
 /* clang-format off */
@@ -109,6 +110,12 @@ const struct gs_command gs_commands[] = {
     {"lmove", 5, W | M, gs_cmd_lmove, 1, 2, 1, "list", "Pop an element from a list, push it to another list and return it", "6.2.0"},
     {"rpoplpush", 3, W | M, gs_cmd_rpoplpush, 1, 2, 1, "list", "Remove the last element in a list, prepend it to another list and return it", "1.2.0"},
     {"lmpop", -4, W | MK, gs_cmd_lmpop, 0, 0, 0, "list", "Pop elements from a list", "7.0.0"},
+    /* blocking lists (cmd_list_block.c) */
+    {"blpop", -3, W | NS | B, gs_cmd_blpop, 1, -2, 1, "list", "Remove and get the first element in a list, or block until one is available", "2.0.0"},
+    {"brpop", -3, W | NS | B, gs_cmd_brpop, 1, -2, 1, "list", "Remove and get the last element in a list, or block until one is available", "2.0.0"},
+    {"brpoplpush", 4, W | M | NS | B, gs_cmd_brpoplpush, 1, 2, 1, "list", "Pop an element from a list, push it to another list and return it; or block until one is available", "2.2.0"},
+    {"blmove", 6, W | M | NS | B, gs_cmd_blmove, 1, 2, 1, "list", "Pop an element from a list, push it to another list and return it; or block until one is available", "6.2.0"},
+    {"blmpop", -5, W | B | MK, gs_cmd_blmpop, 0, 0, 0, "list", "Pop elements from a list, or block until one is available", "7.0.0"},
     /* sets (cmd_set.c) */
     {"sadd", -3, W | M | F, gs_cmd_sadd, 1, 1, 1, "set", "Add one or more members to a set", "1.0.0"},
     {"srem", -3, W | F, gs_cmd_srem, 1, 1, 1, "set", "Remove one or more members from a set", "1.0.0"},
@@ -208,8 +215,8 @@ const struct gs_command gs_commands[] = {
 static size_t keynum_index(const struct gs_command *cmd)
 {
     if (cmd->fn == gs_cmd_zunionstore || cmd->fn == gs_cmd_zinterstore ||
-        cmd->fn == gs_cmd_zdiffstore)
-        return 2; /* after the destination */
+        cmd->fn == gs_cmd_zdiffstore || cmd->fn == gs_cmd_blmpop)
+        return 2; /* after the destination, or BLMPOP's timeout */
     return 1;
 }
 

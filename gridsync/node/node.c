@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "gridsync/client/blocking.h"
 #include "gridsync/commands/pubsub.h"
 #include "gridsync/commands/slowlog.h"
 #include "gridsync/node/metrics.h"
@@ -177,6 +178,14 @@ static int make_room(struct gs_node *n)
     return 0;
 }
 
+/* Redis's handleClientsBlockedOnKeys after each command: keys the
+ * command made ready serve their blocked clients (client/blocking.h). */
+static inline void serve_ready(struct gs_node *n)
+{
+    if (n->blocking)
+        gs_blocking_serve_ready(n->blocking);
+}
+
 void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     if (!(c->reply_off | c->reply_skip | c->reply_skip_next)) {
@@ -185,6 +194,7 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
             c->reply_skip = true;
             c->reply_skip_next = false;
         }
+        serve_ready(c->node);
         return;
     }
     /* CLIENT REPLY OFF / SKIP: what this request wrote is dropped (if a
@@ -198,6 +208,7 @@ void gs_execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
         c->reply_skip = true;
         c->reply_skip_next = false;
     }
+    serve_ready(c->node);
 }
 
 static void execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
@@ -379,6 +390,7 @@ static void on_close(struct core_conn *conn)
             n->features[i].ops->client_closed(n->features[i].self, c);
     gs_multi_client_closed(c);
     gs_pubsub_client_closed(c);
+    gs_blocking_client_closed(c);
     gs_resp_parser_free(&c->parser);
     free(c->name);
     free(c->lib_name);
@@ -406,8 +418,9 @@ static size_t on_data(struct core_conn *conn, char *data, size_t len)
         core_conn_close_after_reply(conn);
         return len;
     }
-    /* c->wait: a replicated write is pending; the rest waits (cluster.h). */
-    while (off < len && !core_conn_closing(conn) && !c->wait) {
+    /* c->wait: a replicated write is pending; c->blocked: a blocking
+     * command waits for a key. The rest waits (cluster.h, blocking.h). */
+    while (off < len && !core_conn_closing(conn) && !c->wait && !c->blocked) {
         size_t used, argc;
         struct gs_arg *argv;
         const char *err;
@@ -661,6 +674,9 @@ int gs_node_new(struct gs_node **out, uv_loop_t *loop, const struct gs_config *c
         goto fail_listen;
     uv_timer_init(loop, &n->cron);
     n->cron.data = n;
+    rc = gs_blocking_new(&n->blocking, n);
+    if (rc)
+        goto fail_features;
     resync_clock(n);
     n->start_wall_ms = n->wall_base_ms;
     rc = features_start(n, features); /* a bad feature option fails the start */
@@ -678,8 +694,10 @@ fail_features:
     core_server_stop(n->srv);
     features_stop(n);
     uv_close((uv_handle_t *)&n->cron, NULL);
+    gs_blocking_stop(n->blocking);
     uv_run(loop, UV_RUN_DEFAULT); /* let the handles (and Raft groups) close */
     features_free(n);
+    gs_blocking_free(n->blocking);
     goto fail_closed;
 fail_listen:
     core_server_stop(n->srv);
@@ -731,6 +749,7 @@ void gs_node_stop(struct gs_node *n)
     gs_metrics_stop(n->metrics);
     features_stop(n); /* after the clients have gone */
     uv_close((uv_handle_t *)&n->cron, NULL);
+    gs_blocking_stop(n->blocking);
 }
 
 void gs_node_free(struct gs_node *n)
@@ -741,6 +760,7 @@ void gs_node_free(struct gs_node *n)
     gs_metrics_free(n->metrics);
     features_free(n);
     gs_multi_node_free(n); /* before the stores: their hook points here */
+    gs_blocking_free(n->blocking);
     dbs_free(n);
     core_buf_free(&n->shared.scratch);
     gs_cmd_stats_free(&n->cmdstats);

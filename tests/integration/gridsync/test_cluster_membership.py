@@ -281,3 +281,45 @@ def test_seed_join_and_bare_restart(make_cluster):
         raise AssertionError("a node without a reachable seed started")
     except RuntimeError as e:
         assert "cluster-seed 127.0.0.1:1" in str(e), str(e)
+
+
+def test_two_changes_requested_back_to_back(make_cluster):
+    """Two additions started together: the nodes take one change at a time
+    (the second script's ADDNODE is refused, and retried, on a node until
+    the first change has finished there), so both complete, in order,
+    with no acknowledged write lost."""
+    base = pick_base(5, 3)
+    c = make_cluster(3, addrs=[("127.0.0.1", base + i) for i in range(3)])
+    c.wait_settled()
+    first = [name(nd) for nd in c.nodes]
+    w = Writer(c.nodes[0], nkeys=600)
+    w.start()
+    try:
+        w.wait_for(600)
+        d = JoiningNode(c, 3, "127.0.0.1", base + 3)
+        c.nodes.append(d)
+        d.start()
+        second = first + [name(d)]
+        c.peers = ",".join(second)  # E's list: the cluster once D is in, then E
+        e = JoiningNode(c, 4, "127.0.0.1", base + 4)
+        c.nodes.append(e)
+        e.start()
+        w.now = "two changes"
+        procs = []
+        for node, members in ((name(d), first), (name(e), second)):
+            procs.append(subprocess.Popen(
+                ["/usr/bin/python3", RESHARD, "add", node, "--nodes", ",".join(members),
+                 "--timeout", "60"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        for p in procs:
+            out, _ = p.communicate(timeout=900)
+            assert p.returncode == 0, (out, {name(nd): membership(nd) for nd in c.nodes})
+        settled_owners(c, c.nodes, timeout=120)
+        views = {name(nd): membership(nd) for nd in c.nodes}
+        assert all(v == (sorted(second + [name(e)]), None, 2) for v in views.values()), views
+        w.wait_for(200)
+    finally:
+        w.stop_event.set()
+        w.join(timeout=120)
+    assert w.failure is None, w.failure
+    check_acked(w, c, c.nodes[0])

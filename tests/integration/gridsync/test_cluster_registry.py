@@ -25,6 +25,7 @@ from redis.cluster import RedisCluster
 
 from conftest import find_binary, free_port
 from test_cluster import RAFT_OFFSET, pick_base
+from test_cluster_join import RESHARD
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -362,3 +363,35 @@ def test_registry_faults_are_retried_and_the_cluster_serves(proxy, nodes, mode, 
                and proxy.count == 0, "a heartbeat after the faults")
     assert c.get("k0") == "0"
     c.close()
+
+
+def test_membership_changes_are_recorded(dynalite, nodes):
+    """A node added with scripts/gridsync-reshard: every node records the
+    change (an event with the node and the new version) and its current
+    membership (membership#<addr>) in the registry."""
+    base = pick_base(4, 3)
+    reg = f"dynamodb://127.0.0.1:{dynalite}/gsregm"
+    first = [f"127.0.0.1:{base + i}" for i in range(3)]
+    for i in range(3):
+        nodes.start(base + i, reg, "--cluster-peers", ",".join(first))
+    rc = wait_until(lambda: cluster_client(base), "the cluster")
+    rc.close()
+    new = f"127.0.0.1:{base + 3}"
+    nodes.start(base + 3, reg, "--cluster-peers", ",".join(first + [new]), "--cluster-join", "yes")
+    out = subprocess.run(
+        ["/usr/bin/python3", RESHARD, "add", new, "--nodes", ",".join(first), "--timeout", "60"],
+        capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    everyone = sorted(first + [new])
+
+    def recorded():
+        its = items(dynalite, "gsregm")
+        events = {it["addr"] for it in its if it.get("kind") == "add" and it.get("node") == new
+                  and it.get("version") == "1"}
+        members = {it["pk"][len("membership#"):]: it for it in its
+                   if it["pk"].startswith("membership#")}
+        return (events == set(everyone) and set(members) == set(everyone)
+                and all(m["version"] == "1" and sorted(m["nodes"].split(",")) == everyone
+                        for m in members.values()))
+
+    wait_until(recorded, "the membership change in the registry")

@@ -44,7 +44,9 @@ def test_every_order_type_and_partial_fills(fixx):
     assert (cxl[39], cxl[41], cxl[151], cxl[14]) == ("4", "L1", "0", "3")
     # market (40=1): takes the ALF offers, the remainder canceled
     alf.send("NEW cl=a2 sym=ABC side=S qty=2 px=100.00")
-    alf.line()
+    # a2 rests before M1 is sent (a1's FILL may come first on this line)
+    while not alf.line().startswith("ACK cl=a2"):
+        pass
     nos(q, "M1", "1", 5, "1")
     q.app("8", t11="M1", t150="0")
     f = q.app("8", t11="M1", t150="F")
@@ -57,7 +59,8 @@ def test_every_order_type_and_partial_fills(fixx):
     nos(q, "S2", "1", 1, "4", t99="101.00", t44="102.00")
     q.app("8", t11="S2", t150="0")
     alf.send("NEW cl=a3 sym=ABC side=S qty=3 px=101.00")
-    alf.line()
+    while not alf.line().startswith("ACK cl=a3"):
+        pass
     alf.send("NEW cl=b3 sym=ABC side=B qty=1 px=101.00")  # prints 101.00
     assert q.app("8", t11="S1", t150="L")[39] == "0"
     assert q.app("8", t11="S1", t150="F")[31] == "101.00"
