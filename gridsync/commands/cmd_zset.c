@@ -12,6 +12,7 @@
  * have if built member by member, as Redis's store paths give.
  */
 #include "gridsync/client/client.h"
+#include "gridsync/client/blocking.h"
 #include "gridsync/commands/commands.h"
 
 #include <math.h>
@@ -73,6 +74,7 @@ static void store_result(struct gs_client *c, const struct gs_arg *dst, struct g
         gs_error_oom(c);
         return;
     }
+    gs_key_ready(c, c->db, dst->p, dst->len);
     gs_reply_int(&c->w, (int64_t)n);
 }
 
@@ -303,6 +305,8 @@ static void zadd_generic(struct gs_client *c, size_t argc, struct gs_arg *argv, 
         score = newscore;
     }
     zset_done(c, e, &o);
+    if (added)
+        gs_key_ready(c, c->db, argv[1].p, argv[1].len); /* clients in BZPOPMIN & co. */
     if (rc == CORE_EINVAL) {
         gs_error(c, "ERR resulting score is not a number (NaN)");
         return;
@@ -684,11 +688,19 @@ void gs_cmd_zremrangebylex(struct gs_client *c, size_t argc, struct gs_arg *argv
 
 /* ----------------------------------------------------------- popping */
 
+/* What zpop_generic answers when no key holds a sorted set. */
+enum zpop_empty {
+    EMPTY_ARRAY,  /* ZPOPMIN/ZPOPMAX: an empty array */
+    EMPTY_NULL,   /* ZMPOP: a null array */
+    EMPTY_SILENT, /* the blocking forms: nothing (the caller blocks) */
+};
+
 /* Redis's genericZpopCommand over keys[0..nkeys): the first non-empty
- * key. emitkey: ZMPOP's [key, [[m, s]...]] shape; nested: pairs as
- * arrays; nil_when_empty: ZMPOP's null for no key. */
-static void zpop_generic(struct gs_client *c, struct gs_arg *keys, size_t nkeys, bool max,
-                         bool emitkey, int64_t count, bool nested, bool nil_when_empty)
+ * key. emitkey: the key first (BZPOPMIN's flat [key, m, s], ZMPOP's
+ * [key, [[m, s]...]]); nested: pairs as arrays. Returns false when it
+ * replied nothing (EMPTY_SILENT and no key). */
+static bool zpop_generic(struct gs_client *c, struct gs_arg *keys, size_t nkeys, bool max,
+                         bool emitkey, int64_t count, bool nested, enum zpop_empty empty)
 {
     struct gs_obj o;
     struct gs_entry *e = NULL;
@@ -697,19 +709,21 @@ static void zpop_generic(struct gs_client *c, struct gs_arg *keys, size_t nkeys,
         bool wrong;
         e = zset_write(c, &keys[i], &o, &wrong);
         if (wrong)
-            return;
+            return true;
         key = &keys[i];
     }
     if (!e) {
-        if (nil_when_empty)
+        if (empty == EMPTY_SILENT)
+            return false;
+        if (empty == EMPTY_NULL)
             gs_reply_null_array(&c->w);
         else
             gs_reply_array(&c->w, 0);
-        return;
+        return true;
     }
     if (count == 0) {
         gs_reply_array(&c->w, 0);
-        return;
+        return true;
     }
     if (count == -1)
         count = 1;
@@ -740,6 +754,7 @@ static void zpop_generic(struct gs_client *c, struct gs_arg *keys, size_t nkeys,
     }
     gs_zset_delete_range(&o, max ? len - n : 0, n);
     zset_done(c, e, &o);
+    return true;
 }
 
 static void zpop_minmax(struct gs_client *c, size_t argc, struct gs_arg *argv, bool max)
@@ -757,7 +772,8 @@ static void zpop_minmax(struct gs_client *c, size_t argc, struct gs_arg *argv, b
             return;
         }
     }
-    zpop_generic(c, &argv[1], 1, max, false, count, c->w.proto > 2 && count != -1, false);
+    (void)zpop_generic(c, &argv[1], 1, max, false, count, c->w.proto > 2 && count != -1,
+                       EMPTY_ARRAY);
 }
 
 void gs_cmd_zpopmin(struct gs_client *c, size_t argc, struct gs_arg *argv)
@@ -770,50 +786,136 @@ void gs_cmd_zpopmax(struct gs_client *c, size_t argc, struct gs_arg *argv)
     zpop_minmax(c, argc, argv, true);
 }
 
-/* ZMPOP numkeys key [key ...] MIN|MAX [COUNT count] (zmpopGenericCommand). */
-void gs_cmd_zmpop(struct gs_client *c, size_t argc, struct gs_arg *argv)
+/* Redis's zmpopGenericCommand's arguments: numkeys at argv[at], then the
+ * keys, MIN|MAX, [COUNT count]. False after replying the error. */
+static bool zmpop_parse(struct gs_client *c, size_t argc, struct gs_arg *argv, size_t at,
+                        int64_t *numkeys, bool *max, int64_t *count)
 {
-    int64_t numkeys, count = -1;
-    if (!gs_arg_int(c, &argv[1], &numkeys, "ERR numkeys should be greater than 0"))
-        return;
-    if (numkeys < 1) {
+    *count = -1;
+    if (!gs_arg_int(c, &argv[at], numkeys, "ERR numkeys should be greater than 0"))
+        return false;
+    if (*numkeys < 1) {
         gs_error(c, "ERR numkeys should be greater than 0");
-        return;
+        return false;
     }
-    if ((uint64_t)numkeys >= argc - 2) {
+    if ((uint64_t)*numkeys >= argc - at - 1) {
         gs_error_syntax(c);
-        return;
+        return false;
     }
-    size_t where = 2 + (size_t)numkeys;
-    bool max;
+    size_t where = at + 1 + (size_t)*numkeys;
     if (gs_arg_is(&argv[where], "min")) {
-        max = false;
+        *max = false;
     } else if (gs_arg_is(&argv[where], "max")) {
-        max = true;
+        *max = true;
     } else {
         gs_error_syntax(c);
-        return;
+        return false;
     }
     for (size_t j = where + 1; j < argc; j++) {
-        if (count == -1 && gs_arg_is(&argv[j], "count") && j + 1 < argc) {
+        if (*count == -1 && gs_arg_is(&argv[j], "count") && j + 1 < argc) {
             j++;
-            if (!gs_arg_int(c, &argv[j], &count, "ERR count should be greater than 0"))
-                return;
-            if (count < 1) {
+            if (!gs_arg_int(c, &argv[j], count, "ERR count should be greater than 0"))
+                return false;
+            if (*count < 1) {
                 gs_error(c, "ERR count should be greater than 0");
-                return;
+                return false;
             }
         } else {
             gs_error_syntax(c);
-            return;
+            return false;
         }
     }
-    if (count == -1)
-        count = 1;
-    zpop_generic(c, &argv[2], (size_t)numkeys, max, true, count, true, true);
+    if (*count == -1)
+        *count = 1;
+    return true;
 }
 
-/* ZRANDMEMBER key [count [WITHSCORES]] (zrandmemberWithCountCommand). */
+/* ZMPOP numkeys key [key ...] MIN|MAX [COUNT count] (zmpopGenericCommand). */
+void gs_cmd_zmpop(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t numkeys, count;
+    bool max;
+    if (!zmpop_parse(c, argc, argv, 1, &numkeys, &max, &count))
+        return;
+    (void)zpop_generic(c, &argv[2], (size_t)numkeys, max, true, count, true, EMPTY_NULL);
+}
+
+/* ------------------------------------------------- BZPOPMIN BZPOPMAX BZMPOP
+ *
+ * Redis 7.0's blockingGenericZpopCommand and serveClientBlockedOnSortedSet:
+ * pop at once from the first key that holds a sorted set, else block
+ * (client/blocking.h) until one of the keys gets one. BZPOPMIN/BZPOPMAX
+ * answer [key, member, score]; BZMPOP as ZMPOP. A timeout, or a client
+ * that may not block (inside MULTI), gets a null array. */
+
+static int serve_bzpop(struct gs_client *c, size_t argc, struct gs_arg *argv, const char *key,
+                       size_t klen)
+{
+    (void)argc;
+    struct gs_arg k = {key, klen};
+    bool max = gs_arg_is(&argv[0], "bzpopmax");
+    return zpop_generic(c, &k, 1, max, true, -1, false, EMPTY_SILENT) ? GS_BLOCK_SERVED
+                                                                      : GS_BLOCK_KEEP;
+}
+
+static void block_zset(struct gs_client *c, size_t argc, struct gs_arg *argv, size_t first,
+                       size_t n, int64_t deadline, gs_block_serve_fn *serve)
+{
+    if (gs_block_denied(c)) {
+        gs_reply_null_array(&c->w);
+        return;
+    }
+    struct gs_block_spec spec = {GS_TYPE_ZSET, first, n, deadline, serve};
+    if (gs_block(c, argc, argv, &spec) != 0)
+        gs_error_oom(c);
+}
+
+static void bzpop(struct gs_client *c, size_t argc, struct gs_arg *argv, bool max)
+{
+    int64_t deadline;
+    if (!gs_block_parse_timeout(c, &argv[argc - 1], &deadline))
+        return;
+    if (zpop_generic(c, &argv[1], argc - 2, max, true, -1, false, EMPTY_SILENT))
+        return; /* popped, or WRONGTYPE */
+    block_zset(c, argc, argv, 1, argc - 2, deadline, serve_bzpop);
+}
+
+void gs_cmd_bzpopmin(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    bzpop(c, argc, argv, false);
+}
+
+void gs_cmd_bzpopmax(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    bzpop(c, argc, argv, true);
+}
+
+/* BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count] */
+static int serve_bzmpop(struct gs_client *c, size_t argc, struct gs_arg *argv, const char *key,
+                        size_t klen)
+{
+    int64_t numkeys, count;
+    bool max;
+    /* Checked when the command blocked: this cannot fail (or reply). */
+    if (!zmpop_parse(c, argc, argv, 2, &numkeys, &max, &count))
+        return GS_BLOCK_SERVED;
+    struct gs_arg k = {key, klen};
+    return zpop_generic(c, &k, 1, max, true, count, true, EMPTY_SILENT) ? GS_BLOCK_SERVED
+                                                                        : GS_BLOCK_KEEP;
+}
+
+void gs_cmd_bzmpop(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t numkeys, count, deadline;
+    bool max;
+    if (!zmpop_parse(c, argc, argv, 2, &numkeys, &max, &count) ||
+        !gs_block_parse_timeout(c, &argv[1], &deadline))
+        return;
+    if (zpop_generic(c, &argv[3], (size_t)numkeys, max, true, count, true, EMPTY_SILENT))
+        return;
+    block_zset(c, argc, argv, 3, (size_t)numkeys, deadline, serve_bzmpop);
+}
+
 void gs_cmd_zrandmember(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_obj o;

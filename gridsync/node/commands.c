@@ -158,6 +158,9 @@ const struct gs_command gs_commands[] = {
     {"zpopmin", -2, W | F, gs_cmd_zpopmin, 1, 1, 1, "sorted-set", "Remove and return members with the lowest scores in a sorted set", "5.0.0"},
     {"zpopmax", -2, W | F, gs_cmd_zpopmax, 1, 1, 1, "sorted-set", "Remove and return members with the highest scores in a sorted set", "5.0.0"},
     {"zmpop", -4, W | MK, gs_cmd_zmpop, 0, 0, 0, "sorted-set", "Remove and return members with scores in a sorted set", "7.0.0"},
+    {"bzpopmin", -3, W | NS | F | B, gs_cmd_bzpopmin, 1, -2, 1, "sorted-set", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", "5.0.0"},
+    {"bzpopmax", -3, W | NS | F | B, gs_cmd_bzpopmax, 1, -2, 1, "sorted-set", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", "5.0.0"},
+    {"bzmpop", -5, W | B | MK, gs_cmd_bzmpop, 0, 0, 0, "sorted-set", "Remove and return members with scores in a sorted set or block until one is available", "7.0.0"},
     {"zrandmember", -2, R, gs_cmd_zrandmember, 1, 1, 1, "sorted-set", "Get one or multiple random elements from a sorted set", "6.2.0"},
     {"zunion", -3, R | MK, gs_cmd_zunion, 0, 0, 0, "sorted-set", "Add multiple sorted sets", "6.2.0"},
     {"zinter", -3, R | MK, gs_cmd_zinter, 0, 0, 0, "sorted-set", "Intersect multiple sorted sets", "6.2.0"},
@@ -215,8 +218,8 @@ const struct gs_command gs_commands[] = {
 static size_t keynum_index(const struct gs_command *cmd)
 {
     if (cmd->fn == gs_cmd_zunionstore || cmd->fn == gs_cmd_zinterstore ||
-        cmd->fn == gs_cmd_zdiffstore || cmd->fn == gs_cmd_blmpop)
-        return 2; /* after the destination, or BLMPOP's timeout */
+        cmd->fn == gs_cmd_zdiffstore || cmd->fn == gs_cmd_blmpop || cmd->fn == gs_cmd_bzmpop)
+        return 2; /* after the destination, or BLMPOP's/BZMPOP's timeout */
     return 1;
 }
 

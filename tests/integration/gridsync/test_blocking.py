@@ -109,11 +109,37 @@ IMMEDIATE = [
     ["CLIENT", "UNBLOCK", "1", "2", "3"],
 ]
 
+# The sorted-set forms (BZPOPMIN BZPOPMAX BZMPOP): argument errors in
+# Redis's order, immediate pops, WRONGTYPE, MULTI and short timeouts.
+IMMEDIATE_ZSET = [
+    ["BZPOPMIN", "z", "-1"], ["BZPOPMIN", "z", "abc"], ["BZPOPMAX", "z"], ["BZPOPMIN", "z", "inf"],
+    ["BZMPOP", "0", "0", "z", "MIN"], ["BZMPOP", "x", "1", "z", "MIN"],
+    ["BZMPOP", "0", "1", "z", "UP"], ["BZMPOP", "0", "2", "z", "MIN"],
+    ["BZMPOP", "0", "1", "z", "MIN", "COUNT", "0"], ["BZMPOP", "-1", "1", "z", "MAX"],
+    ["BZMPOP", "0", "1", "z", "MIN", "COUNT", "1", "COUNT", "2"], ["BZMPOP", "0", "1", "z"],
+    ["ZADD", "z", "1", "a", "2", "b", "3", "c", "4.5", "d"],
+    ["BZPOPMIN", "nokey", "z", "0"], ["BZPOPMAX", "z", "0"],
+    ["BZMPOP", "0", "2", "nokey", "z", "MAX", "COUNT", "10"], ["EXISTS", "z"],
+    ["SET", "s", "x"], ["BZPOPMIN", "nokey", "s", "0"], ["BZMPOP", "0", "1", "s", "MIN"],
+    ["RPUSH", "l", "1"], ["BZPOPMAX", "l", "0"],
+    ["BZPOPMIN", "nokey", "0.01"], ["BZMPOP", "0.01", "1", "nokey", "MIN"],
+    ["MULTI"], ["BZPOPMIN", "nokey", "0"], ["BZPOPMAX", "nokey", "0"],
+    ["BZMPOP", "0", "1", "nokey", "MAX"], ["EXEC"],
+]
+
 
 @pytest.mark.parametrize("resp3", RESP)
 def test_immediate_replies_same_as_redis(server, redis_port, resp3):
     def scenario(side):
         return [side.admin.cmd(*c) for c in IMMEDIATE]
+
+    both(redis_port, server, scenario, resp3)
+
+
+@pytest.mark.parametrize("resp3", RESP)
+def test_immediate_zset_replies_same_as_redis(server, redis_port, resp3):
+    def scenario(side):
+        return [side.admin.cmd(*c) for c in IMMEDIATE_ZSET]
 
     both(redis_port, server, scenario, resp3)
 
@@ -245,6 +271,31 @@ def pipeline_waits_behind_blocked(side):
     return [pushed, a.reply(), a.reply(), a.reply()]
 
 
+def zset_served_in_arrival_order(side):
+    a, b, c = side.new(), side.new(), side.new()
+    side.block(a, "BZPOPMIN", "z", "0")
+    side.block(b, "BZPOPMAX", "other", "z", "0")
+    side.block(c, "BZMPOP", "0", "1", "z", "MIN", "COUNT", "2")
+    added = side.admin.cmd("ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e")
+    return [added, a.reply(), b.reply(), c.reply(),
+            side.admin.cmd("ZRANGE", "z", "0", "-1", "WITHSCORES")]
+
+
+def zset_served_by_store_and_incr(side):
+    # a Z*STORE destination and ZINCRBY creating the key serve waiters; a
+    # list pushed to a key a BZPOPMIN waits on does not
+    a, b, c = side.new(), side.new(), side.new()
+    side.block(a, "BZPOPMIN", "dst", "0")
+    side.block(b, "BZPOPMAX", "inc", "0")
+    side.block(c, "BZPOPMIN", "lst", "0.2")
+    side.admin.cmd("ZADD", "src", "1", "x", "2", "y")
+    stored = side.admin.cmd("ZUNIONSTORE", "dst", "1", "src", "WEIGHTS", "3")
+    incr = side.admin.cmd("ZINCRBY", "inc", "2.5", "m")
+    pushed = side.admin.cmd("RPUSH", "lst", "v")
+    return [stored, incr, pushed, a.reply(), b.reply(), c.reply(),
+            side.admin.cmd("ZRANGE", "dst", "0", "-1", "WITHSCORES")]
+
+
 def timeout_fires(side):
     a = side.new()
     return [a.cmd("BLPOP", "k", "0.05"), a.cmd("BLMOVE", "k", "d", "LEFT", "LEFT", "0.05"),
@@ -255,7 +306,8 @@ SCENARIOS = [served_in_arrival_order, served_after_exec_by_ready_key,
              push_then_delete_in_multi_serves_nobody, blmove_chain,
              lmove_to_itself_serves_waiters, blmove_wrongtype_destination,
              other_type_does_not_serve, databases_are_apart, rename_move_copy_swapdb_make_ready,
-             unblock_timeout_and_error, pipeline_waits_behind_blocked, timeout_fires]
+             unblock_timeout_and_error, pipeline_waits_behind_blocked, timeout_fires,
+             zset_served_in_arrival_order, zset_served_by_store_and_incr]
 
 
 @pytest.mark.parametrize("resp3", RESP)
