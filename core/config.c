@@ -450,7 +450,7 @@ int core_config_rewrite(const struct core_option *opts, const struct core_option
     }
     bool header = false;
     for (size_t i = 0; i < count && rc == 0; i++) {
-        if (done[i])
+        if (done[i] || (opts[i].flags & CORE_OPT_ALIAS))
             continue;
         char now[CORE_OPT_STRLEN + 32], dflt[CORE_OPT_STRLEN + 32];
         core_config_format(&opts[i], now, sizeof(now));

@@ -39,6 +39,11 @@ enum {
      * values are joined with spaces. A later file line or a flag that
      * follows a flag replaces the value as usual. */
     CORE_OPT_APPEND = 1 << 2,
+    /* Another name for the same setting as an earlier row (Redis 7.0's
+     * `hash-max-ziplist-entries` for `hash-max-listpack-entries`): it
+     * binds the same field, is read and set like it, and a rewrite adds
+     * only the earlier row's name. */
+    CORE_OPT_ALIAS = 1 << 3,
 };
 
 struct core_option {

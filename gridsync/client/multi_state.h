@@ -11,8 +11,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct gs_arg;
+struct gs_db;
 struct gs_watch; /* one (key, client) pair, commands/multi.c */
 
 /* Per-client transaction state (inside struct gs_client; zero = idle). */
@@ -26,6 +28,14 @@ struct gs_multi {
     struct gs_arg *argv;   /* EXEC's argument array, reused */
     size_t argv_cap;
     struct gs_watch *watched; /* this client's watches */
+    /* Cluster mode (cluster/cluster.c, "Transactions"): the slot of the
+     * queued commands' keys (has_slot: some command had keys; cross_slot:
+     * they hash to several slots), where the watches were taken (the
+     * group and its Raft term then; watch_mixed: in several groups), and
+     * how many times EXEC waited for its group to be idle. */
+    bool has_slot, cross_slot, watch_set, watch_mixed;
+    unsigned slot, watch_group, exec_waits;
+    uint64_t watch_term;
 };
 
 /* The node's watched keys: a chained hash table of (key, client) pairs. */
@@ -33,6 +43,10 @@ struct gs_watch_table {
     struct gs_watch **bucket; /* NULL until the first WATCH */
     size_t mask;              /* buckets - 1 */
     size_t count;             /* pairs */
+    /* Databases outside the node's array whose keys may be watched (the
+     * cluster's Raft groups: gs_multi_watch_db). */
+    struct gs_db **extra;
+    size_t n_extra, cap_extra;
 };
 
 /* A command was refused while the client is inside MULTI (unknown,

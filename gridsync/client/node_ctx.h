@@ -97,11 +97,14 @@ struct gs_config {
     /* Cluster mode (gridsync/cluster/cluster.h). */
     bool cluster_enabled;
     char cluster_peers[CORE_OPT_STRLEN]; /* host:port,host:port,... (all nodes) */
+    char cluster_seed[CORE_OPT_STRLEN];  /* host:port of a member to learn from */
     char dir[CORE_OPT_STRLEN];           /* Raft logs and snapshots */
     int64_t cluster_replicas;            /* replication factor */
     int cluster_read_mode;               /* enum gs_read_mode (raft_glue.h) */
     bool cluster_join;                   /* this node is being added (docs) */
     int64_t cluster_snapshot_entries;    /* Raft log entries between snapshots */
+    bool cluster_snapshot_fork;          /* build them in a fork()ed child */
+    int64_t cluster_inflight_entries;    /* a group's entries in flight at once */
     int64_t cluster_size;                /* nodes to wait for in the registry; 0 = peers given */
     /* DynamoDB registry (gridsync/cluster/registry.h); empty = none. */
     char registry[CORE_OPT_STRLEN]; /* dynamodb://HOST:PORT/TABLE */
@@ -110,11 +113,17 @@ struct gs_config {
     char registry_secret_key[CORE_OPT_STRLEN];
     int64_t registry_heartbeat; /* ms between two PutItems of this node */
     int64_t registry_ttl;       /* ms a registration lives without a heartbeat */
+    /* Where Raft's state is kept: "dir" (under dir) or dynamodb://HOST:PORT/TABLE
+     * (gridsync/cluster/raft_store_dynamo.h; the registry's region and
+     * credentials). */
+    char raft_store[CORE_OPT_STRLEN];
     /* Conversion thresholds of the value types (gridsync/types/value.h). */
     int64_t hash_max_listpack_entries;
     int64_t hash_max_listpack_value;
     int64_t list_max_listpack_size;
     int64_t set_max_intset_entries;
+    int64_t zset_max_listpack_entries;
+    int64_t zset_max_listpack_value;
 };
 
 struct gs_node {

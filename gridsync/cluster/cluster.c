@@ -36,7 +36,10 @@
 #include "core/log.h"
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/commands/commands.h"
+#include "gridsync/commands/multi.h"
+#include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/raft_store_dynamo.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
 #include "gridsync/store/store.h"
@@ -69,6 +72,14 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         if (rc)
             return rc;
         grp->own_store = true;
+        /* Its keys may be WATCHed (cluster_txn.c) as database 0's are. */
+        grp->db.node = n;
+        if ((rc = gs_multi_watch_db(n, &grp->db)) != 0) {
+            gs_store_free(grp->db.store);
+            grp->db.store = NULL;
+            grp->own_store = false;
+            return rc;
+        }
     }
     /* The group's reads miss as the node's database 0 does (read-through). */
     grp->db.miss = n->dbs[0].miss;
@@ -79,28 +90,43 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
     for (char *p = dir + strlen(n->cfg.dir); *p; p++)
         if (*p == ':')
             *p = '_';
+    struct gs_raft_store_config store;
+    if (gs_cl_raft_store_dynamo(&n->cfg)) {
+        memset(&store, 0, sizeof(store));
+        int rc = gs_cl_dynamo_config(&n->cfg, n->cfg.raft_store, &store.ddb);
+        if (rc)
+            return rc;
+    }
     struct gs_group_config gcfg = {
         .id = cl->nodes[cl->self].raft_id,
         .dir = dir,
         .peers = peers,
         .n_peers = grp->n_members,
         .preferred_leader = cl->nodes[grp->g].raft_id,
-        /* A snapshot copies the whole shard on the loop thread, so it must
-         * be rare: every cluster-snapshot-entries entries (each entry is a
-         * loop iteration's batch), keeping an eighth of that in the log so
+        /* A snapshot encodes the whole shard (in a fork()ed child unless
+         * cluster-snapshot-fork is off), so it stays rare: every
+         * cluster-snapshot-entries entries (each entry is a loop
+         * iteration's batch), keeping an eighth of that in the log so
          * that a briefly absent follower catches up without one. */
         .snapshot_threshold = (unsigned)n->cfg.cluster_snapshot_entries,
         .snapshot_trailing = (unsigned)(n->cfg.cluster_snapshot_entries / 8),
         .mux = cl->mux,
         .mux_group = cl->nodes[grp->g].mux_group,
         .join = join,
-        .fsm = {.store = grp->db.store, .exec = cluster_exec, .exec_ctx = grp},
+        .store = gs_cl_raft_store_dynamo(&n->cfg) ? &store : NULL,
+        .fsm = {.store = grp->db.store,
+                .exec = cluster_exec,
+                .exec_ctx = grp,
+                .max_inflight = (unsigned)n->cfg.cluster_inflight_entries,
+                .snapshot_fork = n->cfg.cluster_snapshot_fork},
     };
     int rc = gs_group_start(&grp->raft, n->loop, &gcfg);
     if (rc) {
         CORE_WARN("cluster: cannot start the Raft group of %s in %s", cl->nodes[grp->g].name, dir);
-        if (grp->own_store)
+        if (grp->own_store) {
+            gs_multi_unwatch_db(n, &grp->db);
             gs_store_free(grp->db.store); /* a later attempt makes a new one */
+        }
         grp->db.store = NULL;
         grp->own_store = false;
         grp->raft = NULL;
@@ -160,43 +186,52 @@ void gs_cl_serve_ring(struct gs_cluster *cl)
 int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
 {
     struct gs_cluster *cl = calloc(1, sizeof(*cl));
-    if (!cl)
+    struct gs_membership *ms = malloc(sizeof(*ms));
+    if (!cl || !ms) {
+        free(cl);
+        free(ms);
         return CORE_ENOMEM;
-    cl->node = n;
-    int rc = gs_cl_parse_peers(cl, n->cfg.cluster_peers);
-    if (rc) {
-        CORE_WARN("cluster: cluster-peers must list host:port of every node, this one included");
-        goto fail;
     }
+    cl->node = n;
+    cl->leaving = -1;
     char self[CORE_OPT_STRLEN + 24];
     /* As cluster-peers spells it: an IPv6 bind address in brackets. */
     core_addr_format(self, sizeof(self), n->cfg.bind, (int)n->cfg.port);
+    int rc = gs_cl_learn_membership(&n->cfg, self, ms);
+    if (rc == 0)
+        rc = gs_cl_nodes_from(cl, ms);
+    if (rc)
+        goto fail;
     cl->self = cl->n;
     for (unsigned i = 0; i < cl->n; i++)
         if (strcmp(cl->nodes[i].name, self) == 0)
             cl->self = i;
-    if (cl->self == cl->n) {
-        CORE_WARN("cluster: this node (%s) is not in cluster-peers", self);
-        rc = CORE_EINVAL;
-        goto fail;
-    }
+    if (ms->replicas != (unsigned)n->cfg.cluster_replicas)
+        CORE_INFO("cluster: %u replicas, as the membership says (not cluster-replicas %lld)",
+                  ms->replicas, (long long)n->cfg.cluster_replicas);
+    cl->version = ms->version;
+    cl->replicas = ms->replicas;
     const char *names[GS_RING_MAX_NODES];
-    /* A joining node (cluster-join) is the one being added: the cluster
-     * serves the placement without it and moves to the one with it. */
-    bool join = n->cfg.cluster_join && cl->n > 1;
-    unsigned nn = 0;
-    for (unsigned i = 0; i < cl->n; i++)
-        if (!join || i != cl->self)
-            names[nn++] = cl->nodes[i].name;
-    struct gs_ring_config rcfg = {0, (unsigned)n->cfg.cluster_replicas};
-    cl->leaving = -1;
-    rc = gs_ring_new(&cl->ring, names, nn, &rcfg);
-    if (rc == 0 && join)
-        rc = gs_ring_with_node(cl->ring, cl->nodes[cl->self].name, &cl->target);
+    for (unsigned i = 0; i < ms->n; i++)
+        names[i] = ms->nodes[i];
+    struct gs_ring_config rcfg = {0, ms->replicas};
+    rc = gs_ring_new(&cl->ring, names, ms->n, &rcfg);
+    /* A change in progress (a restart in the middle of one, or a node
+     * started to be added) resumes: the same target as before. */
+    if (rc == 0 && ms->change == GS_CHANGE_ADD)
+        rc = gs_ring_with_node(cl->ring, ms->change_node, &cl->target);
+    if (rc == 0 && ms->change == GS_CHANGE_REMOVE) {
+        rc = gs_ring_without_node(cl->ring, ms->change_node, &cl->target);
+        cl->leaving = gs_cl_find_node(cl, ms->change_node, strlen(ms->change_node));
+    }
     if (rc) {
         CORE_WARN("cluster: cannot place %u nodes: %s", cl->n, core_strerror(rc));
         goto fail;
     }
+    if ((rc = gs_cl_save_membership(cl)) != 0)
+        goto fail;
+    free(ms);
+    ms = NULL;
     gs_cl_build_map(cl, cl->ring, cl->rmap);
     if (cl->target)
         gs_cl_build_map(cl, cl->target, cl->tmap);
@@ -248,6 +283,7 @@ fail_started:
     *out = cl;
     return rc;
 fail:
+    free(ms);
     gs_ring_free(cl->ring);
     gs_ring_free(cl->target);
     free(cl->nodes);
@@ -306,8 +342,10 @@ void gs_cluster_free(struct gs_cluster *cl)
     if (!cl)
         return;
     for (unsigned g = 0; g < cl->n; g++) {
-        if (cl->groups[g].own_store)
+        if (cl->groups[g].own_store) {
+            gs_multi_unwatch_db(cl->node, &cl->groups[g].db);
             gs_store_free(cl->groups[g].db.store);
+        }
         free(cl->groups[g].slot_state);
         free(cl->groups[g].dest);
     }
@@ -327,6 +365,8 @@ void gs_cluster_free(struct gs_cluster *cl)
     free(cl->plen);
     free(cl->xargv);
     core_buf_free(&cl->xout);
+    core_buf_free(&cl->txn);
+    gs_batch_reader_free(&cl->txn_rd);
     free(cl);
 }
 
@@ -352,6 +392,11 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
         gs_cl_migrate_exec(grp, store, now_ms, argc - 2, argv + 2, argvlen + 2, out);
         return;
     }
+    if (argc == 3 && argvlen[1] == sizeof(TXN_ENTRY) - 1 &&
+        memcmp(argv[1], TXN_ENTRY, argvlen[1]) == 0) {
+        gs_cl_apply_txn(grp, store, now_ms, argv[0][0] == '3' ? 3 : 2, argv[2], argvlen[2], out);
+        return;
+    }
     const struct gs_command *cmd = argc >= 2 ? gs_command_lookup(n, argv[1], argvlen[1]) : NULL;
     if (cmd && grp->slot_state && cmd->first_key > 0 && (size_t)cmd->first_key + 1 < argc) {
         /* Checked again at apply time, against this group's log only: a
@@ -369,32 +414,6 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
         core_buf_append(out, err, sizeof(err) - 1);
         return;
     }
-    if (cl->xcap < argc) {
-        struct gs_arg *a = realloc(cl->xargv, argc * sizeof(*a));
-        if (!a) {
-            static const char err[] = "-OOM out of memory applying a replicated command\r\n";
-            core_buf_append(out, err, sizeof(err) - 1);
-            return;
-        }
-        cl->xargv = a;
-        cl->xcap = argc;
-    }
-    for (unsigned i = 1; i < argc; i++)
-        cl->xargv[i - 1] = (struct gs_arg){argv[i], argvlen[i]};
-
-    /* The entry's own database context: the group's store at the entry's
-     * time (client.h). */
-    struct gs_db edb = {.store = store, .now_ms = now_ms, .id = grp->db.id};
-    struct gs_client fc = {0};
-    fc.node = n;
-    fc.db = &edb;
-    fc.shared = &n->shared;
-    cl->xout.len = 0;
-    fc.w.buf = &cl->xout;
-    fc.w.proto = argvlen[0] == 1 && argv[0][0] == '3' ? 3 : 2;
-    fc.authenticated = true;
-    fc.last_cmd = cmd->name;
-
     /* Redis's processCommand: evict before a command that may add memory,
      * and refuse it when nothing can go (maxmemory applies to each shard's
      * store on each replica; see docs/gridsync-cluster.md). */
@@ -405,7 +424,42 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
         return;
     }
     grp->last_entry_ms = now_ms;
-    cmd->fn(&fc, argc - 1, cl->xargv);
+    gs_cl_apply_command(grp, store, now_ms, argvlen[0] == 1 && argv[0][0] == '3' ? 3 : 2, cmd,
+                        argc - 1, argv + 1, argvlen + 1, out);
+}
+
+void gs_cl_apply_command(struct cgroup *grp, struct gs_store *store, int64_t now_ms, int proto,
+                         const struct gs_command *cmd, unsigned argc, const char *const *argv,
+                         const size_t *argvlen, struct core_buf *out)
+{
+    struct gs_cluster *cl = grp->cl;
+    struct gs_node *n = cl->node;
+    if (cl->xcap < argc) {
+        struct gs_arg *a = realloc(cl->xargv, argc * sizeof(*a));
+        if (!a) {
+            static const char err[] = "-OOM out of memory applying a replicated command\r\n";
+            core_buf_append(out, err, sizeof(err) - 1);
+            return;
+        }
+        cl->xargv = a;
+        cl->xcap = argc;
+    }
+    for (unsigned i = 0; i < argc; i++)
+        cl->xargv[i] = (struct gs_arg){argv[i], argvlen[i]};
+
+    /* The entry's own database context: the group's store at the entry's
+     * time (client.h). */
+    struct gs_db edb = {.store = store, .now_ms = now_ms, .id = grp->db.id};
+    struct gs_client fc = {0};
+    fc.node = n;
+    fc.db = &edb;
+    fc.shared = &n->shared;
+    cl->xout.len = 0;
+    fc.w.buf = &cl->xout;
+    fc.w.proto = proto;
+    fc.authenticated = true;
+    fc.last_cmd = cmd->name;
+    cmd->fn(&fc, argc, cl->xargv);
     core_buf_append(out, cl->xout.data, cl->xout.len);
 }
 
@@ -517,9 +571,7 @@ static void on_barrier_prepare(uv_prepare_t *h)
     }
 }
 
-/* Park a read until the next barrier of its group. */
-static bool defer_read(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
-                       unsigned slot)
+bool gs_cl_defer(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot)
 {
     struct gs_cluster_wait *w = wait_get(cl);
     if (!w) {
@@ -559,22 +611,17 @@ static bool propose_args(struct gs_cluster *cl, struct gs_client *c, size_t argc
     return true;
 }
 
-bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
-                   size_t argc, struct gs_arg *argv)
+bool gs_cl_propose_entry(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                         unsigned slot, unsigned argc, const char *const *argv,
+                         const size_t *argvlen)
 {
-    size_t need = argc + 1;
-    if (!propose_args(cl, c, argc, argv)) {
-        gs_error_oom(c);
-        return true;
-    }
     struct gs_cluster_wait *w = wait_get(cl);
     if (!w) {
         gs_error_oom(c);
         return true;
     }
     *w = (struct gs_cluster_wait){NULL, cl, c, slot, grp->g, 0, 0};
-    int rc = gs_fsm_submit(gs_group_fsm(grp->raft), (unsigned)need, cl->pargv, cl->plen,
-                           on_write_done, w);
+    int rc = gs_fsm_submit(gs_group_fsm(grp->raft), argc, argv, argvlen, on_write_done, w);
     if (rc) {
         wait_put(cl, w);
         if (rc == CORE_ESTATE)
@@ -588,14 +635,65 @@ bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
     return true;
 }
 
-/* Does any of the command's keys exist in grp's store (live now)? */
-static bool any_key_here(struct cgroup *grp, int64_t now, size_t argc, struct gs_arg *argv,
-                         size_t first, size_t last, size_t step)
+bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
+                   size_t argc, struct gs_arg *argv)
 {
-    for (size_t i = first; i <= last && i < argc; i += step)
-        if (gs_store_lookup(grp->db.store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH))
-            return true;
-    return false;
+    if (!propose_args(cl, c, argc, argv)) {
+        gs_error_oom(c);
+        return true;
+    }
+    return gs_cl_propose_entry(cl, grp, c, slot, (unsigned)argc + 1, cl->pargv, cl->plen);
+}
+
+/* The positions of cmd's keys (gs_command_keys) in *pos: stack (cap
+ * entries) or, beyond, an array to free when it is not stack. Returns
+ * their number (0: none or a malformed count), or -1 out of memory. */
+static long key_positions(const struct gs_command *cmd, size_t argc, const struct gs_arg *argv,
+                          size_t *stack, size_t cap, size_t **pos)
+{
+    long n = gs_command_keys(cmd, argc, argv, stack, cap);
+    *pos = stack;
+    if (n <= 0)
+        return 0;
+    if ((size_t)n > cap) {
+        *pos = malloc((size_t)n * sizeof(**pos));
+        if (!*pos)
+            return -1;
+        gs_command_keys(cmd, argc, argv, *pos, (size_t)n);
+    }
+    return n;
+}
+
+/* Does any of the command's keys exist in grp's store (live now)? */
+static bool any_key_here(struct cgroup *grp, int64_t now, const struct gs_command *cmd, size_t argc,
+                         struct gs_arg *argv)
+{
+    size_t stack[64], *pos;
+    long n = key_positions(cmd, argc, argv, stack, 64, &pos);
+    bool found = n < 0; /* out of memory: as if present (writes then wait) */
+    for (long i = 0; i < n && !found; i++)
+        found = gs_store_lookup(grp->db.store, argv[pos[i]].p, argv[pos[i]].len, now,
+                                GS_LOOKUP_NOTOUCH) != NULL;
+    if (pos != stack)
+        free(pos);
+    return found;
+}
+
+int gs_cl_command_keys(const struct gs_command *cmd, size_t argc, const struct gs_arg *argv,
+                       unsigned *slot)
+{
+    size_t stack[64], *pos;
+    long n = key_positions(cmd, argc, argv, stack, 64, &pos);
+    if (n <= 0)
+        return n < 0 ? -1 : 0; /* out of memory: refused as CROSSSLOT */
+    int rc = 1;
+    *slot = gs_key_slot(argv[pos[0]].p, argv[pos[0]].len);
+    for (long i = 1; i < n && rc == 1; i++)
+        if (gs_key_slot(argv[pos[i]].p, argv[pos[i]].len) != *slot)
+            rc = -1;
+    if (pos != stack)
+        free(pos);
+    return rc;
 }
 
 static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
@@ -627,7 +725,7 @@ static bool serve_at_leader(struct gs_cluster *cl, struct cgroup *grp, struct gs
     if (!gs_fsm_read_now(gs_group_fsm(grp->raft),
                          (enum gs_read_mode)cl->node->cfg.cluster_read_mode)) {
         c->asking = asking; /* for the replay */
-        return defer_read(cl, grp, c, slot);
+        return gs_cl_defer(cl, grp, c, slot);
     }
     run_on(cl, grp, c, cmd, argc, argv);
     return true;
@@ -651,6 +749,8 @@ static void run_on(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
     c->db = &grp->db;
     gs_call(c, cmd, argc, argv);
     c->db = selected;
+    if (cmd->fn == gs_cmd_watch && c->multi.watched)
+        gs_cl_txn_watched(cl, grp, c);
 }
 
 /* FLUSHALL / FLUSHDB in cluster mode: as in Redis Cluster, a node empties
@@ -723,41 +823,48 @@ static void dbsize_led_groups(struct gs_cluster *cl, struct gs_client *c)
     gs_reply_int(&c->w, (int64_t)keys);
 }
 
+/* Whether every key of a GS_CMD_MOVABLEKEYS command line is in slot;
+ * *last gets the last key's position. */
 bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct gs_command *cmd,
                       size_t argc, struct gs_arg *argv)
 {
     bool write = (cmd->flags & GS_CMD_WRITE) != 0;
-    if (cmd->first_key <= 0) {
+    /* Transactions (cluster_txn.c): a command queued inside MULTI is
+     * routed as Redis Cluster does at queue time; EXEC of queued keyed
+     * commands becomes one log entry. */
+    if (c->multi.active && !gs_multi_runs_now(cmd))
+        return gs_cl_txn_queue(cl, c, cmd, argc, argv);
+    if (cmd->fn == gs_cmd_exec && c->multi.active && !c->multi.aborted && c->multi.has_slot)
+        return gs_cl_txn_exec(cl, c);
+    unsigned slot;
+    int nkeys = gs_cl_command_keys(cmd, argc, argv, &slot);
+    if (nkeys == 0) {
         if (cmd->fn == gs_cmd_flushdb || cmd->fn == gs_cmd_flushall)
             return flush_led_groups(cl, c, argc, argv);
         if (cmd->fn == gs_cmd_dbsize) {
             dbsize_led_groups(cl, c);
             return true;
         }
-        if (write) {
+        if (cmd->fn == gs_cmd_publish) {
+            /* Redis Cluster: the subscribers of every node get it; the
+             * reply counts this node's. */
+            gs_call(c, cmd, argc, argv);
+            gs_cl_forward_publish(cl, argv[1].p, argv[1].len, argv[2].p, argv[2].len);
+            return true;
+        }
+        if (write && !(cmd->flags & GS_CMD_MOVABLEKEYS)) {
             /* Any other keyless write would bypass the Raft logs and let
-             * replicas diverge. */
+             * replicas diverge. (A command with a key count and none
+             * found only replies its error.) */
             gs_errorf(c, "ERR '%s' is not supported in cluster mode", cmd->name);
             return true;
         }
         return false;
     }
-    /* Redis's key specs: a negative last_key counts from the end (-1 is the
-     * last argument). */
-    long lk = cmd->last_key < 0 ? (long)argc + cmd->last_key : cmd->last_key;
-    size_t last = lk < 0 ? 0 : (size_t)lk;
-    if (last >= argc)
-        last = argc - 1;
-    size_t step = cmd->key_step > 0 ? (size_t)cmd->key_step : 1;
-    size_t first = (size_t)cmd->first_key;
-    if (first >= argc)
-        return false;
-    unsigned slot = gs_key_slot(argv[first].p, argv[first].len);
-    for (size_t i = first + step; i <= last; i += step) {
-        if (gs_key_slot(argv[i].p, argv[i].len) != slot) {
-            gs_error(c, "CROSSSLOT Keys in request don't hash to the same slot");
-            return true;
-        }
+    if (nkeys < 0) {
+        gs_command_rejected(cl->node, cmd);
+        gs_error(c, "CROSSSLOT Keys in request don't hash to the same slot");
+        return true;
     }
     unsigned g = cl->serve[slot];
     struct cgroup *grp = &cl->groups[g];
@@ -797,8 +904,8 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
          * here is the new owner's already (this group writes none in a
          * blocked slot): -ASK there, as Redis Cluster's source does. */
         bool gone = grp->slot_state[slot] == SLOT_GONE;
-        if (gone || (gs_group_is_leader(grp->raft) &&
-                     !any_key_here(grp, c->db->now_ms, argc, argv, first, last, step))) {
+        if (gone ||
+            (gs_group_is_leader(grp->raft) && !any_key_here(grp, c->db->now_ms, cmd, argc, argv))) {
             unsigned to = grp->dest[slot];
             if (to == NO_GROUP) {
                 gs_error(c, "TRYAGAIN the slot has moved to another node");

@@ -48,8 +48,10 @@ struct core_buf;
 struct gs_feature;
 extern const struct gs_feature gs_cluster_feature;
 
-/* Create the cluster state of node n from n->cfg (cluster-peers, dir,
- * cluster-replicas, port, bind) and start this node's Raft groups; the
+/* Create the cluster state of node n from its membership (the file in
+ * n->cfg.dir, else cluster-peers and cluster-replicas, else what
+ * cluster-seed answers; gs_cl_learn_membership) and n->cfg's port and
+ * bind, and start this node's Raft groups; the
  * group this node prefers to lead uses the node's database 0. Returns 0 or
  * CORE_EINVAL / CORE_EIO / CORE_ENOMEM (logged). On a failure after some
  * groups started, *out is set and already stopping: run the loop until it
@@ -87,8 +89,13 @@ void gs_cluster_client_closed(struct gs_client *c);
  * CLUSTER MIGRATE IMPORT <dst> k v exp... at dst's leader: copy through its log
  * CLUSTER MIGRATE SWITCH <src>            at src's leader: drop, redirect
  * CLUSTER MIGRATE OWN    <dst> <src>      at dst's leader: serve src's slots
- * CLUSTER MIGRATE FINISH                  (every node) serve the new placement
+ * CLUSTER MIGRATE FINISH [version]        (every node) serve the new placement;
+ *                                         membership version max(own + 1, version)
+ * CLUSTER MEMBERSHIP                      this node's membership (membership.h text)
  *
+ * ADDNODE/DELNODE and FINISH persist the membership in the data
+ * directory before answering, so a node restarted in the middle of a
+ * change comes back with it and every step can be sent again.
  * Groups are named by their node's host:port. Replies come after the
  * entry is committed (BEGIN, IMPORT, SWITCH, OWN); -NOTLEADER when this
  * node does not lead the group named. Returns false if argv is none of

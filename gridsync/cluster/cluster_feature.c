@@ -14,17 +14,23 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/cluster/registry.h"
 #include "gridsync/cluster/slot.h"
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/commands/commands.h"
 
-static int registry_config(const struct gs_config *cfg, struct gs_registry_config *rc)
+bool gs_cl_raft_store_dynamo(const struct gs_config *cfg)
+{
+    return strncmp(cfg->raft_store, "dynamodb://", 11) == 0;
+}
+
+int gs_cl_dynamo_config(const struct gs_config *cfg, const char *url, struct gs_registry_config *rc)
 {
     char err[GS_REGISTRY_STRLEN + 96];
     memset(rc, 0, sizeof(*rc));
-    if (gs_registry_parse_url(cfg->registry, rc, err, sizeof(err)) < 0) {
+    if (gs_registry_parse_url(url, rc, err, sizeof(err)) < 0) {
         CORE_WARN("%s", err);
         return CORE_EINVAL;
     }
@@ -50,11 +56,14 @@ static int registry_config(const struct gs_config *cfg, struct gs_registry_confi
 static int registry_start(struct gs_node *n, struct gs_registry_config *rc, char *self,
                           size_t selflen)
 {
-    int err = registry_config(&n->cfg, rc);
+    int err = gs_cl_dynamo_config(&n->cfg, n->cfg.registry, rc);
     if (err < 0)
         return err;
     snprintf(self, selflen, "%s:%lld", n->cfg.bind, (long long)n->cfg.port);
-    bool discover = n->cfg.cluster_peers[0] == '\0';
+    /* A node that has a membership (it started before) or a seed to ask
+     * only registers. */
+    bool discover = n->cfg.cluster_peers[0] == '\0' && n->cfg.cluster_seed[0] == '\0' &&
+                    !gs_membership_exists(n->cfg.dir);
     if (discover && n->cfg.cluster_size < 1) {
         CORE_WARN("registry: without cluster-peers, cluster-size says how many nodes to wait for");
         return CORE_EINVAL;
@@ -79,6 +88,16 @@ static int feature_start(struct gs_node *n, void **self)
         return 0;
     struct gs_registry_config rc;
     char addr[CORE_OPT_STRLEN + 24];
+    if (gs_cl_raft_store_dynamo(&n->cfg)) {
+        /* Checked before anything starts: a bad URL or missing credentials
+         * stop the node at once. */
+        int err = gs_cl_dynamo_config(&n->cfg, n->cfg.raft_store, &rc);
+        if (err < 0)
+            return err;
+    } else if (n->cfg.raft_store[0] != '\0' && strcmp(n->cfg.raft_store, "dir") != 0) {
+        CORE_WARN("raft-store '%s': expected dir or dynamodb://HOST:PORT/TABLE", n->cfg.raft_store);
+        return CORE_EINVAL;
+    }
     if (n->cfg.registry[0] != '\0') {
         int err = registry_start(n, &rc, addr, sizeof(addr));
         if (err < 0)
@@ -165,9 +184,13 @@ static const char *const read_mode_names[] = {"lease", "barrier", "any", NULL};
 /* docs/gridsync-cluster.md */
 static const struct gs_option options[] = {
     GS_OPTION(cluster_enabled, "cluster-enabled", CORE_OPT_BOOL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-              "run as a cluster node (needs cluster-peers)"),
+              "run as a cluster node (needs cluster-peers, cluster-seed, registry or a "
+              "membership in dir)"),
     GS_OPTION(cluster_peers, "cluster-peers", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
               "every node's host:port, comma-separated, the same list on every node"),
+    GS_OPTION(cluster_seed, "cluster-seed", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "IP:port of a member: at a first start without cluster-peers, learn the "
+              "membership from it (later starts read it from dir, and from the seed when newer)"),
     GS_OPTION(dir, "dir", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
               "directory for the cluster's Raft logs and snapshots (relative: to the working "
               "directory at start)"),
@@ -179,6 +202,14 @@ static const struct gs_option options[] = {
               "reads) or any (no check: stale while a deposed leader has not noticed)"),
     GS_OPTION(cluster_snapshot_entries, "cluster-snapshot-entries", CORE_OPT_INT, 16, INT32_MAX,
               NULL, CORE_OPT_IMMUTABLE, "Raft log entries between two snapshots of a shard"),
+    GS_OPTION(cluster_snapshot_fork, "cluster-snapshot-fork", CORE_OPT_BOOL, 0, 0, NULL,
+              CORE_OPT_IMMUTABLE,
+              "build snapshots in a fork()ed child (the loop pauses only for the fork); no: "
+              "encode them on the loop thread"),
+    GS_OPTION(cluster_inflight_entries, "cluster-inflight-entries", CORE_OPT_INT, 1, 4096, NULL,
+              CORE_OPT_IMMUTABLE,
+              "a group's Raft entries proposed and not yet committed at once; writes arriving "
+              "meanwhile join the next entry (group commit)"),
     GS_OPTION(cluster_join, "cluster-join", CORE_OPT_BOOL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
               "this node is the last of cluster-peers, being added to a running cluster"),
     GS_OPTION(cluster_size, "cluster-size", CORE_OPT_INT, 0, 64, NULL, CORE_OPT_IMMUTABLE,
@@ -193,6 +224,9 @@ static const struct gs_option options[] = {
     GS_OPTION(registry_secret_key, "registry-secret-key", CORE_OPT_STRING, 0, 0, NULL,
               CORE_OPT_IMMUTABLE | CORE_OPT_SECRET,
               "registry secret key (default: AWS_SECRET_ACCESS_KEY)"),
+    GS_OPTION(raft_store, "raft-store", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+              "where Raft's state is kept: dir (under dir, the default) or "
+              "dynamodb://HOST:PORT/TABLE (with the registry's region and credentials)"),
     GS_OPTION(registry_heartbeat, "registry-heartbeat", CORE_OPT_INT, 50, 600000, NULL,
               CORE_OPT_IMMUTABLE, "ms between two registrations of this node"),
     GS_OPTION(registry_ttl, "registry-ttl", CORE_OPT_INT, 100, 3600000, NULL, CORE_OPT_IMMUTABLE,

@@ -37,6 +37,10 @@ struct gs_store;
 /* The command name of active-expiry entries: [EXPIRE_ENTRY, key...], the
  * keys a leader found expired (cluster.c, "Active expiry"). */
 #define EXPIRE_ENTRY "gs.expire"
+/* The command name of a transaction's entry: [TXN_ENTRY, batch], the
+ * batch (raft_batch.h's encoding, header fields zero) holding the queued
+ * commands of one EXEC (cluster_txn.c). */
+#define TXN_ENTRY "gs.exec"
 
 struct cnode {
     char name[GS_RING_NAME_MAX]; /* host:port, as in cluster-peers */
@@ -95,7 +99,10 @@ struct gs_cluster {
     struct gs_ring *target;                 /* the placement being moved to, or NULL */
     unsigned rmap[GS_RING_MAX_NODES], tmap[GS_RING_MAX_NODES]; /* ring index -> node */
     int leaving;                                               /* node being removed, or -1 */
-    uint16_t serve[GS_SLOTS];                                  /* slot -> group serving it here */
+    /* The membership's version (membership.h): +1 at each FINISH. */
+    uint64_t version;
+    unsigned replicas;        /* the ring's parameter, as configured or persisted */
+    uint16_t serve[GS_SLOTS]; /* slot -> group serving it here */
     unsigned n, self;
     struct cnode *nodes;
     struct cgroup *groups;
@@ -107,7 +114,9 @@ struct gs_cluster {
     struct gs_arg *xargv;
     size_t xcap;
     struct core_buf xout;
-    struct gs_raft_mux *mux; /* this node's Raft port */
+    struct core_buf txn;           /* an EXEC's batch being built (cluster_txn.c) */
+    struct gs_batch_reader txn_rd; /* reading a transaction's batch at apply */
+    struct gs_raft_mux *mux;       /* this node's Raft port */
     unsigned closing;
     /* Closed groups, freed in gs_cluster_free, after the loop ran dry
      * (gs_group_close). */
@@ -124,17 +133,44 @@ struct gs_cluster {
 int gs_cl_parse_peer(struct cnode *nd, const char *s, size_t len);
 /* Does node i share a name, raft id or group number with an earlier one? */
 bool gs_cl_clashes(const struct gs_cluster *cl, unsigned i);
-/* Fill cl->nodes from cluster-peers' comma-separated list (room for
- * GS_RING_MAX_NODES, so that nodes added later never move the array). 0,
- * CORE_ENOMEM, or CORE_EINVAL (with a log line) for a bad or repeated
- * address or an empty list. */
-int gs_cl_parse_peers(struct gs_cluster *cl, const char *list);
+struct gs_membership;
+struct gs_config;
+/* Where a starting node learns the membership (docs/gridsync-cluster.md,
+ * "Membership"): its file in dir; else cluster-peers (with cluster-join:
+ * the last is being added); else the seed. With a file and a seed, the
+ * seed's answer wins when it is newer and names this node. self is this
+ * node's host:port. 0, or CORE_EINVAL / CORE_EIO / CORE_ETIMEOUT (logged:
+ * the node does not start). */
+int gs_cl_learn_membership(const struct gs_config *cfg, const char *self, struct gs_membership *m);
+/* Fill cl->nodes from a membership: its nodes, then the node being added
+ * (room for GS_RING_MAX_NODES). 0, CORE_ENOMEM or CORE_EINVAL (logged). */
+int gs_cl_nodes_from(struct gs_cluster *cl, const struct gs_membership *m);
+/* This node's membership now: the ring served, the change in progress;
+ * with_self names this node (the file) or not (CLUSTER MEMBERSHIP). */
+void gs_cl_membership(const struct gs_cluster *cl, struct gs_membership *m, bool with_self);
+/* Persist it in the node's data directory (membership.h). 0 or a CORE_E*
+ * code (logged; the previous file stays). */
+int gs_cl_save_membership(const struct gs_cluster *cl);
 
 /* ---- cluster.c ---- */
 
 /* Start grp's Raft group on this node (join: without bootstrapping).
  * Returns 0 or a CORE_E* code (logged; grp->raft stays NULL). */
 int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join);
+
+/* ---- cluster_feature.c ---- */
+
+struct gs_registry_config;
+struct gs_config;
+/* The DynamoDB client's configuration for url (the registry's or the Raft
+ * store's), with the registry's region and credentials (options, else
+ * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). CORE_EINVAL (logged) if the
+ * URL is malformed or there are no credentials. */
+int gs_cl_dynamo_config(const struct gs_config *cfg, const char *url,
+                        struct gs_registry_config *rc);
+
+/* Whether --raft-store names DynamoDB (else the directory). */
+bool gs_cl_raft_store_dynamo(const struct gs_config *cfg);
 /* map[i] = the node index of ring index i. */
 void gs_cl_build_map(struct gs_cluster *cl, const struct gs_ring *r, unsigned *map);
 /* Group g's replica set (node indexes) in ring r, or 0 if g is not in r. */
@@ -156,6 +192,50 @@ void gs_cl_reply_moved(struct gs_client *c, unsigned slot, const struct cnode *t
 bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot,
                    size_t argc, struct gs_arg *argv);
 
+struct gs_command;
+/* The slot of cmd's keys (gs_command_keys: the command table's key
+ * specs, counted keys included): 1 with *slot set when it has keys and
+ * they all hash to one slot, 0 when it has none (or a malformed count:
+ * its handler then only replies an error), -1 when they hash to several
+ * slots (CROSSSLOT; also when out of memory). */
+int gs_cl_command_keys(const struct gs_command *cmd, size_t argc, const struct gs_arg *argv,
+                       unsigned *slot);
+
+/* Run one command of an applied entry through its handler, against store
+ * at now_ms, for a client of protocol proto that has no connection;
+ * appends its reply to out. */
+void gs_cl_apply_command(struct cgroup *grp, struct gs_store *store, int64_t now_ms, int proto,
+                         const struct gs_command *cmd, unsigned argc, const char *const *argv,
+                         const size_t *argvlen, struct core_buf *out);
+
+/* Propose the entry argv[0..argc) (cl->pargv-like: the protocol first)
+ * into grp's log for client c; c is answered with the reply computed at
+ * apply (as gs_cl_propose). Always returns true (replied or waiting). */
+bool gs_cl_propose_entry(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                         unsigned slot, unsigned argc, const char *const *argv,
+                         const size_t *argvlen);
+
+/* Park c's request (left unconsumed) until the next barrier of grp; it is
+ * parsed again after it (c->read_barrier then says how it went). Always
+ * returns true. */
+bool gs_cl_defer(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot);
+
+/* ---- cluster_txn.c ---- */
+
+/* A command inside MULTI (not one that runs at once): Redis Cluster's
+ * routing at queue time. Returns true when it replied an error (and
+ * flagged the transaction: EXEC will answer EXECABORT), false when the
+ * node should queue it. */
+bool gs_cl_txn_queue(struct gs_cluster *cl, struct gs_client *c, const struct gs_command *cmd,
+                     size_t argc, struct gs_arg *argv);
+/* EXEC of a transaction that queued keyed commands. Always true. */
+bool gs_cl_txn_exec(struct gs_cluster *cl, struct gs_client *c);
+/* WATCH has just run against grp's store for c: remember where. */
+void gs_cl_txn_watched(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c);
+/* Apply a TXN_ENTRY: batch[0..len) holds the commands. */
+void gs_cl_apply_txn(struct cgroup *grp, struct gs_store *store, int64_t now_ms, int proto,
+                     const char *batch, size_t len, struct core_buf *out);
+
 /* ---- leader_hints.c ---- */
 
 /* Send this node's leaderships to every node and learn theirs, on the
@@ -171,6 +251,12 @@ int gs_cl_hinted_leader(const struct gs_cluster *cl, const struct cgroup *grp);
  * announced leader, else a member heard from recently (preferred first),
  * else the preferred leader. */
 unsigned gs_cl_redirect_node(const struct gs_cluster *cl, const struct cgroup *grp);
+
+/* A PUBLISH ran here: send it to every other node's subscribers (one
+ * datagram each, at most once; nothing when the hints socket is off or
+ * the message does not fit in a datagram). */
+void gs_cl_forward_publish(struct gs_cluster *cl, const char *ch, size_t chlen, const char *msg,
+                           size_t msglen);
 
 /* ---- cluster_expire.c ---- */
 

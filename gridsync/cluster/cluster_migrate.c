@@ -30,7 +30,9 @@
 #include "core/log.h"
 #include "gridsync/cluster/cluster.h"
 #include "gridsync/cluster/cluster_internal.h"
+#include "gridsync/commands/multi.h"
 #include "gridsync/client/node_ctx.h"
+#include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/cluster/ring.h"
 #include "gridsync/cluster/slot.h"
@@ -185,9 +187,11 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
                 if (grp->slot_state[s] != SLOT_BLOCKED)
                     continue;
                 grp->slot_state[s] = SLOT_GONE;
-                /* Routing follows only during a live change; a restarted
-                 * node routes by the ring of its (final) peer list. */
-                if (cl->target && grp->dest[s] != NO_GROUP)
+                /* Routing follows only during a live change, and only a
+                 * switch of this change: a node restarted in the middle
+                 * of one replays the switches of earlier changes too. */
+                if (cl->target && grp->dest[s] != NO_GROUP &&
+                    grp->dest[s] == cl->tmap[gs_ring_owner_of_slot(cl->target, s)])
                     cl->serve[s] = grp->dest[s];
             }
         }
@@ -341,7 +345,7 @@ static void on_left_group(void *data)
 }
 
 /* Serve the target placement; leave the groups this node is no longer in. */
-static void finish_change(struct gs_cluster *cl)
+static void finish_change(struct gs_cluster *cl, uint64_t version)
 {
     if (cl->leaving >= 0)
         cl->nodes[cl->leaving].removed = true;
@@ -351,6 +355,11 @@ static void finish_change(struct gs_cluster *cl)
     cl->target = NULL;
     memcpy(cl->rmap, cl->tmap, sizeof(cl->rmap));
     gs_cl_serve_ring(cl);
+    /* The coordinator names the cluster's new version: a node that joined
+     * from cluster-peers started at 0 and takes the cluster's. */
+    cl->version = version > cl->version + 1 ? version : cl->version + 1;
+    /* If this fails, a restart resumes the change and FINISH repeats it. */
+    (void)gs_cl_save_membership(cl);
     for (unsigned g = 0; g < cl->n; g++) {
         struct cgroup *grp = &cl->groups[g];
         /* The slot states stay: they are applied state of the group's log
@@ -365,6 +374,8 @@ static void finish_change(struct gs_cluster *cl)
         if (grp->raft && grp->role < 0) {
             CORE_INFO("cluster: leaving the group of %s", cl->nodes[g].name);
             (void)gs_cl_keep_closed(cl, grp->raft);
+            if (grp->own_store)
+                gs_multi_unwatch_db(cl->node, &grp->db); /* before its store goes */
             gs_group_close_erase(grp->raft, on_left_group, grp->own_store ? grp->db.store : NULL);
             grp->raft = NULL;
             grp->db.store = NULL;
@@ -439,6 +450,17 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
             return true;
         }
         gs_cl_build_map(cl, cl->target, cl->tmap);
+        /* Persisted before anything acts on it: a node restarted from here
+         * on resumes the change (docs/gridsync-cluster.md, "Membership"). */
+        if ((rc = gs_cl_save_membership(cl)) != 0) {
+            gs_ring_free(cl->target);
+            cl->target = NULL;
+            cl->leaving = -1;
+            if (add)
+                memset(&cl->nodes[--cl->n], 0, sizeof(cl->nodes[0]));
+            gs_errorf(c, "ERR cannot persist the membership: %s", core_strerror(rc));
+            return true;
+        }
         CORE_INFO("cluster: %s %s: moving to %u nodes", add ? "adding" : "removing", name,
                   gs_ring_nodes(cl->target));
         rc = gs_cl_apply_target(cl);
@@ -448,12 +470,31 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
             gs_reply_ok(&c->w);
         return true;
     }
+    if (gs_arg_is(&argv[1], "membership") && argc == 2) {
+        /* What a node started with cluster-seed learns the cluster from. */
+        struct gs_membership *m = malloc(sizeof(*m));
+        struct core_buf b = {0};
+        if (m)
+            gs_cl_membership(cl, m, false);
+        if (!m || gs_membership_format(m, &b))
+            gs_error_oom(c);
+        else
+            gs_reply_bulk(&c->w, b.data, b.len);
+        free(m);
+        core_buf_free(&b);
+        return true;
+    }
     if (!gs_arg_is(&argv[1], "migrate") || argc < 3)
         return false;
     struct gs_arg *op = &argv[2];
-    if (gs_arg_is(op, "finish") && argc == 3) {
+    if (gs_arg_is(op, "finish") && (argc == 3 || argc == 4)) {
+        long long v = 0;
+        if (argc == 4 && (!parse_num(argv[3].p, argv[3].len, &v) || v < 0)) {
+            gs_error(c, "ERR invalid version");
+            return true;
+        }
         if (cl->target)
-            finish_change(cl);
+            finish_change(cl, (uint64_t)v);
         gs_reply_ok(&c->w);
         return true;
     }

@@ -10,12 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/addr.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/prom.h"
+#include "gridsync/client/node_ctx.h"
+#include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/cluster/ring.h"
 
@@ -74,44 +77,204 @@ bool gs_cl_clashes(const struct gs_cluster *cl, unsigned i)
     return false;
 }
 
-int gs_cl_parse_peers(struct gs_cluster *cl, const char *list)
+static int add_node(struct gs_cluster *cl, const char *name)
 {
-    unsigned cap = 1;
-    for (const char *p = list; *p; p++)
-        cap += *p == ',';
-    if (cap > GS_RING_MAX_NODES)
+    if (cl->n >= GS_RING_MAX_NODES || gs_cl_parse_peer(&cl->nodes[cl->n], name, strlen(name))) {
+        CORE_WARN("cluster: bad node address '%s' (want host:port)", name);
         return CORE_EINVAL;
-    /* Room for nodes added later (CLUSTER ADDNODE): groups point into
-     * these arrays, so they never move. */
+    }
+    if (gs_cl_clashes(cl, cl->n)) {
+        CORE_WARN("cluster: '%s' is listed twice (or its id clashes)", name);
+        return CORE_EINVAL;
+    }
+    cl->n++;
+    return 0;
+}
+
+/* cluster-peers into m->nodes (names checked later, by gs_cl_nodes_from). */
+static int split_peers(struct gs_membership *m, const char *list)
+{
+    m->n = 0;
+    for (const char *p = list; *p;) {
+        while (*p == ' ')
+            p++;
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && p[len - 1] == ' ')
+            len--;
+        if (len) {
+            if (m->n == GS_RING_MAX_NODES || len >= GS_RING_NAME_MAX) {
+                CORE_WARN("cluster-peers: too many nodes, or '%.*s' too long", (int)len, p);
+                return CORE_EINVAL;
+            }
+            memcpy(m->nodes[m->n], p, len);
+            m->nodes[m->n++][len] = '\0';
+        }
+        p = comma ? comma + 1 : p + strlen(p);
+    }
+    return m->n ? 0 : CORE_EINVAL;
+}
+
+static int find_name(const struct gs_membership *m, const char *name)
+{
+    for (unsigned i = 0; i < m->n; i++)
+        if (strcmp(m->nodes[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The seed's membership, retried until the deadline (the seed may be
+ * starting too). */
+static int fetch_seed(const char *seed, struct gs_membership *m, int total_ms)
+{
+    char err[256];
+    int rc;
+    for (int waited = 0;; waited += 200) {
+        rc = gs_membership_fetch(m, seed, 2000, err, sizeof(err));
+        if (rc == 0 || rc == CORE_EINVAL || waited >= total_ms)
+            break;
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (rc)
+        CORE_WARN("%s", err);
+    return rc;
+}
+
+int gs_cl_learn_membership(const struct gs_config *cfg, const char *self, struct gs_membership *m)
+{
+    int rc = gs_membership_load(m, cfg->dir);
+    if (rc == 0) {
+        if (strcmp(m->self, self) != 0) {
+            CORE_WARN("cluster: %s/%s belongs to node %s, not %s", cfg->dir, GS_MEMBERSHIP_FILE,
+                      m->self, self);
+            return CORE_EINVAL;
+        }
+        if (cfg->cluster_seed[0]) {
+            /* Missed a change while down? A seed that is newer and still
+             * has this node wins; an unreachable one does not matter. */
+            struct gs_membership *s = malloc(sizeof(*s));
+            char err[256];
+            if (s && gs_membership_fetch(s, cfg->cluster_seed, 2000, err, sizeof(err)) == 0 &&
+                s->version > m->version &&
+                (find_name(s, self) >= 0 ||
+                 (s->change == GS_CHANGE_ADD && strcmp(s->change_node, self) == 0))) {
+                CORE_INFO("cluster: membership version %llu from %s replaces %llu",
+                          (unsigned long long)s->version, cfg->cluster_seed,
+                          (unsigned long long)m->version);
+                memcpy(m, s, sizeof(*m));
+                snprintf(m->self, sizeof(m->self), "%s", self);
+            }
+            free(s);
+        }
+    } else if (rc != CORE_ENOTFOUND) {
+        CORE_WARN("cluster: cannot read %s/%s: %s", cfg->dir[0] ? cfg->dir : ".",
+                  GS_MEMBERSHIP_FILE, core_strerror(rc));
+        return rc;
+    } else if (cfg->cluster_peers[0]) {
+        /* First start from the full list: version 0 on every node. */
+        memset(m, 0, sizeof(*m));
+        if ((rc = split_peers(m, cfg->cluster_peers)) != 0) {
+            CORE_WARN("cluster: cluster-peers must list host:port of every node, this one "
+                      "included");
+            return rc;
+        }
+        m->replicas = (unsigned)cfg->cluster_replicas;
+        int me = find_name(m, self);
+        if (me < 0) {
+            CORE_WARN("cluster: this node (%s) is not in cluster-peers", self);
+            return CORE_EINVAL;
+        }
+        /* A joining node (cluster-join) is the one being added: the
+         * cluster serves the placement without it and moves to the one
+         * with it. */
+        if (cfg->cluster_join && m->n > 1) {
+            memmove(m->nodes[me], m->nodes[me + 1],
+                    (m->n - (unsigned)me - 1) * sizeof(m->nodes[0]));
+            m->n--;
+            m->change = GS_CHANGE_ADD;
+            snprintf(m->change_node, sizeof(m->change_node), "%s", self);
+        }
+    } else if (cfg->cluster_seed[0]) {
+        if ((rc = fetch_seed(cfg->cluster_seed, m, 10000)) != 0)
+            return rc;
+        bool member = find_name(m, self) >= 0;
+        bool added = m->change == GS_CHANGE_ADD && strcmp(m->change_node, self) == 0;
+        if (!member && !added) {
+            if (!cfg->cluster_join || m->change != GS_CHANGE_NONE) {
+                CORE_WARN("cluster: %s is not a member of the cluster %s knows (%s)", self,
+                          cfg->cluster_seed,
+                          cfg->cluster_join ? "another change is running"
+                                            : "start it with --cluster-join yes to add it");
+                return CORE_EINVAL;
+            }
+            m->change = GS_CHANGE_ADD;
+            snprintf(m->change_node, sizeof(m->change_node), "%s", self);
+        }
+    } else {
+        CORE_WARN("cluster: no membership in %s and neither cluster-peers nor cluster-seed",
+                  cfg->dir[0] ? cfg->dir : ".");
+        return CORE_EINVAL;
+    }
+    snprintf(m->self, sizeof(m->self), "%s", self);
+    if (find_name(m, self) < 0 &&
+        !(m->change == GS_CHANGE_ADD && strcmp(m->change_node, self) == 0)) {
+        CORE_WARN("cluster: this node (%s) has been removed from the cluster", self);
+        return CORE_EINVAL;
+    }
+    return 0;
+}
+
+int gs_cl_nodes_from(struct gs_cluster *cl, const struct gs_membership *m)
+{
     cl->nodes = calloc(GS_RING_MAX_NODES, sizeof(*cl->nodes));
     if (!cl->nodes)
         return CORE_ENOMEM;
     cl->n = 0;
-    const char *p = list;
-    while (*p) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        while (len && (*p == ' ')) {
-            p++;
-            len--;
-        }
-        if (len) {
-            if (gs_cl_parse_peer(&cl->nodes[cl->n], p, len)) {
-                CORE_WARN("cluster-peers: bad address '%.*s' (want host:port)", (int)len, p);
-                return CORE_EINVAL;
-            }
-            if (gs_cl_clashes(cl, cl->n)) {
-                CORE_WARN("cluster-peers: '%.*s' is listed twice (or its id gs_cl_clashes)",
-                          (int)len, p);
-                return CORE_EINVAL;
-            }
-            cl->n++;
-        }
-        p += len;
-        if (*p == ',')
-            p++;
+    for (unsigned i = 0; i < m->n; i++) {
+        int rc = add_node(cl, m->nodes[i]);
+        if (rc)
+            return rc;
     }
-    return cl->n ? 0 : CORE_EINVAL;
+    return m->change == GS_CHANGE_ADD ? add_node(cl, m->change_node) : 0;
+}
+
+void gs_cl_membership(const struct gs_cluster *cl, struct gs_membership *m, bool with_self)
+{
+    memset(m, 0, sizeof(*m));
+    m->version = cl->version;
+    m->replicas = cl->replicas;
+    m->n = gs_ring_nodes(cl->ring);
+    for (unsigned i = 0; i < m->n; i++)
+        snprintf(m->nodes[i], sizeof(m->nodes[i]), "%s", gs_ring_node_name(cl->ring, i));
+    if (cl->target && cl->leaving >= 0) {
+        m->change = GS_CHANGE_REMOVE;
+        snprintf(m->change_node, sizeof(m->change_node), "%s", cl->nodes[cl->leaving].name);
+    } else if (cl->target) {
+        for (unsigned i = 0; i < gs_ring_nodes(cl->target); i++) {
+            const char *name = gs_ring_node_name(cl->target, i);
+            if (gs_ring_find(cl->ring, name) < 0) {
+                m->change = GS_CHANGE_ADD;
+                snprintf(m->change_node, sizeof(m->change_node), "%s", name);
+            }
+        }
+    }
+    if (with_self)
+        snprintf(m->self, sizeof(m->self), "%s", cl->nodes[cl->self].name);
+}
+
+int gs_cl_save_membership(const struct gs_cluster *cl)
+{
+    struct gs_membership *m = malloc(sizeof(*m));
+    if (!m)
+        return CORE_ENOMEM;
+    gs_cl_membership(cl, m, true);
+    int rc = gs_membership_save(m, cl->node->cfg.dir);
+    if (rc)
+        CORE_WARN("cluster: cannot write %s/%s: %s", cl->node->cfg.dir[0] ? cl->node->cfg.dir : ".",
+                  GS_MEMBERSHIP_FILE, core_strerror(rc));
+    free(m);
+    return rc;
 }
 
 /* ------------------------------------------------------------ accessors */
@@ -188,12 +351,19 @@ void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
         gs_group_raft_info(grp->raft, &term, &commit, &applied);
         struct gs_store_stats keys;
         gs_store_stats(grp->db.store, &keys);
-        int n =
-            snprintf(out + used, outlen - used,
-                     "group_%s:role=%s,member=%d,term=%llu,commit=%llu,applied=%llu,keys=%llu\r\n",
-                     cl->nodes[g].name, gs_group_is_leader(grp->raft) ? "leader" : "follower",
-                     grp->role, (unsigned long long)term, (unsigned long long)commit,
-                     (unsigned long long)applied, (unsigned long long)keys.keys);
+        struct gs_fsm_stats st;
+        gs_fsm_stats(gs_group_fsm(grp->raft), &st);
+        int n = snprintf(
+            out + used, outlen - used,
+            "group_%s:role=%s,member=%d,term=%llu,commit=%llu,applied=%llu,keys=%llu,"
+            "entries_proposed=%llu,commands_proposed=%llu,inflight_max=%u,"
+            "snapshots=%llu,snapshots_failed=%llu,snapshot_pause_max_us=%llu\r\n",
+            cl->nodes[g].name, gs_group_is_leader(grp->raft) ? "leader" : "follower", grp->role,
+            (unsigned long long)term, (unsigned long long)commit, (unsigned long long)applied,
+            (unsigned long long)keys.keys, (unsigned long long)st.entries_proposed,
+            (unsigned long long)st.commands_proposed, st.inflight_max,
+            (unsigned long long)st.snapshots_taken, (unsigned long long)st.snapshots_failed,
+            (unsigned long long)st.snapshot_pause_max_us);
         if (n < 0)
             break;
         used += (size_t)n;

@@ -11,12 +11,18 @@
  * unless it already knows a leader of a higher term. Datagrams may be lost
  * or late; nothing depends on them for safety, only where a client is sent.
  *
+ * The same socket carries forwarded PUBLISH messages (gs_pub_*,
+ * raft_batch.h): a PUBLISH on any node is sent as one datagram to every
+ * other node, whose subscribers get it (gs_cl_forward_publish), at most
+ * once, as Redis Cluster's bus carries PUBLISH to every node; a message
+ * too big for one datagram reaches this node's subscribers only.
+ *
  * Invariants:
  *  1. Hints are used only for groups this node is not a member of (a
  *     member asks its own Raft instance).
- *  2. A datagram is believed only when it comes from the Raft address of
- *     a live node of the cluster and names that node as the sender; a node
- *     announces only itself.
+ *  2. A datagram (hint or PUBLISH) is believed only when it comes from the
+ *     Raft address of a live node of the cluster and names that node as
+ *     the sender; a node announces only itself.
  *  3. A hint or a node not heard from for HINT_TTL_MS is not used: the
  *     client then goes to a member heard from recently (preferred first),
  *     which redirects it in turn, or as a last resort to the preferred
@@ -33,6 +39,7 @@
 #include "gridsync/cluster/cluster_internal.h"
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/client/node_ctx.h"
+#include "gridsync/commands/pubsub.h"
 
 #define HINT_INTERVAL_MS 50
 /* Four intervals: one or two lost datagrams do not drop a hint. */
@@ -44,8 +51,11 @@ struct gs_cl_hints {
     uv_timer_t timer;
     unsigned open; /* handles not yet closed */
     char out[GS_HINT_BYTES];
-    char in[GS_HINT_BYTES + 1]; /* one more: a longer datagram is truncated, then refused */
     struct gs_hint h;
+    char pub[GS_PUB_BYTES]; /* a PUBLISH being sent */
+    /* One more than the longest datagram: a longer one is truncated, then
+     * refused. */
+    char in[GS_PUB_BYTES + 1];
 };
 
 static uint64_t now_ms(const struct gs_cluster *cl)
@@ -73,6 +83,18 @@ static int node_of_raft_id(const struct gs_cluster *cl, uint64_t id)
     return -1;
 }
 
+/* The node that sent a datagram naming sender from addr, or -1
+ * (invariant 2). */
+static int from_peer(const struct gs_cluster *cl, uint64_t sender, const struct sockaddr *addr)
+{
+    int from = node_of_raft_id(cl, sender);
+    struct sockaddr_storage want;
+    if (from < 0 || (unsigned)from == cl->self || !raft_addr_of(&cl->nodes[from], &want) ||
+        !core_addr_equal((const struct sockaddr *)&want, addr))
+        return -1;
+    return from;
+}
+
 static void on_recv(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf, const struct sockaddr *addr,
                     unsigned flags)
 {
@@ -81,13 +103,18 @@ static void on_recv(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf, const struc
     (void)buf;
     if (nread <= 0 || !addr || (flags & UV_UDP_PARTIAL))
         return;
+    struct gs_pub pub;
+    if (gs_pub_parse(hs->in, (size_t)nread, &pub) == 0) {
+        if (from_peer(cl, pub.sender, addr) >= 0)
+            (void)gs_pubsub_publish(cl->node, pub.channel, pub.chlen, pub.message, pub.msglen,
+                                    false);
+        return;
+    }
     if (gs_hint_parse(hs->in, (size_t)nread, &hs->h) != 0)
         return;
-    int from = node_of_raft_id(cl, hs->h.sender);
-    struct sockaddr_storage want;
-    if (from < 0 || (unsigned)from == cl->self || !raft_addr_of(&cl->nodes[from], &want) ||
-        !core_addr_equal((const struct sockaddr *)&want, addr))
-        return; /* invariant 2 */
+    int from = from_peer(cl, hs->h.sender, addr);
+    if (from < 0)
+        return;
     uint64_t now = now_ms(cl);
     cl->nodes[from].heard_ms = now;
     for (uint32_t k = 0; k < hs->h.n; k++) {
@@ -109,6 +136,20 @@ static void on_recv(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf, const struc
     }
 }
 
+/* Send the datagram in out (len bytes) to every other live node. Best
+ * effort: a full socket buffer or an unreachable peer drops it. */
+static void send_all(struct gs_cl_hints *hs, char *out, size_t len)
+{
+    struct gs_cluster *cl = hs->cl;
+    uv_buf_t b = uv_buf_init(out, (unsigned)len);
+    for (unsigned i = 0; i < cl->n; i++) {
+        struct sockaddr_storage sa;
+        if (i == cl->self || cl->nodes[i].removed || !raft_addr_of(&cl->nodes[i], &sa))
+            continue;
+        (void)uv_udp_try_send(&hs->udp, &b, 1, (const struct sockaddr *)&sa);
+    }
+}
+
 static void on_tick(uv_timer_t *t)
 {
     struct gs_cl_hints *hs = t->data;
@@ -126,16 +167,23 @@ static void on_tick(uv_timer_t *t)
         h->term[h->n] = term;
         h->n++;
     }
-    size_t len = gs_hint_encode(hs->out, h);
-    uv_buf_t b = uv_buf_init(hs->out, (unsigned)len);
-    for (unsigned i = 0; i < cl->n; i++) {
-        struct sockaddr_storage sa;
-        if (i == cl->self || cl->nodes[i].removed || !raft_addr_of(&cl->nodes[i], &sa))
-            continue;
-        /* Best effort: a full socket buffer or an unreachable peer only
-         * delays the hint to the next tick. */
-        (void)uv_udp_try_send(&hs->udp, &b, 1, (const struct sockaddr *)&sa);
+    /* A lost hint only waits for the next tick. */
+    send_all(hs, hs->out, gs_hint_encode(hs->out, h));
+}
+
+void gs_cl_forward_publish(struct gs_cluster *cl, const char *ch, size_t chlen, const char *msg,
+                           size_t msglen)
+{
+    struct gs_cl_hints *hs = cl->hints;
+    if (!hs)
+        return;
+    size_t len = gs_pub_encode(hs->pub, cl->nodes[cl->self].raft_id, ch, chlen, msg, msglen);
+    if (len == 0) {
+        CORE_DEBUG("cluster: a PUBLISH of %zu bytes is too big to forward to other nodes",
+                   chlen + msglen);
+        return;
     }
+    send_all(hs, hs->pub, len);
 }
 
 static void on_closed(uv_handle_t *h)

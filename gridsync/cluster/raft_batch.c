@@ -305,3 +305,33 @@ int gs_hint_parse(const void *buf, size_t len, struct gs_hint *h)
     }
     return 0;
 }
+
+size_t gs_pub_encode(char *out, uint64_t sender, const char *channel, size_t chlen,
+                     const char *message, size_t msglen)
+{
+    if (chlen > GS_PUB_BYTES - GS_PUB_HEADER || msglen > GS_PUB_BYTES - GS_PUB_HEADER - chlen)
+        return 0;
+    core_put_le32(out, GS_PUB_MAGIC);
+    core_put_le64(out + 4, sender);
+    core_put_le32(out + 12, (uint32_t)chlen);
+    core_put_le32(out + 16, (uint32_t)msglen);
+    memcpy(out + GS_PUB_HEADER, channel, chlen);
+    memcpy(out + GS_PUB_HEADER + chlen, message, msglen);
+    return GS_PUB_HEADER + chlen + msglen;
+}
+
+int gs_pub_parse(const void *buf, size_t len, struct gs_pub *p)
+{
+    const char *b = buf;
+    if (len < GS_PUB_HEADER || len > GS_PUB_BYTES || core_get_le32(b) != GS_PUB_MAGIC)
+        return CORE_EPROTO;
+    uint64_t chlen = core_get_le32(b + 12), msglen = core_get_le32(b + 16);
+    if (GS_PUB_HEADER + chlen + msglen != len)
+        return CORE_EPROTO;
+    p->sender = core_get_le64(b + 4);
+    p->chlen = (size_t)chlen;
+    p->msglen = (size_t)msglen;
+    p->channel = b + GS_PUB_HEADER;
+    p->message = b + GS_PUB_HEADER + chlen;
+    return 0;
+}

@@ -164,4 +164,34 @@ size_t gs_hint_encode(char *out, const struct gs_hint *h);
 /* Parse a datagram of len bytes into *h. Returns 0 or CORE_EPROTO. */
 int gs_hint_parse(const void *buf, size_t len, struct gs_hint *h);
 
+/* A forwarded PUBLISH: the datagram a node sends on the same socket to
+ * every other node, so that subscribers anywhere in the cluster get a
+ * message published on any node (leader_hints.c), as Redis Cluster's bus
+ * carries PUBLISH; at most once (a lost datagram is a lost message).
+ *
+ *   u32 magic "GSPM"   u64 sender raft id   u32 channel length
+ *   u32 message length   channel bytes   message bytes
+ *
+ * The length must be exactly that, and at most GS_PUB_BYTES (one UDP
+ * datagram over IPv4).
+ */
+#define GS_PUB_MAGIC  0x4d505347u /* "GSPM" */
+#define GS_PUB_HEADER 20u
+#define GS_PUB_BYTES  65507u
+
+struct gs_pub {
+    uint64_t sender;
+    const char *channel, *message; /* into the parsed buffer */
+    size_t chlen, msglen;
+};
+
+/* Write a datagram into out (at least GS_PUB_BYTES). Returns its length,
+ * or 0 when the channel and message do not fit in one. */
+size_t gs_pub_encode(char *out, uint64_t sender, const char *channel, size_t chlen,
+                     const char *message, size_t msglen);
+
+/* Parse a datagram of len bytes into *p (pointers into buf). Returns 0 or
+ * CORE_EPROTO. */
+int gs_pub_parse(const void *buf, size_t len, struct gs_pub *p);
+
 #endif

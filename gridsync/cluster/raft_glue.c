@@ -24,11 +24,17 @@
 #include "gridsync/cluster/raft_glue.h"
 #include "gridsync/types/value.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <raft.h>
@@ -87,6 +93,12 @@ struct gs_fsm {
     raft_term lease_term;
     int64_t lease_until_ms; /* monotonic */
     bool renewing;          /* a background lease renewal is in flight */
+    /* The snapshot being built off the loop (see "Snapshots off the
+     * loop"): libraft takes one at a time, so one of each suffices. */
+    pid_t snap_pid; /* the child encoding it; 0 = built on the loop */
+    int snap_fd;    /* read end of the child's pipe; -1 = none */
+    struct core_buf snap;
+    struct raft_buffer snap_rb;
 };
 
 static int64_t fsm_now(struct gs_fsm *f)
@@ -249,7 +261,26 @@ struct snap_ctx {
     struct core_buf *b;
     uint64_t count;
     int rc;
+    int fd; /* >= 0: stream the encoding there (the fork child) */
 };
+
+/* Write all of b to fd and empty b. Returns 0 or CORE_EIO. */
+static int drain(struct core_buf *b, int fd)
+{
+    size_t off = 0;
+    while (off < b->len) {
+        ssize_t n = write(fd, b->data + off, b->len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return CORE_EIO;
+        off += (size_t)n;
+    }
+    core_buf_reset(b);
+    return 0;
+}
+
+#define SNAP_CHUNK (64u * 1024u)
 
 static void snap_entry(void *arg, const struct gs_entry *e)
 {
@@ -270,25 +301,45 @@ static void snap_entry(void *arg, const struct gs_entry *e)
     if (c->rc == 0)
         c->rc = gs_snapshot_add(c->b, GS_TYPE_STRING, key, klen, val, vlen, gs_entry_expire_ms(e));
     c->count++;
+    if (c->fd >= 0 && c->rc == 0 && c->b->len >= SNAP_CHUNK)
+        c->rc = drain(c->b, c->fd);
 }
 
-/* raft_fsm.snapshot: the whole store in one buffer. Runs on the loop
- * thread, between messages (libraft 0.15, FSM version 1). */
-static int fsm_snapshot(struct raft_fsm *rfsm, struct raft_buffer *bufs[], unsigned *n_bufs)
+/* Encode the whole store into b, or (fd >= 0) stream it to fd through b
+ * (the header's count is then left 0: see snapshot_child). Returns 0 or
+ * a CORE_* code; *count is the number of entries. */
+static int encode_store(struct gs_fsm *f, struct core_buf *b, int fd, int64_t now, uint64_t *count)
 {
-    struct gs_fsm *f = rfsm->data;
-    struct core_buf b = {0};
-    struct snap_ctx c = {&b, 0, gs_snapshot_begin(&b)};
-    int64_t now = fsm_now(f);
+    struct snap_ctx c = {b, 0, gs_snapshot_begin(b), fd};
     uint64_t cursor = 0;
     do {
         cursor = gs_store_scan(f->cfg.store, cursor, 1024, now, snap_entry, &c);
     } while (cursor != 0 && c.rc == 0);
-    if (c.rc) {
+    *count = c.count;
+    return c.rc;
+}
+
+static void note_pause(struct gs_fsm *f, uint64_t start_ns)
+{
+    uint64_t us = (core_now_ns() - start_ns) / 1000u;
+    if (us > f->st.snapshot_pause_max_us)
+        f->st.snapshot_pause_max_us = us;
+}
+
+/* raft_fsm.snapshot, version 1 (snapshot_fork off): the whole store in
+ * one buffer, encoded on the loop thread, between messages: a pause
+ * proportional to the shard's size. */
+static int fsm_snapshot(struct raft_fsm *rfsm, struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+    struct gs_fsm *f = rfsm->data;
+    uint64_t t0 = core_now_ns();
+    struct core_buf b = {0};
+    uint64_t count;
+    if (encode_store(f, &b, -1, fsm_now(f), &count)) {
         core_buf_free(&b);
         return RAFT_NOMEM;
     }
-    gs_snapshot_finish(&b, c.count);
+    gs_snapshot_finish(&b, count);
     /* libraft releases both with raft_free. */
     struct raft_buffer *rb = raft_malloc(sizeof(*rb));
     void *base = raft_malloc(b.len);
@@ -305,6 +356,165 @@ static int fsm_snapshot(struct raft_fsm *rfsm, struct raft_buffer *bufs[], unsig
     *bufs = rb;
     *n_bufs = 1;
     f->st.snapshots_taken++;
+    note_pause(f, t0);
+    return 0;
+}
+
+/* ---- Snapshots off the loop (FSM version 3) ----
+ *
+ * libraft calls snapshot on the loop right after applying entry
+ * last_applied, then snapshot_async on a thread-pool thread (io->async_work),
+ * then snapshot_finalize on the loop; entries keep being applied
+ * meanwhile. The consistent view is a fork()ed child: it holds the store
+ * exactly as it was after last_applied (its pages are copy-on-write), so
+ * the snapshot has every entry up to its index and none after, while the
+ * loop goes on applying later entries to its own copy (they stay in the
+ * log after the snapshot's index). The loop's pause is the fork (copying
+ * page tables), not the encoding.
+ *
+ * The child streams the encoding into a pipe, with the snapshot header's
+ * count left 0, then a trailer (u64 count, u32 SNAP_END) that proves it got
+ * to the end; it uses nothing but the store, malloc and write, and leaves
+ * with _exit. The thread reads the pipe to EOF, checks the trailer and the
+ * child's exit, and writes the count into the header. If fork fails, the
+ * loop encodes the snapshot itself, as version 1 does. */
+#define SNAP_END    0x444e4553u /* "SEND" */
+#define SNAP_HEADER 12u         /* magic and count (raft_batch.h) */
+
+static void snapshot_child(struct gs_fsm *f, int fd, int64_t now)
+{
+    /* Nobody reads the pipe after the node dies: do not outlive it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* Background work: leave the CPU to the event loops first. */
+    if (setpriority(PRIO_PROCESS, 0, 10) != 0) {
+        /* not fatal: the snapshot is built at the node's priority */
+    }
+    struct core_buf b = {0};
+    uint64_t count = 0;
+    int rc = encode_store(f, &b, fd, now, &count);
+    if (rc == 0) {
+        char *t = core_buf_reserve(&b, 12);
+        if (!t)
+            rc = CORE_ENOMEM;
+        else {
+            uint32_t end = SNAP_END;
+            memcpy(t, &count, 8); /* little-endian, as raft_batch.h */
+            memcpy(t + 8, &end, 4);
+            b.len += 12;
+            rc = drain(&b, fd);
+        }
+    }
+    _exit(rc == 0 ? 0 : 1);
+}
+
+static int fsm_snapshot_fork(struct raft_fsm *rfsm, struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+    struct gs_fsm *f = rfsm->data;
+    uint64_t t0 = core_now_ns();
+    int64_t now = fsm_now(f);
+    core_buf_reset(&f->snap);
+    f->snap_pid = 0;
+    f->snap_fd = -1;
+    int p[2];
+    pid_t pid = -1;
+    if (pipe2(p, O_CLOEXEC) == 0) {
+        pid = fork();
+        if (pid == 0) {
+            close(p[0]);
+            snapshot_child(f, p[1], now);
+        }
+        close(p[1]);
+        if (pid < 0)
+            close(p[0]);
+    }
+    if (pid > 0) {
+        f->snap_pid = pid;
+        f->snap_fd = p[0];
+    } else {
+        CORE_WARN("raft: cannot fork to build a snapshot (%s): building it on the loop",
+                  strerror(errno));
+        uint64_t count;
+        if (encode_store(f, &f->snap, -1, now, &count)) {
+            core_buf_free(&f->snap);
+            return RAFT_NOMEM;
+        }
+        gs_snapshot_finish(&f->snap, count);
+    }
+    f->snap_rb = (struct raft_buffer){f->snap.data, f->snap.len};
+    *bufs = &f->snap_rb;
+    *n_bufs = 1;
+    note_pause(f, t0);
+    return 0;
+}
+
+/* Thread-pool thread: nothing here may touch the store or libraft. */
+static int fsm_snapshot_async(struct raft_fsm *rfsm, struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+    struct gs_fsm *f = rfsm->data;
+    if (f->snap_fd < 0)
+        return 0; /* built on the loop */
+    int rc = 0;
+    for (;;) {
+        char *p = core_buf_reserve(&f->snap, SNAP_CHUNK);
+        if (!p) {
+            rc = RAFT_NOMEM;
+            break;
+        }
+        ssize_t n = read(f->snap_fd, p, SNAP_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            rc = RAFT_IOERR;
+        if (n <= 0)
+            break;
+        f->snap.len += (size_t)n;
+    }
+    close(f->snap_fd);
+    f->snap_fd = -1;
+    int status = 0;
+    pid_t w;
+    while ((w = waitpid(f->snap_pid, &status, 0)) < 0 && errno == EINTR)
+        ;
+    /* ECHILD (SIGCHLD ignored: already reaped) leaves the trailer to tell. */
+    if (w == f->snap_pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        rc = rc ? rc : RAFT_IOERR;
+    uint32_t end = 0;
+    uint64_t count = 0;
+    if (rc == 0 && f->snap.len >= SNAP_HEADER + 12) {
+        memcpy(&count, f->snap.data + f->snap.len - 12, 8);
+        memcpy(&end, f->snap.data + f->snap.len - 4, 4);
+    }
+    if (rc == 0 && end != SNAP_END)
+        rc = RAFT_IOERR; /* the child did not finish */
+    if (rc != 0) {
+        core_buf_reset(&f->snap);
+        bufs[0]->base = NULL;
+        bufs[0]->len = 0;
+        return rc;
+    }
+    f->snap.len -= 12;
+    gs_snapshot_finish(&f->snap, count);
+    bufs[0]->base = f->snap.data;
+    bufs[0]->len = f->snap.len;
+    (void)n_bufs;
+    return 0;
+}
+
+/* Loop, after snapshot_async (whatever it returned) and the snapshot's
+ * write: the buffer is ours (FSM version >= 2). */
+static int fsm_snapshot_finalize(struct raft_fsm *rfsm, struct raft_buffer *bufs[],
+                                 unsigned *n_bufs)
+{
+    struct gs_fsm *f = rfsm->data;
+    if (f->snap.len > 0)
+        f->st.snapshots_taken++;
+    else
+        f->st.snapshots_failed++;
+    core_buf_free(&f->snap);
+    f->snap_rb = (struct raft_buffer){NULL, 0};
+    f->snap_pid = 0;
+    *bufs = NULL;
+    *n_bufs = 0;
     return 0;
 }
 
@@ -379,11 +589,19 @@ int gs_fsm_new(struct gs_fsm **out, const struct gs_fsm_config *cfg)
         f->slots[i].req.data = &f->slots[i];
     }
     f->incarnation = random_incarnation();
-    f->rfsm.version = 1;
+    f->snap_fd = -1;
     f->rfsm.data = f;
     f->rfsm.apply = fsm_apply;
-    f->rfsm.snapshot = fsm_snapshot;
     f->rfsm.restore = fsm_restore;
+    if (f->cfg.snapshot_fork) {
+        f->rfsm.version = 3;
+        f->rfsm.snapshot = fsm_snapshot_fork;
+        f->rfsm.snapshot_async = fsm_snapshot_async;
+        f->rfsm.snapshot_finalize = fsm_snapshot_finalize;
+    } else {
+        f->rfsm.version = 1;
+        f->rfsm.snapshot = fsm_snapshot;
+    }
     *out = f;
     return 0;
 }
@@ -404,6 +622,11 @@ void gs_fsm_free(struct gs_fsm *f)
     free(f->open_ws.w);
     core_buf_free(&f->open);
     core_buf_free(&f->scratch);
+    /* libraft's close waits for its async work, so a snapshot has been
+     * finalized by now; a child left over from a failed start is killed. */
+    if (f->snap_pid > 0 && kill(f->snap_pid, SIGKILL) == 0)
+        waitpid(f->snap_pid, NULL, 0);
+    core_buf_free(&f->snap);
     gs_batch_reader_free(&f->rd);
     free(f);
 }
@@ -526,6 +749,11 @@ unsigned gs_fsm_flush(struct gs_fsm *f)
         return 0;
     }
     s->index = s->req.index;
+    unsigned inflight = 0;
+    for (unsigned i = 0; i < f->nslots; i++)
+        inflight += f->slots[i].state == SLOT_INFLIGHT;
+    if (inflight > f->st.inflight_max)
+        f->st.inflight_max = inflight;
     f->st.entries_proposed++;
     f->st.commands_proposed += n;
     return n;

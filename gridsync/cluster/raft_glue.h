@@ -58,8 +58,16 @@
  *
  * FSM rules (libraft 0.15): apply must return 0 — a non-zero return halts
  * the node — so a malformed entry is logged and skipped, and a command
- * that fails yields an error reply, not an error code. Snapshots are taken
- * and restored on the loop thread.
+ * that fails yields an error reply, not an error code.
+ *
+ * Snapshots. With snapshot_fork (what groups use), a snapshot is built off
+ * the loop (libraft's FSM version 3): the loop fork()s, the child encodes
+ * the store as it was after the snapshot's last entry (a copy-on-write
+ * view) into a pipe, a thread-pool thread reads it; the loop pauses only
+ * for the fork, and the writes it applies meanwhile stay in the log after
+ * the snapshot's index. Without it (the fixture's I/O has no async work),
+ * the loop encodes the store itself. Restoring a snapshot runs on the
+ * loop thread.
  */
 #ifndef GS_RAFT_GLUE_H
 #define GS_RAFT_GLUE_H
@@ -105,6 +113,9 @@ struct gs_fsm_config {
      * NULL = raft's io->time (the fixture's simulated clock in tests). */
     int64_t (*mono_ms)(void *);
     void *mono_ctx;
+    /* Build snapshots in a fork()ed child (see "Snapshots" above). Needs
+     * a raft_io with async_work (libraft's uv I/O has it). */
+    bool snapshot_fork;
 };
 
 struct gs_fsm;
@@ -191,10 +202,16 @@ struct gs_fsm_stats {
     uint64_t entries_malformed; /* skipped on apply */
     uint64_t limbo_succeeded, limbo_failed, limbo_unknown;
     uint64_t snapshots_taken, snapshots_restored;
-    uint64_t barriers;      /* gs_fsm_barrier calls and lease renewals */
-    uint64_t lease_renewed; /* commits that extended the lease */
-    unsigned inflight;      /* slots not FREE */
-    unsigned queued;        /* commands in the open batch */
+    uint64_t snapshots_failed;      /* fork mode: the child did not finish */
+    uint64_t snapshot_pause_max_us; /* longest loop time in one snapshot call */
+    unsigned inflight_max;          /* most entries in flight at a proposal:
+                                     * above 1, a new entry went to the
+                                     * followers before the previous one
+                                     * had committed (pipelined) */
+    uint64_t barriers;              /* gs_fsm_barrier calls and lease renewals */
+    uint64_t lease_renewed;         /* commits that extended the lease */
+    unsigned inflight;              /* slots not FREE */
+    unsigned queued;                /* commands in the open batch */
 };
 void gs_fsm_stats(const struct gs_fsm *f, struct gs_fsm_stats *out);
 
@@ -239,10 +256,15 @@ struct gs_group_config {
     bool join;                   /* join a running group: no bootstrap; the
                                   * leader adds this node (peers[] need only
                                   * hold this node) */
+    /* NULL: Raft state under dir. Else it is kept in DynamoDB
+     * (raft_store_dynamo.h; copied), under a key made of id and dir's last
+     * component, and dir itself is not used. */
+    const struct gs_raft_store_config *store;
     struct gs_fsm_config fsm;
 };
 
 struct gs_group;
+struct gs_raft_store_config;
 
 /* Create and start a group on loop. The process must ignore SIGPIPE (as
  * servers do): libraft writes to peers that may have just gone away. Makes

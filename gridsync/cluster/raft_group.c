@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/list.h"
 #include "core/log.h"
+#include "gridsync/cluster/raft_store_dynamo.h"
 #include "gridsync/cluster/raft_transport.h"
 
 /* ---- gs_group ----------------------------------------------------------- */
@@ -55,6 +56,7 @@ struct gs_group {
     char desired_addr[MAX_DESIRED][GS_MUX_ADDR_MAX + 1];
     char dir[PATH_MAX];
     bool erase;
+    bool dynamo;                 /* Raft state in DynamoDB; dir is a scratch directory */
     unsigned snapshot_threshold; /* as configured (restored after a hold) */
     unsigned handles_open;
     void (*close_cb)(void *);
@@ -273,6 +275,7 @@ static void io_close_once(struct raft_io *io, raft_io_close_cb cb)
 
 static void release_io(struct gs_group *g)
 {
+    gs_raft_store_dynamo_release(&g->io);
     raft_uv_close(&g->io);
     if (!g->use_mux)
         raft_uv_tcp_close(&g->transport.inner);
@@ -290,7 +293,9 @@ static void group_closed(struct gs_group *g)
 {
     void (*cb)(void *) = g->close_cb;
     void *data = g->close_data;
-    if (g->erase)
+    if (g->erase && g->dynamo)
+        (void)gs_raft_store_dynamo_erase(&g->io); /* logged */
+    if (g->erase || g->dynamo)
         erase_dir(g->dir);
     gs_fsm_free(g->fsm);
     g->fsm = NULL;
@@ -330,7 +335,18 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
             self = cfg->peers[i].address;
     if (!cfg->id || !self || !cfg->dir)
         return CORE_EINVAL;
-    int rc = mkdir_p(cfg->dir);
+    /* With the state in DynamoDB, libraft's uv io (kept for its transport)
+     * gets a scratch directory of its own, removed at close. */
+    char scratch[PATH_MAX];
+    if (cfg->store) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(scratch, sizeof(scratch), "%s/gridsync-raft-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (mkdtemp(scratch) == NULL) {
+            CORE_WARN("raft: cannot create a scratch directory %s: %s", scratch, strerror(errno));
+            return CORE_EIO;
+        }
+    }
+    int rc = cfg->store ? 0 : mkdir_p(cfg->dir);
     if (rc) {
         CORE_WARN("raft: cannot create %s: %s", cfg->dir, core_strerror(rc));
         return CORE_EIO;
@@ -354,14 +370,15 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
     g->preferred = cfg->preferred_leader;
     g->transfer.data = g;
     g->change.data = g;
-    snprintf(g->dir, sizeof(g->dir), "%s", cfg->dir);
+    snprintf(g->dir, sizeof(g->dir), "%s", cfg->store ? scratch : cfg->dir);
+    g->dynamo = cfg->store != NULL;
 
     int rv;
     if (cfg->mux) {
         g->use_mux = true;
         rv = gs_mux_channel_init(&g->chan, cfg->mux, cfg->mux_group);
         if (rv == 0) {
-            rv = raft_uv_init(&g->io, loop, cfg->dir, &g->chan.t);
+            rv = raft_uv_init(&g->io, loop, g->dir, &g->chan.t);
             if (rv != 0) {
                 /* The channel's timer must close before g goes. */
                 g->chan.defer.data = g;
@@ -372,12 +389,33 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
     } else {
         rv = gs_nodelay_transport_init(&g->transport, loop);
         if (rv == 0) {
-            rv = raft_uv_init(&g->io, loop, cfg->dir, &g->transport.outer);
+            rv = raft_uv_init(&g->io, loop, g->dir, &g->transport.outer);
             if (rv != 0)
                 raft_uv_tcp_close(&g->transport.inner);
         }
     }
+    if (rv == 0 && cfg->store) {
+        /* The group's key: this node's raft id and the group's name. */
+        struct gs_raft_store_config sc = *cfg->store;
+        const char *base = strrchr(cfg->dir, '/');
+        snprintf(sc.key, sizeof(sc.key), "%llu#%s", (unsigned long long)cfg->id,
+                 base ? base + 1 : cfg->dir);
+        if (gs_raft_store_dynamo_attach(&g->io, loop, &sc) != 0) {
+            CORE_WARN("raft: cannot read the Raft state of %s from DynamoDB", sc.key);
+            erase_dir(g->dir);
+            raft_uv_close(&g->io);
+            if (!g->use_mux)
+                raft_uv_tcp_close(&g->transport.inner);
+            rv = RAFT_IOERR;
+        }
+    }
     if (rv == 0) {
+        /* libraft 0.15's uv I/O implements async_work (thread-pool work,
+         * what FSM version 3 builds snapshots with) but still says version
+         * 1, and raft_init refuses a version 3 FSM on a version 1 io. The
+         * only field version 2 adds is async_work: say so when it is there. */
+        if (g->io.version < 2 && g->io.async_work)
+            g->io.version = 2;
         g->uv_io_close = g->io.close;
         g->io.close = io_close_once;
         raft_uv_set_connect_retry_delay(&g->io, cfg->connect_retry_ms ? cfg->connect_retry_ms
@@ -385,6 +423,7 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
         rv = raft_init(&g->raft, &g->io, gs_fsm_raft(g->fsm), cfg->id, self);
         if (rv != 0) {
             CORE_WARN("raft: init %s: %s", self, raft_errmsg(&g->raft));
+            gs_raft_store_dynamo_release(&g->io);
             raft_uv_close(&g->io);
             if (!g->use_mux)
                 raft_uv_tcp_close(&g->transport.inner);

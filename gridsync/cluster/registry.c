@@ -257,7 +257,9 @@ int gs_registry_call(struct gs_registry *r, const char *op, json_t *body, gs_reg
     q->cb = cb;
     q->arg = arg;
     snprintf(q->op, sizeof(q->op), "%s", op);
-    json_object_set_new(body, "TableName", json_string(r->cfg.table));
+    /* BatchWriteItem names its tables in RequestItems and has no TableName. */
+    if (json_object_get(body, "RequestItems") == NULL)
+        json_object_set_new(body, "TableName", json_string(r->cfg.table));
     q->body = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     snprintf(target, sizeof(target), "X-Amz-Target: DynamoDB_20120810.%s", op);

@@ -55,8 +55,11 @@ typedef void (*gs_registry_cb)(void *arg, int err, json_t *reply, const char *ms
 int gs_registry_new(struct gs_registry **out, uv_loop_t *loop,
                     const struct gs_registry_config *cfg);
 
-/* Send operation op (e.g. "PutItem") with body (reference stolen). cb runs
- * later from a loop callback, once, unless the registry is freed first. */
+/* Send operation op (e.g. "PutItem") with body (reference stolen; the
+ * configured table is added as TableName unless the body has RequestItems,
+ * as BatchWriteItem's does). cb runs later from a loop callback, once,
+ * unless the registry is freed first. Also the DynamoDB client of
+ * raft_store_dynamo.h. */
 int gs_registry_call(struct gs_registry *r, const char *op, json_t *body, gs_registry_cb cb,
                      void *arg);
 

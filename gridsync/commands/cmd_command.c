@@ -31,10 +31,11 @@ static void reply_command_info(struct gs_client *c, const struct gs_command *cmd
     static const struct {
         unsigned flag;
         const char *name;
-    } names[] = {
-        {GS_CMD_WRITE, "write"}, {GS_CMD_READONLY, "readonly"}, {GS_CMD_DENYOOM, "denyoom"},
-        {GS_CMD_ADMIN, "admin"}, {GS_CMD_NOSCRIPT, "noscript"}, {GS_CMD_LOADING, "loading"},
-        {GS_CMD_STALE, "stale"}, {GS_CMD_FAST, "fast"},         {GS_CMD_NOAUTH, "no_auth"}};
+    } names[] = {{GS_CMD_WRITE, "write"},       {GS_CMD_READONLY, "readonly"},
+                 {GS_CMD_DENYOOM, "denyoom"},   {GS_CMD_ADMIN, "admin"},
+                 {GS_CMD_NOSCRIPT, "noscript"}, {GS_CMD_LOADING, "loading"},
+                 {GS_CMD_STALE, "stale"},       {GS_CMD_FAST, "fast"},
+                 {GS_CMD_NOAUTH, "no_auth"},    {GS_CMD_MOVABLEKEYS, "movablekeys"}};
     gs_reply_array(w, 10);
     gs_reply_bulk_cstr(w, cmd->name);
     gs_reply_int(w, cmd->arity);
@@ -129,7 +130,7 @@ static void command_list(struct gs_client *c, size_t argc, struct gs_arg *argv)
 }
 
 /* Redis 7.0's getKeysSubcommandImpl: the keys of a full command line,
- * from the table's first/last/step positions. */
+ * from the table's key positions (gs_command_keys). */
 static void command_getkeys(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     const struct gs_command *cmd = gs_command_lookup(c->node, argv[2].p, argv[2].len);
@@ -138,7 +139,7 @@ static void command_getkeys(struct gs_client *c, size_t argc, struct gs_arg *arg
         gs_error(c, "ERR Invalid command specified");
         return;
     }
-    if (cmd->first_key == 0) {
+    if (cmd->first_key == 0 && !(cmd->flags & GS_CMD_MOVABLEKEYS)) {
         gs_error(c, "ERR The command has no key arguments");
         return;
     }
@@ -147,13 +148,20 @@ static void command_getkeys(struct gs_client *c, size_t argc, struct gs_arg *arg
         gs_error(c, "ERR Invalid number of arguments specified for command");
         return;
     }
-    size_t first = (size_t)cmd->first_key, step = (size_t)cmd->key_step;
-    size_t last = cmd->last_key < 0 ? n - (size_t)-cmd->last_key : (size_t)cmd->last_key;
-    if (last >= n) /* MSET a: a key without its value */
-        last = n - 1;
-    gs_reply_array(&c->w, (last - first) / step + 1);
-    for (size_t i = first; i <= last; i += step)
-        gs_reply_bulk(&c->w, argv[2 + i].p, argv[2 + i].len);
+    size_t stack[64];
+    long k = gs_command_keys(cmd, n, argv + 2, stack, 64);
+    size_t *pos = k > 64 ? malloc((size_t)k * sizeof(*pos)) : stack;
+    if (k <= 0 || !pos) {
+        gs_error(c, k <= 0 ? "ERR Invalid arguments specified for command" : "OOM out of memory");
+        return;
+    }
+    if (pos != stack)
+        gs_command_keys(cmd, n, argv + 2, pos, (size_t)k);
+    gs_reply_array(&c->w, (size_t)k);
+    for (long i = 0; i < k; i++)
+        gs_reply_bulk(&c->w, argv[2 + pos[i]].p, argv[2 + pos[i]].len);
+    if (pos != stack)
+        free(pos);
 }
 
 static const struct gs_subcommand command_subs[] = {

@@ -5,6 +5,7 @@
  */
 #include "gridsync/commands/cmd_server.h"
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gridsync/commands/glob.h"
@@ -117,10 +118,12 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
         gs_sbprintf(b,
                     "used_memory:%" PRIu64 "\r\nused_memory_human:%s\r\nmaxmemory:%lld\r\n"
                     "maxmemory_human:%s\r\nmaxmemory_policy:%s\r\nmem_clients_normal:%zu\r\n"
-                    "maxmemory_clients:%lld\r\nlazyfree_pending_objects:%" PRIu64 "\r\n",
+                    "maxmemory_clients:%lld\r\nlazyfree_pending_objects:%" PRIu64 "\r\n"
+                    "mem_allocator:%s\r\n",
                     st.used_memory, used, (long long)n->cfg.maxmemory, maxm,
                     pol[n->cfg.maxmemory_policy], core_server_clients_memory(n->srv),
-                    (long long)clients_budget(n), gs_store_lazyfree_pending(n->dbs[0].store));
+                    (long long)clients_budget(n), gs_store_lazyfree_pending(n->dbs[0].store),
+                    core_allocator_name());
     }
     if (want(argc, argv, "persistence", true)) {
         SECTION("Persistence");

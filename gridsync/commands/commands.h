@@ -24,6 +24,9 @@ enum {
     GS_CMD_LOADING = 1 << 6,
     GS_CMD_STALE = 1 << 7,
     GS_CMD_NOSCRIPT = 1 << 8,
+    /* Keys after a count (Redis's "keynum" key spec; gs_command_keys): the
+     * first/last/step triple gives only the keys before the count. */
+    GS_CMD_MOVABLEKEYS = 1 << 9,
 };
 
 typedef void gs_cmd_fn(struct gs_client *c, size_t argc, struct gs_arg *argv);
@@ -41,6 +44,15 @@ struct gs_command {
 
 /* Every command, in one table (commands.c); NULL-name terminated. */
 extern const struct gs_command gs_commands[];
+
+/* The argv positions of a command line's keys, as Redis's key specs give
+ * them (COMMAND GETKEYS, cluster routing): the first/last/step range,
+ * then for a GS_CMD_MOVABLEKEYS command the keys its count announces.
+ * Up to cap positions go to pos. Returns the number of keys, or -1 when
+ * the count is not a number or announces more keys than there are
+ * arguments (Redis's "Invalid arguments specified for command"). */
+long gs_command_keys(const struct gs_command *cmd, size_t argc, const struct gs_arg *argv,
+                     size_t *pos, size_t cap);
 
 /* Handlers, by family. */
 gs_cmd_fn gs_cmd_get, gs_cmd_set, gs_cmd_setnx, gs_cmd_setex, gs_cmd_psetex, gs_cmd_getset,
@@ -66,8 +78,15 @@ gs_cmd_fn gs_cmd_lpush, gs_cmd_rpush, gs_cmd_lpushx, gs_cmd_rpushx, gs_cmd_linse
 gs_cmd_fn gs_cmd_sadd, gs_cmd_srem, gs_cmd_smembers, gs_cmd_sismember, gs_cmd_smismember,
     gs_cmd_scard, gs_cmd_spop, gs_cmd_srandmember, gs_cmd_smove, gs_cmd_sinter, gs_cmd_sunion,
     gs_cmd_sdiff, gs_cmd_sinterstore, gs_cmd_sunionstore, gs_cmd_sdiffstore, gs_cmd_sintercard,
-    gs_cmd_sscan;                       /* cmd_set.c */
-gs_cmd_fn gs_cmd_object, gs_cmd_memory; /* cmd_object.c */
+    gs_cmd_sscan; /* cmd_set.c */
+gs_cmd_fn gs_cmd_zadd, gs_cmd_zincrby, gs_cmd_zrem, gs_cmd_zcard, gs_cmd_zscore, gs_cmd_zmscore,
+    gs_cmd_zrank, gs_cmd_zrevrank, gs_cmd_zcount, gs_cmd_zlexcount, gs_cmd_zrange,
+    gs_cmd_zrangestore, gs_cmd_zrevrange, gs_cmd_zrangebyscore, gs_cmd_zrevrangebyscore,
+    gs_cmd_zrangebylex, gs_cmd_zrevrangebylex, gs_cmd_zremrangebyrank, gs_cmd_zremrangebyscore,
+    gs_cmd_zremrangebylex, gs_cmd_zpopmin, gs_cmd_zpopmax, gs_cmd_zmpop, gs_cmd_zrandmember,
+    gs_cmd_zunion, gs_cmd_zinter, gs_cmd_zdiff, gs_cmd_zunionstore, gs_cmd_zinterstore,
+    gs_cmd_zdiffstore, gs_cmd_zintercard, gs_cmd_zscan; /* cmd_zset.c */
+gs_cmd_fn gs_cmd_object, gs_cmd_memory;                 /* cmd_object.c */
 gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
 gs_cmd_fn gs_cmd_flushall, gs_cmd_move, gs_cmd_swapdb;                             /* cmd_keys.c */
 gs_cmd_fn gs_cmd_subscribe, gs_cmd_unsubscribe, gs_cmd_psubscribe, gs_cmd_punsubscribe,

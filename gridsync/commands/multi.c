@@ -122,6 +122,41 @@ static void set_hooks(struct gs_node *n, bool on)
 {
     for (unsigned d = 0; d < n->n_dbs; d++)
         gs_store_on_modified(n->dbs[d].store, on ? on_key_modified : NULL, on ? &n->dbs[d] : NULL);
+    for (size_t i = 0; i < n->watches.n_extra; i++) {
+        struct gs_db *db = n->watches.extra[i];
+        gs_store_on_modified(db->store, on ? on_key_modified : NULL, on ? db : NULL);
+    }
+}
+
+int gs_multi_watch_db(struct gs_node *n, struct gs_db *db)
+{
+    struct gs_watch_table *t = &n->watches;
+    for (size_t i = 0; i < t->n_extra; i++)
+        if (t->extra[i] == db)
+            return 0;
+    if (t->n_extra == t->cap_extra) {
+        size_t cap = t->cap_extra ? 2 * t->cap_extra : 8;
+        struct gs_db **p = realloc(t->extra, cap * sizeof(*p));
+        if (!p)
+            return CORE_ENOMEM;
+        t->extra = p;
+        t->cap_extra = cap;
+    }
+    t->extra[t->n_extra++] = db;
+    if (t->count)
+        gs_store_on_modified(db->store, on_key_modified, db); /* invariant 2 */
+    return 0;
+}
+
+void gs_multi_unwatch_db(struct gs_node *n, struct gs_db *db)
+{
+    struct gs_watch_table *t = &n->watches;
+    for (size_t i = 0; i < t->n_extra; i++)
+        if (t->extra[i] == db) {
+            gs_store_on_modified(db->store, NULL, NULL);
+            t->extra[i] = t->extra[--t->n_extra];
+            return;
+        }
 }
 
 void gs_multi_swapped(struct gs_node *n, unsigned a, unsigned b)
@@ -178,6 +213,8 @@ static void unwatch_all(struct gs_client *c)
     }
     c->multi.watched = NULL;
     c->multi.watch_dirty = false;
+    c->multi.watch_set = false;
+    c->multi.watch_mixed = false;
 }
 
 /* Redis's isWatchedKeyExpired: a watched key whose TTL passed since WATCH
@@ -187,6 +224,12 @@ static void expire_watched(struct gs_client *c)
 {
     for (struct gs_watch *w = c->multi.watched; w && !c->multi.watch_dirty; w = w->cnext)
         gs_store_lookup(c->db->store, w->key, w->klen, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+}
+
+bool gs_multi_watches_hold(struct gs_client *c)
+{
+    expire_watched(c);
+    return !c->multi.watch_dirty;
 }
 
 /* ------------------------------------------------------------- queue */
@@ -200,6 +243,9 @@ static void discard_transaction(struct gs_client *c)
     m->aborted = false;
     m->flags = 0;
     m->count = 0;
+    m->has_slot = false;
+    m->cross_slot = false;
+    m->exec_waits = 0;
     if (m->queue.cap > QUEUE_KEEP)
         core_buf_free(&m->queue);
     m->queue.len = 0;
@@ -207,9 +253,14 @@ static void discard_transaction(struct gs_client *c)
     unwatch_all(c);
 }
 
+void gs_multi_discard(struct gs_client *c)
+{
+    discard_transaction(c);
+}
+
 /* Commands that run at once inside MULTI (Redis's processCommand lets
  * EXEC, DISCARD, MULTI, WATCH, QUIT and RESET through). */
-static bool runs_now(const struct gs_command *cmd)
+bool gs_multi_runs_now(const struct gs_command *cmd)
 {
     return cmd->fn == gs_cmd_exec || cmd->fn == gs_cmd_discard || cmd->fn == gs_cmd_multi ||
            cmd->fn == gs_cmd_watch || cmd->fn == gs_cmd_quit;
@@ -219,7 +270,7 @@ bool gs_multi_queue(struct gs_client *c, const struct gs_command *cmd, size_t ar
                     struct gs_arg *argv)
 {
     struct gs_multi *m = &c->multi;
-    if (!m->active || runs_now(cmd))
+    if (!m->active || gs_multi_runs_now(cmd))
         return false;
     struct gs_node *n = c->node;
     /* Redis's processCommand: inside MULTI any queued command is refused
@@ -265,30 +316,21 @@ bool gs_multi_queue(struct gs_client *c, const struct gs_command *cmd, size_t ar
     return true;
 }
 
-/* Run the queued commands back to back (invariant 4). The queue is not
- * touched meanwhile: the handlers are called directly, never through
- * gs_execute, so nothing is queued and MULTI/WATCH cannot run. */
-static void run_queue(struct gs_client *c)
+int gs_multi_walk(struct gs_client *c,
+                  int (*fn)(void *arg, const struct gs_command *cmd, size_t argc,
+                            struct gs_arg *argv),
+                  void *arg)
 {
     struct gs_multi *m = &c->multi;
     const char *p = m->queue.data, *end = m->queue.data + m->queue.len;
-    gs_reply_array(&c->w, m->count);
     while (p < end) {
         struct qhead h;
         memcpy(&h, p, sizeof(h));
         p += sizeof(h);
         if (h.argc > m->argv_cap) {
             struct gs_arg *a = realloc(m->argv, h.argc * sizeof(*a));
-            if (!a) {
-                /* The reply array still needs one element per command. */
-                for (size_t i = 0; i < h.argc; i++) {
-                    size_t len;
-                    memcpy(&len, p, sizeof(len));
-                    p += sizeof(len) + len + 1;
-                }
-                gs_error(c, "ERR out of memory");
-                continue;
-            }
+            if (!a)
+                return CORE_ENOMEM;
             m->argv = a;
             m->argv_cap = h.argc;
         }
@@ -298,30 +340,46 @@ static void run_queue(struct gs_client *c)
             m->argv[i].p = p;
             p += m->argv[i].len + 1;
         }
-        /* Redis's execCommand calls each command without processCommand's
-         * checks (they ran at queueing time). */
-        gs_call(c, h.cmd, h.argc, m->argv);
+        int rc = fn(arg, h.cmd, h.argc, m->argv);
+        if (rc)
+            return rc;
     }
+    return 0;
+}
+
+struct run_state {
+    struct gs_client *c;
+    size_t done;
+};
+
+static int call_queued(void *arg, const struct gs_command *cmd, size_t argc, struct gs_arg *argv)
+{
+    struct run_state *st = arg;
+    /* Redis's execCommand calls each command without processCommand's
+     * checks (they ran at queueing time). */
+    gs_call(st->c, cmd, argc, argv);
+    st->done++;
+    return 0;
+}
+
+/* Run the queued commands back to back (invariant 4). The queue is not
+ * touched meanwhile: the handlers are called directly, never through
+ * gs_execute, so nothing is queued and MULTI/WATCH cannot run. */
+static void run_queue(struct gs_client *c)
+{
+    struct run_state st = {c, 0};
+    gs_reply_array(&c->w, c->multi.count);
+    if (gs_multi_walk(c, call_queued, &st) != 0)
+        for (; st.done < c->multi.count; st.done++) /* one element per command */
+            gs_error(c, "ERR out of memory");
 }
 
 /* ---------------------------------------------------------- commands */
-
-/* Cluster mode: keys of one transaction could live in several Raft
- * groups, and a queued write would bypass them; refused (docs/gridsync.md). */
-static bool refuse_in_cluster(struct gs_client *c, const char *name)
-{
-    if (!c->node->cluster)
-        return false;
-    gs_errorf(c, "ERR %s is not supported in cluster mode", name);
-    return true;
-}
 
 void gs_cmd_multi(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     (void)argc;
     (void)argv;
-    if (refuse_in_cluster(c, "MULTI"))
-        return;
     if (c->multi.active) {
         /* Redis 7.0: an error, but the transaction stays open and valid. */
         gs_error(c, "ERR MULTI calls can not be nested");
@@ -367,8 +425,7 @@ void gs_cmd_exec(struct gs_client *c, size_t argc, struct gs_arg *argv)
         discard_transaction(c);
         return;
     }
-    expire_watched(c);
-    if (m->watch_dirty) {
+    if (!gs_multi_watches_hold(c)) {
         gs_reply_null_array(&c->w); /* WATCH: some watched key changed */
         discard_transaction(c);
         return;
@@ -391,8 +448,6 @@ void gs_cmd_exec(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 void gs_cmd_watch(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    if (refuse_in_cluster(c, "WATCH"))
-        return;
     if (c->multi.active) {
         gs_error(c, "ERR WATCH inside MULTI is not allowed");
         return;
@@ -431,4 +486,7 @@ void gs_multi_node_free(struct gs_node *n)
     free(n->watches.bucket);
     n->watches.bucket = NULL;
     n->watches.count = 0;
+    free(n->watches.extra);
+    n->watches.extra = NULL;
+    n->watches.n_extra = n->watches.cap_extra = 0;
 }

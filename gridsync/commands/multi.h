@@ -71,4 +71,40 @@ void gs_multi_node_free(struct gs_node *n);
  * that exist in either are dirtied (Redis's touchAllWatchedKeysInDb). */
 void gs_multi_swapped(struct gs_node *n, unsigned a, unsigned b);
 
+/* ---- For cluster mode (gridsync/cluster/cluster.c, "Transactions") ----
+ *
+ * There EXEC does not run the queue here: it checks the watches, turns the
+ * queue into one Raft log entry and answers with the replies computed when
+ * the entry is applied. These are the pieces it needs. */
+
+/* Does cmd run at once inside MULTI rather than being queued (EXEC,
+ * DISCARD, MULTI, WATCH, QUIT)? */
+bool gs_multi_runs_now(const struct gs_command *cmd);
+
+/* Call fn for each queued command in order (argv valid during the call,
+ * pointing into the queue; fn must not change the queue). Stops at fn's first non-zero return and
+ * returns it; 0 when every command was visited; CORE_ENOMEM when the
+ * argument array cannot grow (the walk then stops). */
+int gs_multi_walk(struct gs_client *c,
+                  int (*fn)(void *arg, const struct gs_command *cmd, size_t argc,
+                            struct gs_arg *argv),
+                  void *arg);
+
+/* May EXEC go ahead as far as the watches go: false when a watched key
+ * was modified since WATCH or has expired since (looked up in c->db, the
+ * database the watched keys live in). */
+bool gs_multi_watches_hold(struct gs_client *c);
+
+/* Redis's discardTransaction: leave MULTI, forget the queue and the
+ * watches. */
+void gs_multi_discard(struct gs_client *c);
+
+/* A database outside the node's array whose keys clients may WATCH
+ * (cluster mode: a Raft group's store; db->node must be n). Its store's
+ * modified hook then belongs to the watch table, as the node's do. Returns
+ * 0 or CORE_ENOMEM. gs_multi_unwatch_db removes it (before its store is
+ * freed); a database given twice is kept once. */
+int gs_multi_watch_db(struct gs_node *n, struct gs_db *db);
+void gs_multi_unwatch_db(struct gs_node *n, struct gs_db *db);
+
 #endif

@@ -14,6 +14,7 @@
 #define L  GS_CMD_LOADING
 #define S  GS_CMD_STALE
 #define NS GS_CMD_NOSCRIPT
+#define MK GS_CMD_MOVABLEKEYS
 
 /* clang-format off */
 const struct gs_command gs_commands[] = {
@@ -107,7 +108,7 @@ const struct gs_command gs_commands[] = {
     {"rpop", -2, W | F, gs_cmd_rpop, 1, 1, 1, "list", "Remove and get the last elements in a list", "1.0.0"},
     {"lmove", 5, W | M, gs_cmd_lmove, 1, 2, 1, "list", "Pop an element from a list, push it to another list and return it", "6.2.0"},
     {"rpoplpush", 3, W | M, gs_cmd_rpoplpush, 1, 2, 1, "list", "Remove the last element in a list, prepend it to another list and return it", "1.2.0"},
-    {"lmpop", -4, W, gs_cmd_lmpop, 0, 0, 0, "list", "Pop elements from a list", "7.0.0"},
+    {"lmpop", -4, W | MK, gs_cmd_lmpop, 0, 0, 0, "list", "Pop elements from a list", "7.0.0"},
     /* sets (cmd_set.c) */
     {"sadd", -3, W | M | F, gs_cmd_sadd, 1, 1, 1, "set", "Add one or more members to a set", "1.0.0"},
     {"srem", -3, W | F, gs_cmd_srem, 1, 1, 1, "set", "Remove one or more members from a set", "1.0.0"},
@@ -124,8 +125,41 @@ const struct gs_command gs_commands[] = {
     {"sinterstore", -3, W | M, gs_cmd_sinterstore, 1, -1, 1, "set", "Intersect multiple sets and store the resulting set in a key", "1.0.0"},
     {"sunionstore", -3, W | M, gs_cmd_sunionstore, 1, -1, 1, "set", "Add multiple sets and store the resulting set in a key", "1.0.0"},
     {"sdiffstore", -3, W | M, gs_cmd_sdiffstore, 1, -1, 1, "set", "Subtract multiple sets and store the resulting set in a key", "1.0.0"},
-    {"sintercard", -3, R, gs_cmd_sintercard, 0, 0, 0, "set", "Intersect multiple sets and return the cardinality of the result", "7.0.0"},
+    {"sintercard", -3, R | MK, gs_cmd_sintercard, 0, 0, 0, "set", "Intersect multiple sets and return the cardinality of the result", "7.0.0"},
     {"sscan", -3, R, gs_cmd_sscan, 1, 1, 1, "set", "Incrementally iterate Set elements", "2.6.0"},
+    /* sorted sets (cmd_zset.c) */
+    {"zadd", -4, W | M | F, gs_cmd_zadd, 1, 1, 1, "sorted-set", "Add one or more members to a sorted set, or update its score if it already exists", "1.2.0"},
+    {"zincrby", 4, W | M | F, gs_cmd_zincrby, 1, 1, 1, "sorted-set", "Increment the score of a member in a sorted set", "1.2.0"},
+    {"zrem", -3, W | F, gs_cmd_zrem, 1, 1, 1, "sorted-set", "Remove one or more members from a sorted set", "1.2.0"},
+    {"zcard", 2, R | F, gs_cmd_zcard, 1, 1, 1, "sorted-set", "Get the number of members in a sorted set", "1.2.0"},
+    {"zscore", 3, R | F, gs_cmd_zscore, 1, 1, 1, "sorted-set", "Get the score associated with the given member in a sorted set", "1.2.0"},
+    {"zmscore", -3, R | F, gs_cmd_zmscore, 1, 1, 1, "sorted-set", "Get the score associated with the given members in a sorted set", "6.2.0"},
+    {"zrank", 3, R | F, gs_cmd_zrank, 1, 1, 1, "sorted-set", "Determine the index of a member in a sorted set", "2.0.0"},
+    {"zrevrank", 3, R | F, gs_cmd_zrevrank, 1, 1, 1, "sorted-set", "Determine the index of a member in a sorted set, with scores ordered from high to low", "2.0.0"},
+    {"zcount", 4, R | F, gs_cmd_zcount, 1, 1, 1, "sorted-set", "Count the members in a sorted set with scores within the given values", "2.0.0"},
+    {"zlexcount", 4, R | F, gs_cmd_zlexcount, 1, 1, 1, "sorted-set", "Count the number of members in a sorted set between a given lexicographical range", "2.8.9"},
+    {"zrange", -4, R, gs_cmd_zrange, 1, 1, 1, "sorted-set", "Return a range of members in a sorted set", "1.2.0"},
+    {"zrangestore", -5, W | M, gs_cmd_zrangestore, 1, 2, 1, "sorted-set", "Store a range of members from sorted set into another key", "6.2.0"},
+    {"zrevrange", -4, R, gs_cmd_zrevrange, 1, 1, 1, "sorted-set", "Return a range of members in a sorted set, by index, with scores ordered from high to low", "1.2.0"},
+    {"zrangebyscore", -4, R, gs_cmd_zrangebyscore, 1, 1, 1, "sorted-set", "Return a range of members in a sorted set, by score", "1.0.5"},
+    {"zrevrangebyscore", -4, R, gs_cmd_zrevrangebyscore, 1, 1, 1, "sorted-set", "Return a range of members in a sorted set, by score, with scores ordered from high to low", "2.2.0"},
+    {"zrangebylex", -4, R, gs_cmd_zrangebylex, 1, 1, 1, "sorted-set", "Return a range of members in a sorted set, by lexicographical range", "2.8.9"},
+    {"zrevrangebylex", -4, R, gs_cmd_zrevrangebylex, 1, 1, 1, "sorted-set", "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.", "2.8.9"},
+    {"zremrangebyrank", 4, W, gs_cmd_zremrangebyrank, 1, 1, 1, "sorted-set", "Remove all members in a sorted set within the given indexes", "2.0.0"},
+    {"zremrangebyscore", 4, W, gs_cmd_zremrangebyscore, 1, 1, 1, "sorted-set", "Remove all members in a sorted set within the given scores", "1.2.0"},
+    {"zremrangebylex", 4, W, gs_cmd_zremrangebylex, 1, 1, 1, "sorted-set", "Remove all members in a sorted set between the given lexicographical range", "2.8.9"},
+    {"zpopmin", -2, W | F, gs_cmd_zpopmin, 1, 1, 1, "sorted-set", "Remove and return members with the lowest scores in a sorted set", "5.0.0"},
+    {"zpopmax", -2, W | F, gs_cmd_zpopmax, 1, 1, 1, "sorted-set", "Remove and return members with the highest scores in a sorted set", "5.0.0"},
+    {"zmpop", -4, W | MK, gs_cmd_zmpop, 0, 0, 0, "sorted-set", "Remove and return members with scores in a sorted set", "7.0.0"},
+    {"zrandmember", -2, R, gs_cmd_zrandmember, 1, 1, 1, "sorted-set", "Get one or multiple random elements from a sorted set", "6.2.0"},
+    {"zunion", -3, R | MK, gs_cmd_zunion, 0, 0, 0, "sorted-set", "Add multiple sorted sets", "6.2.0"},
+    {"zinter", -3, R | MK, gs_cmd_zinter, 0, 0, 0, "sorted-set", "Intersect multiple sorted sets", "6.2.0"},
+    {"zdiff", -3, R | MK, gs_cmd_zdiff, 0, 0, 0, "sorted-set", "Subtract multiple sorted sets", "6.2.0"},
+    {"zunionstore", -4, W | M | MK, gs_cmd_zunionstore, 1, 1, 1, "sorted-set", "Add multiple sorted sets and store the resulting sorted set in a new key", "2.0.0"},
+    {"zinterstore", -4, W | M | MK, gs_cmd_zinterstore, 1, 1, 1, "sorted-set", "Intersect multiple sorted sets and store the resulting sorted set in a new key", "2.0.0"},
+    {"zdiffstore", -4, W | M | MK, gs_cmd_zdiffstore, 1, 1, 1, "sorted-set", "Subtract multiple sorted sets and store the resulting sorted set in a new key", "6.2.0"},
+    {"zintercard", -3, R | MK, gs_cmd_zintercard, 0, 0, 0, "sorted-set", "Intersect multiple sorted sets and return the cardinality of the result", "7.0.0"},
+    {"zscan", -3, R, gs_cmd_zscan, 1, 1, 1, "sorted-set", "Incrementally iterate sorted sets elements and associated scores", "2.8.0"},
     /* introspection of values (cmd_server.c) */
     {"object", -2, R, gs_cmd_object, 2, 2, 1, "generic", "A container for object introspection commands", "2.2.3"},
     {"memory", -2, R, gs_cmd_memory, 2, 2, 1, "server", "A container for memory diagnostics commands", "4.0.0"},
@@ -168,3 +202,40 @@ const struct gs_command gs_commands[] = {
     {NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, NULL},
 };
 /* clang-format on */
+
+/* Where the count of a GS_CMD_MOVABLEKEYS command is (Redis's keynum
+ * specs: the keys follow it). */
+static size_t keynum_index(const struct gs_command *cmd)
+{
+    if (cmd->fn == gs_cmd_zunionstore || cmd->fn == gs_cmd_zinterstore ||
+        cmd->fn == gs_cmd_zdiffstore)
+        return 2; /* after the destination */
+    return 1;
+}
+
+long gs_command_keys(const struct gs_command *cmd, size_t argc, const struct gs_arg *argv,
+                     size_t *pos, size_t cap)
+{
+    size_t n = 0;
+    if (cmd->first_key > 0 && (size_t)cmd->first_key < argc) {
+        long lk = cmd->last_key < 0 ? (long)argc + cmd->last_key : cmd->last_key;
+        size_t last = lk < 0 ? 0 : (size_t)lk;
+        if (last >= argc)
+            last = argc - 1;
+        size_t step = cmd->key_step > 0 ? (size_t)cmd->key_step : 1;
+        for (size_t i = (size_t)cmd->first_key; i <= last; i += step, n++)
+            if (n < cap)
+                pos[n] = i;
+    }
+    if (!(cmd->flags & GS_CMD_MOVABLEKEYS))
+        return (long)n;
+    size_t at = keynum_index(cmd);
+    int64_t count;
+    if (at >= argc || !gs_string2ll(argv[at].p, argv[at].len, &count) || count < 0 ||
+        (uint64_t)count > argc - at - 1)
+        return -1;
+    for (size_t i = 0; i < (size_t)count; i++, n++)
+        if (n < cap)
+            pos[n] = at + 1 + i;
+    return (long)n;
+}

@@ -45,7 +45,8 @@
 static struct gs_type_limits node_type_limits(const struct gs_config *cfg)
 {
     struct gs_type_limits l = {cfg->hash_max_listpack_entries, cfg->hash_max_listpack_value,
-                               cfg->list_max_listpack_size, cfg->set_max_intset_entries};
+                               cfg->list_max_listpack_size,    cfg->set_max_intset_entries,
+                               cfg->zset_max_listpack_entries, cfg->zset_max_listpack_value};
     return l;
 }
 
@@ -228,18 +229,19 @@ static void execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
         }
         c->authenticated = true; /* the password was removed meanwhile */
     }
+    /* RESP2 subscribed mode allows only the subscription commands (before
+     * the features: cluster mode would otherwise run a keyed command). */
+    if (c->sub && gs_pubsub_refuses(c, cmd)) {
+        gs_command_rejected(n, cmd);
+        gs_multi_flag_error(&c->multi);
+        return;
+    }
     /* Features may take the command (cluster mode routes commands with
      * keys by slot). */
     for (unsigned i = 0; i < n->n_features; i++)
         if (n->features[i].ops->route &&
             n->features[i].ops->route(n->features[i].self, c, cmd, argc, argv))
             return;
-    /* RESP2 subscribed mode allows only the subscription commands. */
-    if (c->sub && gs_pubsub_refuses(c, cmd)) {
-        gs_command_rejected(n, cmd);
-        gs_multi_flag_error(&c->multi);
-        return;
-    }
     /* Inside MULTI: queued, +QUEUED (gridsync/commands/multi.h). */
     if (c->multi.active && gs_multi_queue(c, cmd, argc, argv))
         return;

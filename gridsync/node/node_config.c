@@ -75,17 +75,10 @@ const char *const gs_redis_conf_ignored[] = {"tcp-backlog",
                                              "notify-keyspace-events",
                                              "hash-max-listpack-entries",
                                              "hash-max-listpack-value",
-                                             "hash-max-ziplist-entries",
-                                             "hash-max-ziplist-value",
                                              "list-max-listpack-size",
-                                             "list-max-ziplist-size",
                                              "list-compress-depth",
                                              "set-max-intset-entries",
                                              "set-max-listpack-entries",
-                                             "zset-max-listpack-entries",
-                                             "zset-max-listpack-value",
-                                             "zset-max-ziplist-entries",
-                                             "zset-max-ziplist-value",
                                              "hll-sparse-max-bytes",
                                              "stream-node-max-bytes",
                                              "stream-node-max-entries",
@@ -231,6 +224,8 @@ void gs_config_defaults(struct gs_config *cfg)
     strcpy(cfg->dir, "./gridsync-data");
     cfg->cluster_replicas = 3;
     cfg->cluster_snapshot_entries = 16384;
+    cfg->cluster_snapshot_fork = true;
+    cfg->cluster_inflight_entries = 64;
     strcpy(cfg->registry_region, "us-east-1");
     cfg->registry_heartbeat = 1000;
     cfg->registry_ttl = 5000;
@@ -238,6 +233,8 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->hash_max_listpack_value = 64;
     cfg->list_max_listpack_size = -2;
     cfg->set_max_intset_entries = 512;
+    cfg->zset_max_listpack_entries = 128;
+    cfg->zset_max_listpack_value = 64;
 }
 
 /* The node's own options; read-through and cluster mode bring theirs
@@ -281,6 +278,21 @@ static const struct gs_option node_options[] = {
               NULL, 0, "list node size: -1..-5 = 4..64 KB, positive = elements per node"),
     GS_OPTION(set_max_intset_entries, "set-max-intset-entries", CORE_OPT_INT, 0, INT64_MAX, NULL, 0,
               "most members of a set of integers kept as an intset"),
+    GS_OPTION(zset_max_listpack_entries, "zset-max-listpack-entries", CORE_OPT_INT, 0, INT64_MAX,
+              NULL, 0, "most members of a sorted set kept as a listpack"),
+    GS_OPTION(zset_max_listpack_value, "zset-max-listpack-value", CORE_OPT_INT, 0, INT64_MAX, NULL,
+              0, "longest member of a sorted set kept as a listpack"),
+    /* Redis 7.0's aliases (the names before listpacks): the same settings */
+    GS_OPTION(zset_max_listpack_entries, "zset-max-ziplist-entries", CORE_OPT_INT, 0, INT64_MAX,
+              NULL, CORE_OPT_ALIAS, "alias of zset-max-listpack-entries"),
+    GS_OPTION(zset_max_listpack_value, "zset-max-ziplist-value", CORE_OPT_INT, 0, INT64_MAX, NULL,
+              CORE_OPT_ALIAS, "alias of zset-max-listpack-value"),
+    GS_OPTION(hash_max_listpack_entries, "hash-max-ziplist-entries", CORE_OPT_INT, 0, INT64_MAX,
+              NULL, CORE_OPT_ALIAS, "alias of hash-max-listpack-entries"),
+    GS_OPTION(hash_max_listpack_value, "hash-max-ziplist-value", CORE_OPT_INT, 0, INT64_MAX, NULL,
+              CORE_OPT_ALIAS, "alias of hash-max-listpack-value"),
+    GS_OPTION(list_max_listpack_size, "list-max-ziplist-size", CORE_OPT_INT, INT32_MIN, INT32_MAX,
+              NULL, CORE_OPT_ALIAS, "alias of list-max-listpack-size"),
     GS_OPTION(daemonize, "daemonize", CORE_OPT_BOOL, 0, 0, NULL, CORE_OPT_IMMUTABLE,
               "run in the background (writes pidfile)"),
     GS_OPTION(pidfile, "pidfile", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,

@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "gridsync/store/entry.h"
@@ -143,24 +144,22 @@ static void obj_release(struct gs_store *s, struct gs_entry *e)
 
 /* ---- memory accounting ---- */
 
-/* What a live block really costs: its usable size plus glibc's size word
- * in front of it (docs/gridsync-store.md, "Memory accounting"). */
+/* What a live block really costs, and what a request would: the
+ * allocator's own figures (core/alloc.h; docs/gridsync-store.md, "Memory
+ * accounting"). */
 static size_t alloc_cost(void *p)
 {
-    return malloc_usable_size(p) + sizeof(size_t);
+    return core_alloc_cost(p);
 }
 
-/* glibc's chunk size for a request below the mmap threshold: request plus
- * the size word, rounded up to 16, at least 32. */
-static size_t glibc_chunk_size(size_t request)
+static size_t request_cost(size_t request)
 {
-    size_t c = (request + sizeof(size_t) + 15) & ~(size_t)15;
-    return c < 32 ? 32 : c;
+    return core_alloc_request_cost(request);
 }
 
 size_t gs_store_entry_cost(size_t klen, size_t vlen)
 {
-    return glibc_chunk_size(gs_entry_alloc_size(0, klen, vlen));
+    return request_cost(gs_entry_alloc_size(0, klen, vlen));
 }
 
 /* ---- helpers ---- */
@@ -305,7 +304,7 @@ static int table_expand_if_needed(struct gs_store *s)
      * array push the store over it (which would evict keys to pay for
      * buckets) unless chains grow long. */
     if (s->maxmemory && used / size < TABLE_FORCE_GROW_RATIO &&
-        s->used_memory + glibc_chunk_size(grown * sizeof(struct gs_entry *)) > s->maxmemory)
+        s->used_memory + request_cost(grown * sizeof(struct gs_entry *)) > s->maxmemory)
         return 0;
     (void)table_resize(s, grown);
     return 0;

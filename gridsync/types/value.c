@@ -11,12 +11,15 @@
 #include "gridsync/types/listpack/listpack.h"
 #include "gridsync/types/quicklist/quicklist.h"
 #include "gridsync/types/set/set.h"
+#include "gridsync/types/zset/zset.h"
 
 size_t gs_obj_mem(const struct gs_obj *o)
 {
     switch (o->type) {
     case GS_TYPE_SET:
         return gs_set_mem(o);
+    case GS_TYPE_ZSET:
+        return gs_zset_mem(o);
     case GS_TYPE_HASH:
         return gs_hash_mem(o);
     case GS_TYPE_LIST:
@@ -31,6 +34,8 @@ size_t gs_obj_recount(const struct gs_obj *o)
     switch (o->type) {
     case GS_TYPE_SET:
         return gs_set_recount(o);
+    case GS_TYPE_ZSET:
+        return gs_zset_recount(o);
     case GS_TYPE_HASH:
         return gs_hash_recount(o);
     case GS_TYPE_LIST:
@@ -45,6 +50,9 @@ void gs_obj_free(struct gs_obj *o)
     switch (o->type) {
     case GS_TYPE_SET:
         gs_set_free(o);
+        break;
+    case GS_TYPE_ZSET:
+        gs_zset_free(o);
         break;
     case GS_TYPE_HASH:
         gs_hash_free(o);
@@ -63,6 +71,8 @@ int gs_obj_dup(struct gs_obj *dst, const struct gs_obj *src)
     switch (src->type) {
     case GS_TYPE_SET:
         return gs_set_dup(dst, src);
+    case GS_TYPE_ZSET:
+        return gs_zset_dup(dst, src);
     case GS_TYPE_HASH:
         return gs_hash_dup(dst, src);
     case GS_TYPE_LIST: {
@@ -84,6 +94,8 @@ size_t gs_obj_len(const struct gs_obj *o)
     switch (o->type) {
     case GS_TYPE_SET:
         return gs_set_len(o);
+    case GS_TYPE_ZSET:
+        return gs_zset_len(o);
     case GS_TYPE_HASH:
         return gs_hash_len(o);
     case GS_TYPE_LIST:
@@ -122,6 +134,8 @@ const char *gs_encoding_name(int enc)
         return "quicklist";
     case GS_ENC_INTSET:
         return "intset";
+    case GS_ENC_SKIPLIST:
+        return "skiplist";
     default:
         return "raw";
     }
@@ -172,8 +186,10 @@ int gs_obj_encode(const struct gs_obj *o, unsigned char **out, size_t *len)
         return list_encode(o->ptr, out, len);
     if (o->type == GS_TYPE_SET)
         return set_encode(o, out, len);
-    if (o->type != GS_TYPE_HASH)
+    if (o->type != GS_TYPE_HASH && o->type != GS_TYPE_ZSET)
         return CORE_ESTATE;
+    if (o->type == GS_TYPE_ZSET && o->enc != GS_ENC_LISTPACK)
+        return gs_zset_encode(o, out, len);
     if (o->enc == GS_ENC_LISTPACK) {
         size_t n = gs_lp_bytes(o->ptr);
         unsigned char *copy = malloc(n);
@@ -207,6 +223,8 @@ bool gs_obj_validate(int type, const void *buf, size_t len)
     const unsigned char *lp = buf;
     if (type == GS_TYPE_LIST || type == GS_TYPE_SET)
         return gs_lp_validate(lp, len) && gs_lp_count(lp) > 0;
+    if (type == GS_TYPE_ZSET)
+        return gs_zset_validate(lp, len);
     return type == GS_TYPE_HASH && gs_lp_validate(lp, len) && gs_lp_count(lp) % 2 == 0 &&
            gs_lp_count(lp) > 0;
 }
@@ -251,6 +269,28 @@ int gs_obj_decode(int type, const void *buf, size_t len, const struct gs_type_li
                 return CORE_ENOMEM;
             }
         }
+        *out = o;
+        return 0;
+    }
+    if (type == GS_TYPE_ZSET) {
+        /* Added one by one (a repeated member keeps its last score), then
+         * back to a listpack when it fits, as Redis's RDB load does. */
+        if (gs_zset_init(&o, false))
+            return CORE_ENOMEM;
+        struct gs_zset_iter it;
+        struct gs_obj src = {.type = GS_TYPE_ZSET, .enc = GS_ENC_LISTPACK, .ptr = (void *)lp};
+        const char *m;
+        size_t mlen;
+        double score;
+        gs_zset_iter_init(&it, &src, 0, false);
+        while (gs_zset_iter_next(&it, &m, &mlen, &score)) {
+            int flags;
+            if (gs_zset_add(&o, score, m, mlen, 0, &flags, NULL, lim)) {
+                gs_zset_free(&o);
+                return CORE_ENOMEM;
+            }
+        }
+        gs_zset_fit(&o, lim);
         *out = o;
         return 0;
     }

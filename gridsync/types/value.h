@@ -30,15 +30,19 @@ enum gs_encoding {
     GS_ENC_HASHTABLE = 2,
     GS_ENC_QUICKLIST = 3, /* every list (types/quicklist/), as in Redis 7.0 */
     GS_ENC_INTSET = 4,    /* a set of integers (types/intset/) */
+    GS_ENC_SKIPLIST = 5,  /* a big sorted set (types/zset/) */
 };
 
+/* 16 bytes, stored in the key's entry (store/entry.h): one key of a small
+ * collection is its entry plus one block, so every byte here is paid once
+ * per key (1M small sets: 16 MB). */
 struct gs_obj {
-    uint8_t type; /* enum gs_type, never GS_TYPE_STRING */
-    uint8_t enc;  /* enum gs_encoding */
-    uint8_t pad[6];
-    size_t counted; /* the memory the store has added for ptr (store.c) */
-    void *ptr;      /* the encoding's data: a listpack, a struct gs_htab... */
+    uint64_t type : 4;     /* enum gs_type, never GS_TYPE_STRING */
+    uint64_t enc : 4;      /* enum gs_encoding */
+    uint64_t counted : 56; /* the memory the store has added for ptr (store.c) */
+    void *ptr;             /* the encoding's data: a listpack, a struct gs_htab... */
 };
+_Static_assert(sizeof(struct gs_obj) == 16, "struct gs_obj is paid once per key");
 
 /* The conversion thresholds (CONFIG names in comments), Redis's defaults. */
 struct gs_type_limits {
@@ -46,11 +50,13 @@ struct gs_type_limits {
     int64_t hash_max_listpack_value;   /* hash-max-listpack-value 64 */
     int64_t list_max_listpack_size;    /* list-max-listpack-size -2 (8 KB nodes) */
     int64_t set_max_intset_entries;    /* set-max-intset-entries 512 */
+    int64_t zset_max_listpack_entries; /* zset-max-listpack-entries 128 */
+    int64_t zset_max_listpack_value;   /* zset-max-listpack-value 64 */
 };
 
 #define GS_TYPE_LIMITS_DEFAULT                                                                     \
     {                                                                                              \
-        512, 64, -2, 512                                                                           \
+        512, 64, -2, 512, 128, 64                                                                  \
     }
 
 /* Bytes the allocator holds for the object's blocks; O(1). */

@@ -5,7 +5,9 @@ and the history is checked per key (checker.py).
 
 Clients (threads, each with its own connections, following MOVED as a
 cluster client does) write unique values to register keys, read them,
-INCR counter keys and read those. Each operation is recorded with its
+INCR counter keys and read those, and run transactions on pairs of
+counters in one slot ({pK}a, {pK}b: MULTI; INCR a; INCR b; EXEC, read
+back with MGET), checked as one key whose two counts must move together. Each operation is recorded with its
 invoke and complete times (one monotonic clock) and an outcome:
 ok, fail (certainly not applied: MOVED, TRYAGAIN, CLUSTERDOWN, a refused
 connection) or unknown (a timeout, a lost connection, "-ERR write outcome
@@ -44,7 +46,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration", "gridsync"))
 
 import redis  # noqa: E402
 
-from checker import Counter, Register, check, duplicate_incrs, lost_acks  # noqa: E402
+from checker import Counter, Pair, Register, check, duplicate_incrs, lost_acks, torn_pairs  # noqa: E402,E501
 from test_cluster import Cluster  # noqa: E402
 from test_cluster_partition import Net, sh  # noqa: E402
 
@@ -64,8 +66,10 @@ class Router:
     def conn(self, nd):
         r = self.conns.get(nd.i)
         if r is None:
+            # One connection: a transaction's commands must share it.
             r = redis.Redis(host=nd.host, port=nd.port, socket_timeout=self.timeout,
-                            socket_connect_timeout=self.timeout, decode_responses=True)
+                            socket_connect_timeout=self.timeout, decode_responses=True,
+                            single_connection_client=True)
             self.conns[nd.i] = r
         return r
 
@@ -102,6 +106,65 @@ class Router:
                 return "unknown", repr(e)
         return "fail", "too many redirects"
 
+    def raw(self, nd, *args):
+        """One command on nd's connection, the reply unparsed by redis-py's
+        callbacks (QUEUED stays QUEUED)."""
+        conn = self.conn(nd).connection
+        conn.send_command(*args)
+        return conn.read_response()
+
+    def txn(self, key, cmds):
+        """MULTI, cmds, EXEC on the node serving key: (status, EXEC's
+        reply). Failing before EXEC is sent is "fail" (nothing was
+        proposed); after, only an answer that says so is."""
+        nd = self.route.get(key) or self.rng.choice(self.c.nodes)
+        for _ in range(6):
+            sent_exec = False
+            try:
+                self.raw(nd, "MULTI")
+                moved = None
+                for cmd in cmds:
+                    try:
+                        self.raw(nd, *cmd)
+                    except redis.ResponseError as e:
+                        moved = moved or str(e)
+                if moved:
+                    self.raw(nd, "DISCARD")
+                    if moved.startswith("MOVED"):
+                        nd = self.c.node_at(moved.split()[2])
+                        self.route[key] = nd
+                        continue
+                    return "fail", moved
+                sent_exec = True
+                rep = self.raw(nd, "EXEC")
+                if not isinstance(rep, list):
+                    return "fail", rep  # a nil: never with no WATCH
+                if any(isinstance(x, Exception) for x in rep):
+                    return "fail", rep
+                return "ok", rep
+            except redis.ResponseError as e:
+                msg = str(e)
+                if msg.startswith("MOVED") and sent_exec:
+                    # EXEC redirected: discarded before it was proposed, or
+                    # its entry was not applied (on_write_done's ESTATE).
+                    nd = self.c.node_at(msg.split()[2])
+                    self.route[key] = nd
+                    continue
+                if "outcome unknown" in msg:
+                    return "unknown", msg
+                return "fail", msg
+            except (redis.ConnectionError, redis.TimeoutError) as e:
+                self.drop(nd)
+                self.route.pop(key, None)
+                if not sent_exec:
+                    if isinstance(e, redis.ConnectionError) and "connecting to" in str(e):
+                        nd = self.rng.choice(self.c.nodes)
+                        time.sleep(0.01)
+                        continue
+                    return "fail", repr(e)
+                return "unknown", repr(e)
+        return "fail", "too many redirects"
+
 
 class Campaign:
     def __init__(self, args):
@@ -117,6 +180,8 @@ class Campaign:
         self.t0 = time.monotonic()
         self.regs = [f"{{r{k}}}reg" for k in range(args.keys)]
         self.ctrs = [f"{{c{k}}}ctr" for k in range(args.keys)]
+        # Pair keys: the checker's key is the pair's tag; a and b hold it.
+        self.pairs = [f"{{p{k}}}" for k in range(args.keys)] if args.txn else []
 
     # -- cluster ---------------------------------------------------------
 
@@ -153,7 +218,7 @@ class Campaign:
                     return f"{primary[0]}:{primary[1]}"
         r0 = self.c.nodes[0].client()
         self.group_of = {k: owner(r0.execute_command("CLUSTER", "KEYSLOT", k))
-                         for k in self.regs + self.ctrs}
+                         for k in self.regs + self.ctrs + self.pairs}
 
     def now(self):
         return time.monotonic() - self.t0
@@ -162,7 +227,7 @@ class Campaign:
         op = {"key": key, "f": f, "value": value, "invoke": invoke, "complete": self.now(),
               "status": status}
         if f in ("read", "incr") and status == "ok":
-            op["value"] = int(reply) if f == "incr" else reply
+            op["value"] = int(reply) if f == "incr" and key not in self.pairs else reply
         with self.lock:
             self.ops.append(op)
         return op
@@ -190,6 +255,20 @@ class Campaign:
                 else:
                     t = self.now()
                     st, rep = router.run(key, "GET", key)
+                    self.record(key, "read", None, t, st if st == "ok" else "fail", rep)
+            elif self.pairs and p < 0.7:
+                key = rng.choice(self.pairs)
+                a, b = key + "a", key + "b"
+                if rng.random() < 0.5:
+                    t = self.now()
+                    st, rep = router.txn(key, [("INCR", a), ("INCR", b)])
+                    rep = tuple(int(x) for x in rep) if st == "ok" else rep
+                    self.record(key, "incr", None, t, st, rep)
+                else:
+                    t = self.now()
+                    st, rep = router.run(key, "MGET", a, b)
+                    if st == "ok":
+                        rep = tuple(int(x) if x is not None else 0 for x in rep)
                     self.record(key, "read", None, t, st if st == "ok" else "fail", rep)
             else:
                 key = rng.choice(self.ctrs)
@@ -303,14 +382,19 @@ class Campaign:
 
     def final_reads(self):
         router = Router(self.c, random.Random(self.a.seed), 10)
-        for key in self.regs + self.ctrs:
+        for key in self.regs + self.ctrs + self.pairs:
             deadline = time.monotonic() + 60
             while True:
                 t = self.now()
-                st, rep = router.run(key, "GET", key)
+                if key in self.pairs:
+                    st, rep = router.run(key, "MGET", key + "a", key + "b")
+                else:
+                    st, rep = router.run(key, "GET", key)
                 if st == "ok":
                     if key in self.ctrs:
                         rep = int(rep) if rep is not None else 0
+                    if key in self.pairs:
+                        rep = tuple(int(x) if x is not None else 0 for x in rep)
                     self.record(key, "read", None, t, "ok", rep)["final"] = True
                     break
                 if time.monotonic() > deadline:
@@ -346,9 +430,9 @@ class Campaign:
         by_key = {}
         for op in self.ops:
             by_key.setdefault(op["key"], []).append(op)
-        anomalies, undecided, lost, dup = [], [], 0, 0
+        anomalies, undecided, lost, dup, torn = [], [], 0, 0, 0
         for key, ops in sorted(by_key.items()):
-            model = Counter if key in self.ctrs else Register
+            model = Counter if key in self.ctrs else Pair if key in self.pairs else Register
             ok, why = check(ops, model, budget=self.a.budget)
             if ok is False:
                 anomalies.append(key)
@@ -357,6 +441,11 @@ class Campaign:
             final = [op for op in ops if op.get("final")][0]["value"]
             if model is Register:
                 lost += len(lost_acks([o for o in ops if o["f"] == "write"], final))
+            elif model is Pair:
+                torn += len(torn_pairs([o for o in ops if o["f"] == "read"]))
+                lo, du = duplicate_incrs([o for o in ops if o["f"] == "incr"], final[0])
+                lost += lo
+                dup += du
             else:
                 lo, du = duplicate_incrs([o for o in ops if o["f"] == "incr"], final)
                 lost += lo
@@ -382,7 +471,9 @@ class Campaign:
             outcomes[op["status"]] = outcomes.get(op["status"], 0) + 1
         return {"mode": self.a.mode, "seed": self.a.seed, "nodes": self.a.nodes,
                 "faults": len(self.faults), "faults_by_kind": kinds, "ops": len(self.ops),
-                "outcomes": outcomes, "lost_acks": lost, "duplicates": dup,
+                "outcomes": outcomes, "lost_acks": lost, "duplicates": dup, "torn": torn,
+                "transactions": sum(1 for o in self.ops if o["key"] in self.pairs and
+                                    o["f"] == "incr" and o["status"] == "ok"),
                 "anomalies": anomalies, "undecided": undecided,
                 "recover_s": recover, "skipped": self.skipped,
                 "seconds": round(self.now(), 1)}
@@ -397,6 +488,8 @@ def print_report(r, problems):
                                                  sorted(r["outcomes"].items())))
     print(f"acknowledged writes lost: {r['lost_acks']}  duplicated increments: "
           f"{r['duplicates']}")
+    print(f"transactions acknowledged: {r['transactions']}  torn (half-applied) reads: "
+          f"{r['torn']}")
     print(f"non-linearizable keys: {len(r['anomalies'])} {r['anomalies']}  "
           f"undecided (search budget): {len(r['undecided'])}")
     if rec:
@@ -430,6 +523,8 @@ def parse(argv=None):
                    help="mean pause (s) between a client's operations (bounds the history)")
     p.add_argument("--budget", type=int, default=2_000_000)
     p.add_argument("--no-partitions", dest="partitions", action="store_false")
+    p.add_argument("--no-txn", dest="txn", action="store_false",
+                   help="no MULTI/EXEC on counter pairs")
     p.add_argument("--save-history", metavar="FILE", help="write every operation, one JSON a line")
     p.add_argument("--verbose", action="store_true")
     return p.parse_args(argv)
@@ -440,7 +535,7 @@ def main():
     camp = Campaign(args)
     r = camp.run()
     print_report(r, camp.problems)
-    bad = r["lost_acks"] or r["duplicates"] or r["anomalies"] or camp.problems
+    bad = r["lost_acks"] or r["duplicates"] or r["torn"] or r["anomalies"] or camp.problems
     return 1 if bad and args.mode != "any" else 0
 
 

@@ -1,6 +1,9 @@
 """Linearizability checker for the fault campaign (Wing & Gong's search
-with Lowe's memoisation, as Knossos and Porcupine do), per key, for two
-models: a register (SET of unique values, GET) and a counter (INCR, GET).
+with Lowe's memoisation, as Knossos and Porcupine do), per key, for three
+models: a register (SET of unique values, GET), a counter (INCR, GET) and
+a pair of counters in one slot moved only together (MULTI; INCR a; INCR b;
+EXEC, read with MGET a b): a transaction that is not atomic shows as a
+read, or a transaction's own replies, where the two differ.
 
 An operation is a dict: {"f": "write"|"read"|"incr", "value": ...,
 "invoke": t0, "complete": t1, "status": "ok"|"fail"|"unknown"}.
@@ -50,6 +53,31 @@ class Counter:
         if op["f"] == "read":
             return (op["value"] or 0) == state, state
         raise ValueError(op["f"])
+
+
+class Pair:
+    """Two counters that only a transaction moves, both at once. incr's
+    value is the pair of counts the transaction returned; read's is the
+    pair MGET returned (None for a missing key, as 0)."""
+    initial = (0, 0)
+
+    @staticmethod
+    def step(state, op):
+        nxt = (state[0] + 1, state[1] + 1)
+        if op["f"] == "incr":
+            if op["status"] == "unknown":
+                return True, nxt
+            return tuple(op["value"]) == nxt, nxt
+        if op["f"] == "read":
+            return tuple(v or 0 for v in op["value"]) == state, state
+        raise ValueError(op["f"])
+
+
+def torn_pairs(reads):
+    """Pair keys: reads whose two counters differ (a transaction seen half
+    applied), whatever the order of operations. Returns the list."""
+    return [r for r in reads if r["status"] == "ok" and
+            (r["value"][0] or 0) != (r["value"][1] or 0)]
 
 
 def _prepare(ops):

@@ -1,9 +1,10 @@
 """The fault campaign's short seeded run (make test): a 3-node cluster in
 network namespaces when possible (else on loopback, without partitions,
 saying so), 8 clients, a nemesis of kill -9/restart, SIGSTOP/SIGCONT,
-isolation and one-way partitions. What it checks is fixed by the seed (the
+isolation and one-way partitions; transactions (MULTI; INCR a; INCR b;
+EXEC on one slot) among the operations. What it checks is fixed by the seed (the
 order and kinds of faults) and never depends on timing: no acknowledged
-write lost, no increment duplicated, every key's history linearizable,
+write lost, no increment duplicated, no transaction seen half applied, every key's history linearizable,
 every node stopped cleanly with no crash or sanitizer report, and some
 operations of each kind succeeded."""
 import os
@@ -30,6 +31,7 @@ def test_short_campaign(mode):
     assert r["faults"] == 24
     assert r["lost_acks"] == 0
     assert r["duplicates"] == 0
+    assert r["torn"] == 0
     assert r["anomalies"] == []
     assert r["undecided"] == []
     assert camp.problems == []
@@ -38,3 +40,4 @@ def test_short_campaign(mode):
         if op["status"] == "ok":
             done[op["f"]] = done.get(op["f"], 0) + 1
     assert all(done.get(f, 0) > 0 for f in ("write", "read", "incr")), done
+    assert r["transactions"] > 0

@@ -122,3 +122,38 @@ def test_unread_unknown_writes_do_not_slow_the_search():
     h = [op("write", f"u{k}", 0.01 * k, 1, "unknown") for k in range(40)]
     h += [op("write", "a", 2, 3), op("read", "a", 4, 5)]
     assert check(h, Register, budget=10_000)[0] is True
+
+
+# ---- counter pairs moved by transactions (MULTI; INCR a; INCR b; EXEC)
+
+def test_pair_transactions_linearizable():
+    from checker import Pair, torn_pairs
+    h = [op("incr", (1, 1), 0, 1), op("read", (1, 1), 2, 3),
+         op("incr", (2, 2), 2.5, 6), op("read", (1, 1), 3.5, 4),  # concurrent: before it
+         op("incr", None, 7, 8, "unknown"), op("read", (3, 3), 20, 21)]
+    assert check(h, Pair)[0] is True
+    assert torn_pairs([o for o in h if o["f"] == "read"]) == []
+
+
+def test_pair_half_applied_transaction_is_caught():
+    # A transaction applied as two separate writes: a read between them
+    # sees the first counter moved and not the second.
+    from checker import Pair, torn_pairs
+    h = [op("incr", (1, 1), 0, 10), op("read", (1, 0), 2, 3), op("read", (1, 1), 11, 12)]
+    assert check(h, Pair)[0] is False
+    assert torn_pairs([o for o in h if o["f"] == "read"]) == [h[1]]
+
+
+def test_pair_replies_that_do_not_move_together_are_caught():
+    # The transaction's own replies show the counters apart (another
+    # client's INCR ran between its two commands).
+    from checker import Pair
+    h = [op("incr", (1, 2), 0, 1)]
+    assert check(h, Pair)[0] is False
+
+
+def test_pair_transaction_applied_twice_is_caught():
+    from checker import Pair
+    h = [op("incr", (1, 1), 0, 1), op("read", (2, 2), 2, 3)]
+    assert check(h, Pair)[0] is False
+    assert duplicate_incrs(h[:1], 2) == (0, 1)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "core/hash.h"
 
@@ -15,7 +16,7 @@
 
 size_t gs_alloc_cost(void *p)
 {
-    return malloc_usable_size(p) + sizeof(size_t);
+    return core_alloc_cost(p);
 }
 
 static uint64_t next_random(struct gs_htab *t)

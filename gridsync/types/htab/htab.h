@@ -50,7 +50,7 @@ static inline char *gs_helem_val(struct gs_helem *e)
     return e->data + e->klen;
 }
 
-/* malloc_usable_size + the allocator's chunk header: what a block costs. */
+/* What a block costs under the running allocator (core/alloc.h). */
 size_t gs_alloc_cost(void *p);
 
 struct gs_htab *gs_htab_new(void);

@@ -129,7 +129,10 @@ class Writer(threading.Thread):
                             self.phase[key] = self.now
                             self.nacked += 1
                             break
-                    except (redis.RedisError, IndexError, KeyError) as e:
+                    # AttributeError: redis-py 4.3 following an -ASK to a
+                    # node missing from its map (docs/gridsync-cluster.md,
+                    # "Join and leave"); a new client refreshes the map.
+                    except (redis.RedisError, IndexError, KeyError, AttributeError) as e:
                         self.errors += 1
                         if time.monotonic() > deadline:
                             self.failure = f"{key} not acknowledged within 60 s: {e!r}"

@@ -230,6 +230,37 @@ static void test_leader_hint(void **state)
     assert_int_equal(back.n, 0);
 }
 
+static void test_publish_datagram(void **state)
+{
+    (void)state;
+    static char buf[GS_PUB_BYTES + 8];
+    struct gs_pub p;
+    size_t n = gs_pub_encode(buf, 42, "news", 4, "hello", 5);
+    assert_int_equal(n, GS_PUB_HEADER + 9);
+    assert_int_equal(gs_pub_parse(buf, n, &p), 0);
+    assert_true(p.sender == 42);
+    assert_int_equal(p.chlen, 4);
+    assert_memory_equal(p.channel, "news", 4);
+    assert_int_equal(p.msglen, 5);
+    assert_memory_equal(p.message, "hello", 5);
+    /* Every other length and a bad magic are refused; so is a hint. */
+    for (size_t len = 0; len < n + 8; len++)
+        if (len != n)
+            assert_int_equal(gs_pub_parse(buf, len, &p), CORE_EPROTO);
+    buf[3] ^= 1;
+    assert_int_equal(gs_pub_parse(buf, n, &p), CORE_EPROTO);
+    struct gs_hint h = {.sender = 1, .n = 0};
+    assert_int_equal(gs_pub_parse(buf, gs_hint_encode(buf, &h), &p), CORE_EPROTO);
+    /* Empty channel and message; the largest that fits; one byte more. */
+    assert_int_equal(gs_pub_parse(buf, gs_pub_encode(buf, 1, "", 0, "", 0), &p), 0);
+    static char big[GS_PUB_BYTES];
+    memset(big, 'x', sizeof(big));
+    size_t most = GS_PUB_BYTES - GS_PUB_HEADER - 1;
+    assert_int_equal(gs_pub_encode(buf, 1, "c", 1, big, most), GS_PUB_BYTES);
+    assert_int_equal(gs_pub_parse(buf, GS_PUB_BYTES, &p), 0);
+    assert_int_equal(gs_pub_encode(buf, 1, "c", 1, big, most + 1), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -238,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_round_trip_and_corruption),
         cmocka_unit_test(test_mux_handshake),
         cmocka_unit_test(test_leader_hint),
+        cmocka_unit_test(test_publish_datagram),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

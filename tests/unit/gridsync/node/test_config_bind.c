@@ -4,6 +4,7 @@
  * the order of rows, and every option is in the table once.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -68,10 +69,16 @@ static void test_every_row_binds_a_distinct_field(void **state)
     for (; opts[n].name; n++) {
         assert_true((char *)opts[n].ptr >= (char *)&cfg);
         assert_true((char *)opts[n].ptr < (char *)(&cfg + 1));
+        bool aliased = false; /* an alias binds the field of an earlier row */
         for (size_t k = 0; k < n; k++) {
-            assert_ptr_not_equal(opts[k].ptr, opts[n].ptr);
+            if (opts[k].ptr == opts[n].ptr) {
+                assert_true(opts[n].flags & CORE_OPT_ALIAS);
+                assert_false(opts[k].flags & CORE_OPT_ALIAS);
+                aliased = true;
+            }
             assert_string_not_equal(opts[k].name, opts[n].name);
         }
+        assert_true(aliased == !!(opts[n].flags & CORE_OPT_ALIAS));
     }
     assert_true(n > 20); /* the node's, the origin's and the cluster's */
     /* Without features only the node's own rows are there. */

@@ -1,0 +1,283 @@
+"""GridSync membership as persisted state (docs/gridsync-cluster.md,
+"Membership"), multi-process on loopback.
+
+- A node killed with kill -9 in the middle of a join or a leave, at each
+  of its steps, and restarted with nothing but its address and its data
+  directory, comes back with the change in progress; running
+  scripts/gridsync-reshard again completes it. A RedisCluster writer keeps
+  acknowledging writes throughout, and every acknowledged key reads its
+  last acknowledged value at the end.
+- A node started with only --cluster-seed (and --cluster-join) learns the
+  membership from that member and is added; restarted with only its data
+  directory (no seed, no peers), it serves what it knew.
+- Every node reports the same membership version once a change is done;
+  a removed node refuses to start again from its data directory.
+Waits are bounded; nothing asserts a duration."""
+import importlib.machinery
+import importlib.util
+import os
+import subprocess
+import tempfile
+import time
+
+import redis
+from redis.cluster import RedisCluster
+
+from conftest import find_binary
+from test_cluster import SLOTS, Node, make_cluster, pick_base  # noqa: F401 (fixture)
+from test_cluster_join import RESHARD, JoiningNode, Writer, settled_owners
+
+
+def load_reshard():
+    """scripts/gridsync-reshard as a module, to stop it between steps."""
+    loader = importlib.machinery.SourceFileLoader("gridsync_reshard", RESHARD)
+    spec = importlib.util.spec_from_loader("gridsync_reshard", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+class BareNode(Node):
+    """A node started with its address, its data directory and, optionally,
+    flags such as --cluster-seed: no --cluster-peers, no --cluster-join."""
+
+    def __init__(self, cluster, i, host, port, flags=()):
+        super().__init__(cluster, i, host, port)
+        self.flags = list(flags)
+
+    def start(self):
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [find_binary("gridsync-server"), "--bind", self.host, "--port", str(self.port),
+             "--cluster-enabled", "yes", "--dir", self.dir, *self.flags,
+             *self.cluster.extra],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"node {self.port} exited early:\n{self.output()}")
+            try:
+                redis.Redis(host=self.host, port=self.port, socket_timeout=2).ping()
+                return
+            except (redis.ConnectionError, redis.TimeoutError):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"node {self.port} did not listen")
+                time.sleep(0.02)
+
+
+def restart_bare(c, node):
+    """kill -9 `node`, then start it again from its data directory only;
+    returns the new Node object (it replaces the old one in c.nodes)."""
+    node.kill9()
+    again = BareNode(c, node.i, node.host, node.port)
+    again.dir = node.dir
+    again.start()
+    c.nodes[c.nodes.index(node)] = again
+    return again
+
+
+def name(nd):
+    return f"{nd.host}:{nd.port}"
+
+
+def membership(nd):
+    """(sorted nodes, change or None, version) from CLUSTER MEMBERSHIP."""
+    text = nd.client().execute_command("CLUSTER", "MEMBERSHIP").decode()
+    nodes, change, version = [], None, None
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "node":
+            nodes.append(value)
+        elif key == "change":
+            change = value
+        elif key == "version":
+            version = int(value)
+    return sorted(nodes), change, version
+
+
+def run_reshard(action, node, members):
+    out = subprocess.run(
+        ["/usr/bin/python3", RESHARD, action, node, "--nodes", ",".join(members),
+         "--timeout", "90"],
+        capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, f"gridsync-reshard {action} {node}: {out.stdout}{out.stderr}"
+
+
+def interrupted(mod, action, node, current, stop_after, victim, c):
+    """Run a change's steps up to `stop_after`, kill -9 `victim` there and
+    restart it bare, then run the whole script again (it resumes)."""
+    if action == "add":
+        everyone, target = current + [node], current + [node]
+    else:
+        everyone, target = current, [n for n in current if n != node]
+    r = mod.Reshard(everyone, 90)
+    verb = "ADDNODE" if action == "add" else "DELNODE"
+    steps = []
+    if stop_after == "addnode-some":
+        r.on_every(everyone[:1], "CLUSTER", verb, node)
+    else:
+        r.on_every(everyone, "CLUSTER", verb, node)
+        steps.append("addnode")
+        if stop_after != "addnode":
+            r.wait_converged(target)
+            src = name(victim) if name(victim) in current else current[-1]
+            if stop_after == "begin":
+                r.on_leader(src, "CLUSTER", "MIGRATE", "BEGIN", src)
+            elif stop_after == "switch":
+                r.copy_out(src)
+            elif stop_after == "finish-some":
+                for s in current:
+                    r.move_out(s, target)
+                r.on_every(everyone[:1], "CLUSTER", "MIGRATE", "FINISH",
+                           r.next_version(everyone))
+    for conn in r.conns.values():
+        conn.close()
+    victim = restart_bare(c, victim)
+    # It came back with the change it was in (or the change's end, when
+    # FINISH had reached it).
+    nodes, change, _ = membership(victim)
+    if stop_after != "addnode-some" or victim is not None:
+        assert change is not None or (stop_after == "finish-some" and nodes == sorted(target)), \
+            f"{name(victim)} forgot the change: {nodes} {change}"
+    run_reshard(action, node, current)
+    return victim
+
+
+def check_acked(w, c, entry):
+    """Every acknowledged key reads its last acknowledged value."""
+    rc = RedisCluster(host=entry.host, port=entry.port, decode_responses=True,
+                      socket_timeout=10, cluster_error_retry_attempts=10)
+    try:
+        wrong = {}
+        for key, value in w.acked.items():
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    got = rc.get(key)
+                    break
+                except (redis.RedisError, IndexError, KeyError, AttributeError):
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+                    rc.close()
+                    rc = RedisCluster(host=entry.host, port=entry.port, decode_responses=True,
+                                      socket_timeout=10, cluster_error_retry_attempts=10)
+            if got != value:
+                wrong[key] = (value, got, w.phase.get(key))
+        assert not wrong, f"{len(wrong)} acknowledged writes lost, e.g. {list(wrong.items())[:5]}"
+    finally:
+        rc.close()
+
+
+def test_kill9_during_each_step_of_joins_and_leaves(make_cluster):
+    base = pick_base(7, 3)
+    c = make_cluster(3, addrs=[("127.0.0.1", base + i) for i in range(3)])
+    c.wait_settled()
+    mod = load_reshard()
+    w = Writer(c.nodes[0], nkeys=800)  # node 0 is never killed: the writer's entry
+    w.start()
+    try:
+        w.wait_for(800)
+        members = [name(nd) for nd in c.nodes]
+        plan = [
+            # (action, new node index or member to remove, step, victim)
+            ("add", 3, "addnode-some", "new"),
+            ("add", 4, "addnode", 1),
+            ("remove", 3, "begin", 3),
+            ("add", 5, "switch", 2),
+            ("remove", 4, "finish-some", 1),
+        ]
+        by_index = {nd.i: nd for nd in c.nodes}
+        for action, idx, step, who in plan:
+            if action == "add":
+                new = JoiningNode(c, idx, "127.0.0.1", base + idx)
+                c.peers = ",".join(members)
+                c.nodes.append(new)
+                new.start()
+                by_index[idx] = new
+                victim = new if who == "new" else by_index[who]
+                w.now = f"add {idx} ({step})"
+                back = interrupted(mod, "add", name(new), members, step, victim, c)
+                by_index[back.i] = back
+                members = members + [name(new)]
+            else:
+                gone = by_index[idx]
+                victim = by_index[who]
+                w.now = f"remove {idx} ({step})"
+                back = interrupted(mod, "remove", name(gone), members, step, victim, c)
+                by_index[back.i] = back
+                members = [m for m in members if m != name(gone)]
+                gone = by_index[idx]
+                assert gone.stop() == 0, gone.output()[-3000:]
+                c.nodes.remove(gone)
+                # A removed node does not come back from its data directory.
+                again = BareNode(c, gone.i, gone.host, gone.port)
+                again.dir = gone.dir
+                try:
+                    again.start()
+                    raise AssertionError("a removed node started again")
+                except RuntimeError as e:
+                    assert "removed from the cluster" in str(e), str(e)
+            w.wait_for(200)
+            live = [nd for nd in c.nodes if name(nd) in members]
+            settled_owners(c, live, timeout=120)
+            views = {name(nd): membership(nd) for nd in live}
+            assert all(v[0] == sorted(members) and v[1] is None for v in views.values()), views
+            assert len({v[2] for v in views.values()}) == 1, f"versions differ: {views}"
+    finally:
+        w.stop_event.set()
+        w.join(timeout=120)
+    assert w.failure is None, w.failure
+    assert not w.is_alive()
+    assert membership(c.nodes[0])[2] == 5
+    check_acked(w, c, c.nodes[0])
+
+
+def test_seed_join_and_bare_restart(make_cluster):
+    base = pick_base(4, 3)
+    c = make_cluster(3, addrs=[("127.0.0.1", base + i) for i in range(3)])
+    c.wait_settled()
+    nodes, change, version = membership(c.nodes[1])
+    assert nodes == sorted(name(nd) for nd in c.nodes) and change is None and version == 0
+    rc = RedisCluster(host="127.0.0.1", port=c.nodes[0].port, decode_responses=True)
+    for i in range(300):
+        assert rc.set(f"s:{i}", f"v{i}")
+    rc.close()
+
+    # A fresh node with one seed address: it learns the cluster and is added.
+    new = BareNode(c, 3, "127.0.0.1", base + 3,
+                   ["--cluster-seed", name(c.nodes[1]), "--cluster-join", "yes"])
+    c.nodes.append(new)
+    new.start()
+    nodes, change, _ = membership(new)
+    assert nodes == sorted(name(nd) for nd in c.nodes[:3])
+    assert change == f"add {name(new)}"
+    run_reshard("add", name(new), [name(nd) for nd in c.nodes[:3]])
+    settled_owners(c, c.nodes, timeout=120)
+    assert {membership(nd)[2] for nd in c.nodes} == {1}
+
+    # Every node restarted with only its data directory (no peers, no
+    # seed) serves the membership it knew, the new node included.
+    for nd in list(c.nodes):
+        nd.stop()
+    for i, nd in enumerate(list(c.nodes)):
+        again = BareNode(c, nd.i, nd.host, nd.port)
+        again.dir = nd.dir
+        c.nodes[i] = again
+        again.start()
+    settled_owners(c, c.nodes, timeout=120)
+    rc = RedisCluster(host="127.0.0.1", port=c.nodes[3].port, decode_responses=True,
+                      cluster_error_retry_attempts=10)
+    try:
+        for i in range(300):
+            assert rc.get(f"s:{i}") == f"v{i}"
+    finally:
+        rc.close()
+
+    # A seed that does not answer: a first start fails with a reason.
+    lost = BareNode(c, 9, "127.0.0.1", pick_base(1, 1), ["--cluster-seed", "127.0.0.1:1"])
+    try:
+        lost.start()
+        raise AssertionError("a node without a reachable seed started")
+    except RuntimeError as e:
+        assert "cluster-seed 127.0.0.1:1" in str(e), str(e)
