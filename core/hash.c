@@ -1,6 +1,7 @@
 /* Hash functions; see hash.h for which to use where. */
 #include "core/hash.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 static inline uint64_t mix(uint64_t a, uint64_t b)
@@ -147,11 +148,49 @@ static const uint32_t crc32c_table[256] = {
     0xbe2da0a5u, 0x4c4623a6u, 0x5f16d052u, 0xad7d5351u,
 };
 
+static uint32_t crc32c_table_walk(uint32_t crc, const uint8_t *p, size_t len)
+{
+    while (len--)
+        crc = crc32c_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+
+/* SSE4.2's crc32 instruction computes CRC-32C, 8 bytes per step: the
+ * journal checksums every record on the engine's loop, where the table
+ * walk was a tenth of the engine's time under load (docs/perf.md). */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p,
+                                                               size_t len)
+{
+    uint64_t c = crc;
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8); /* records are not aligned */
+        c = _mm_crc32_u64(c, v);
+    }
+    uint32_t c32 = (uint32_t)c;
+    for (; len; p++, len--)
+        c32 = _mm_crc32_u8(c32, *p);
+    return c32;
+}
+
+/* libgcc fills in the CPU model before main; __builtin_cpu_init makes that
+ * hold for callers from constructors too. A load and a bit test. */
+static bool have_sse42(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("sse4.2");
+}
+#endif
+
 uint32_t core_crc32c(uint32_t crc, const void *data, size_t len)
 {
     const uint8_t *p = data;
-    crc = ~crc;
-    while (len--)
-        crc = crc32c_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-    return ~crc;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (have_sse42())
+        return ~crc32c_sse42(~crc, p, len);
+#endif
+    return ~crc32c_table_walk(~crc, p, len);
 }
