@@ -63,6 +63,9 @@ struct gs_group {
     void *close_data;
     /* libraft's close of its uv io, wrapped (io_close_once). */
     void (*uv_io_close)(struct raft_io *io, raft_io_close_cb cb);
+    /* libraft's send, wrapped (send_guarded). */
+    int (*uv_send)(struct raft_io *io, struct raft_io_send *req, const struct raft_message *message,
+                   raft_io_send_cb cb);
     raft_io_close_cb raft_io_closed;
     bool io_closed;
     bool orphan; /* its start failed: nobody holds it, it frees itself */
@@ -273,6 +276,22 @@ static void io_close_once(struct raft_io *io, raft_io_close_cb cb)
     g->uv_io_close(io, on_io_closed);
 }
 
+/* libraft 0.15 may send a follower's AppendEntries result to a leader it
+ * no longer knows (after the leader changed while the append was being
+ * written: server id 0, address NULL), and its uv send then calls strlen
+ * on the NULL address (canonical/raft issues 339 and 350, fixed after the
+ * Debian version). Seen here as a node killed by SIGSEGV in the fault
+ * campaign. A result nobody can receive is refused as a failed send, which
+ * libraft handles as any other (the leader asks again). */
+static int send_guarded(struct raft_io *io, struct raft_io_send *req,
+                        const struct raft_message *message, raft_io_send_cb cb)
+{
+    struct gs_group *g = CORE_CONTAINER_OF(io, struct gs_group, io);
+    if (message->server_id == 0 || message->server_address == NULL)
+        return RAFT_NOCONNECTION;
+    return g->uv_send(io, req, message, cb);
+}
+
 static void release_io(struct gs_group *g)
 {
     gs_raft_store_dynamo_release(&g->io);
@@ -418,6 +437,8 @@ int gs_group_start(struct gs_group **out, struct uv_loop_s *loop, const struct g
             g->io.version = 2;
         g->uv_io_close = g->io.close;
         g->io.close = io_close_once;
+        g->uv_send = g->io.send;
+        g->io.send = send_guarded;
         raft_uv_set_connect_retry_delay(&g->io, cfg->connect_retry_ms ? cfg->connect_retry_ms
                                                                       : DEFAULT_RETRY_MS);
         rv = raft_init(&g->raft, &g->io, gs_fsm_raft(g->fsm), cfg->id, self);
