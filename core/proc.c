@@ -140,6 +140,10 @@ void core_proc_signals_start(struct core_proc *p, uv_loop_t *loop, const char *n
     p->stop = stop;
     p->data = data;
     p->stopped = p->closed = false;
+    /* A peer that closes while we write to it (a gateway that vanishes
+     * with replies on their way) makes that write fail with EPIPE, which
+     * closes that one connection; SIGPIPE's default would kill us. */
+    signal(SIGPIPE, SIG_IGN);
     uv_signal_init(loop, &p->sigint);
     uv_signal_init(loop, &p->sigterm);
     p->sigint.data = p->sigterm.data = p;

@@ -99,7 +99,9 @@ struct core_proc {
  * unreferenced: the loop ends when the process's own handles are closed,
  * whether a signal or something else (a SHUTDOWN command) closed them.
  * On the first signal: log, call stop(p, data) once, close both handles;
- * a later signal finds them closed. `p` is owned by the caller and must
+ * a later signal finds them closed. SIGPIPE is ignored from here on: a
+ * write to a peer that has gone fails with EPIPE (that connection is
+ * closed) instead of killing the process. Call it before the loop runs. `p` is owned by the caller and must
  * stay valid until core_proc_signals_close has returned.
  */
 void core_proc_signals_start(struct core_proc *p, uv_loop_t *loop, const char *name,

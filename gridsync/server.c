@@ -122,7 +122,9 @@ int main(int argc, char **argv)
     core_buf_free(&ignored);
     /* Redis writes a pidfile when daemonized even if none is configured. */
     const char *pidfile = cfg.pidfile[0] ? cfg.pidfile : cfg.daemonize ? DEFAULT_PIDFILE : NULL;
-    /* A peer that closes while we write must not kill the process. */
+    /* A peer that closes while we write must not kill the process (also
+     * done by core_proc_signals_start; here already for what gs_node_new
+     * starts before it). */
     signal(SIGPIPE, SIG_IGN);
 
     uv_loop_t loop;

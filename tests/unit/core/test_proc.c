@@ -6,7 +6,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <errno.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "core/config.h"
@@ -132,6 +135,27 @@ static void test_loop_ends_without_a_signal(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+static void test_write_to_a_gone_peer_fails_instead_of_killing(void **state)
+{
+    /* A write to a socket whose peer stopped reading would raise SIGPIPE;
+     * after core_proc_signals_start it fails with EPIPE and we live on. */
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    struct stopper s = {0};
+    struct core_proc p;
+    core_proc_signals_start(&p, &loop, "test", on_stop, &s);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    assert_int_equal(shutdown(sv[1], SHUT_RD), 0);
+    errno = 0;
+    assert_int_equal(write(sv[0], "x", 1), -1);
+    assert_int_equal(errno, EPIPE);
+    close(sv[0]);
+    close(sv[1]);
+    core_proc_signals_close(&p, &loop);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -139,6 +163,7 @@ int main(void)
         cmocka_unit_test(test_early_flags_for_own_parsers),
         cmocka_unit_test(test_signal_stops_once),
         cmocka_unit_test(test_loop_ends_without_a_signal),
+        cmocka_unit_test(test_write_to_a_gone_peer_fails_instead_of_killing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@ mode 0600, peer uid checked; order acks never go on the PUB. A foreign
 client cannot place, cancel or see orders; gateways, clearing and
 market-data subscribers still work."""
 import os
+import socket
 import stat
 import struct
 import subprocess
@@ -105,6 +106,35 @@ def test_uid_not_allowed_is_refused(exchange):
     assert link.closed()
     assert wait_until(lambda: "refused a connection from uid %d" % os.getuid() in x.engine.stderr(),
                       20)
+
+
+def test_a_gateway_gone_with_replies_due_leaves_the_engine_running(exchange):
+    """A gateway that stops reading (or dies) while the engine answers it:
+    the engine's write fails with EPIPE and closes that link; it does not
+    die of SIGPIPE (it once did, when a FIX gateway was restarted right
+    after its session's DISCONNECT). SHUT_RD before anything is sent makes
+    every answer a write to a peer that reads no more."""
+    x = exchange()
+    link = LinkClient(x.orders, hello=False)
+    link.sock.shutdown(socket.SHUT_RD)
+    link.send(b"", b"")
+    link.send(b"GONE", login_frame(b"GONE"))
+    # the engine answers LOGGEDIN, its write fails and it closes the link
+    # (or, before the fix, dies): either way our next writes fail
+
+    def link_closed():
+        try:
+            link.send(b"GONE", login_frame(b"GONE"))
+            return False
+        except (BrokenPipeError, ConnectionResetError):
+            return True
+    assert wait_until(link_closed, 20, 0.05)
+    # and it goes on: the other gateway's trader is served
+    t = x.trader("GW1")
+    t.send("NEW cl=a1 sym=ABC side=B qty=10 px=99.00")
+    assert t.line().startswith("ACK cl=a1 ")
+    assert x.engine.p.poll() is None, x.engine.stderr()
+    link.close()
 
 
 def test_foreign_subscriber_sees_market_data_but_no_order(exchange, zctx):
