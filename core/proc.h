@@ -101,8 +101,9 @@ struct core_proc {
  * On the first signal: log, call stop(p, data) once, close both handles;
  * a later signal finds them closed. SIGPIPE is ignored from here on: a
  * write to a peer that has gone fails with EPIPE (that connection is
- * closed) instead of killing the process. Call it before the loop runs. `p` is owned by the caller
- * and must stay valid until core_proc_signals_close has returned.
+ * closed) instead of killing the process. Call it before the loop runs.
+ * `p` is owned by the caller and must stay valid until
+ * core_proc_signals_close has returned.
  */
 void core_proc_signals_start(struct core_proc *p, uv_loop_t *loop, const char *name,
                              core_proc_stop_fn stop, void *data);
