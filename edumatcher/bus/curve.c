@@ -237,10 +237,10 @@ int em_curve_client_config(const char *who, const char *key_opt, const char *key
                            struct em_curve_pair *out)
 {
     memset(out, 0, sizeof *out);
-    if (!key_file[0] && !server_key[0])
+    if (!server_key[0])
         return CORE_ENOTFOUND;
-    if (!key_file[0] || !server_key[0]) {
-        CORE_WARN("%s: --%s and --%s go together (CURVE needs both)", who, key_opt, server_opt);
+    if (!key_file[0]) {
+        CORE_WARN("%s: --%s needs --%s (this process's own CURVE key)", who, server_opt, key_opt);
         return CORE_EINVAL;
     }
     if (!em_curve_available()) {

@@ -41,6 +41,7 @@
 static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
 static char curve_key[CORE_OPT_STRLEN] = "";
 static char engine_key[CORE_OPT_STRLEN] = "";
+static char monitor_key[CORE_OPT_STRLEN] = "";
 static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
 static char http_host[CORE_OPT_STRLEN] = "127.0.0.1";
 static int64_t http_port = 9181;
@@ -58,6 +59,9 @@ static const struct core_option options[] = {
     {"engine-key", CORE_OPT_STRING, engine_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's CURVE public key (Z85, or a file such as <journal-dir>/curve.key.pub) for "
      "--engine-pub and --engine-query (\"\": no CURVE)"},
+    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the monitor's CURVE public key (Z85 or a file) for --health; with --curve-key (\"\": "
+     "no CURVE)"},
     {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the monitor's health endpoint (\"\": publish no beacons)"},
     {"http-host", CORE_OPT_STRING, http_host, 0, 0, NULL, CORE_OPT_IMMUTABLE, "HTTP address"},
@@ -231,6 +235,12 @@ int main(int argc, char **argv)
     if (crc && crc != CORE_ENOTFOUND)
         return crc == CORE_EINVAL ? 2 : 1;
     const struct em_curve_pair *curve = crc ? NULL : &curve_pair;
+    static struct em_curve_pair health_pair;
+    crc = em_curve_client_config("clearing", "curve-key", curve_key, "monitor-key", monitor_key,
+                                 &health_pair);
+    if (crc && crc != CORE_ENOTFOUND)
+        return crc == CORE_EINVAL ? 2 : 1;
+    const struct em_curve_pair *health_curve = crc ? NULL : &health_pair;
     if (em_bus_ctx_new(&c->zctx) != 0)
         return 1;
     rc = em_bus_open_curve(&c->sub, c->zctx, EM_BUS_SUB, engine_pub, false, curve);
@@ -278,6 +288,7 @@ int main(int argc, char **argv)
     core_metrics_counter(&c->health.metrics, "gaps", &c->gaps);
     core_metrics_counter(&c->health.metrics, "recovered", &c->recovered);
     core_metrics_counter(&c->health.metrics, "recover_requests", &c->recover_requests);
+    c->health.curve = health_curve;
     em_health_start_or_warn("clearing", &c->health, c->loop, c->zctx, health_ep,
                             (uint64_t)beacon_ms, on_health, c);
 

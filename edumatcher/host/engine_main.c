@@ -62,6 +62,7 @@ static bool snapshot_fork = true;
 static char query_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9103";
 static char curve_clients[CORE_OPT_STRLEN] = "";
 static char curve_key_file[CORE_OPT_STRLEN] = "";
+static char monitor_key[CORE_OPT_STRLEN] = "";
 
 static const struct core_option options[] = {
     {"orders", CORE_OPT_STRING, orders_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -110,6 +111,9 @@ static const struct core_option options[] = {
     {"curve-key", CORE_OPT_STRING, curve_key_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "with --curve-clients: the engine's CURVE secret key, made at first start (mode 0600; "
      "public key in FILE.pub) (\"\": <journal-dir>/curve.key)"},
+    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the monitor's CURVE public key (Z85 or a file) for --health, with the engine's "
+     "--curve-key (\"\": no CURVE)"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
@@ -124,7 +128,8 @@ static struct {
     uv_timer_t tick_timer, md_timer, grace_timer;
     struct core_proc proc; /* signals */
     struct em_host *host;
-    struct em_curve_pair curve; /* with --curve-clients */
+    struct em_curve_pair curve;        /* with --curve-clients */
+    struct em_curve_pair health_curve; /* with --monitor-key */
     struct em_curve_zap *zap;
 } P;
 
@@ -230,6 +235,14 @@ static void open_link(void)
     core_metrics_counter(mt, "link_unrouted", &ls->unrouted);
 }
 
+static void curve_key_path(char *path, size_t cap)
+{
+    if (curve_key_file[0])
+        snprintf(path, cap, "%s", curve_key_file);
+    else
+        snprintf(path, cap, "%s/curve.key", journal_dir);
+}
+
 /* --curve-clients: the ZAP handler and the engine's key pair, or the
  * warning that PUB and query are open; returns the pair or NULL. */
 static const struct em_curve_pair *open_curve(void)
@@ -255,10 +268,7 @@ static const struct em_curve_pair *open_curve(void)
         exit(2);
     }
     char path[CORE_OPT_STRLEN + 16];
-    if (curve_key_file[0])
-        snprintf(path, sizeof path, "%s", curve_key_file);
-    else
-        snprintf(path, sizeof path, "%s/curve.key", journal_dir);
+    curve_key_path(path, sizeof path);
     rc = em_curve_key_load(path, true, &P.curve);
     if (rc) {
         CORE_WARN("engine: cannot read or make the CURVE key %s: %s", path,
@@ -406,6 +416,15 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "snapshot_failures", &st->snapshot_failures);
     core_metrics_gauge(mt, "snapshot_seq", &st->snapshot_seq);
     core_metrics_gauge(mt, "restored_seq", &st->restored_seq);
+    if (monitor_key[0]) {
+        char path[CORE_OPT_STRLEN + 16];
+        curve_key_path(path, sizeof path);
+        rc = em_curve_client_config("engine", "curve-key", path, "monitor-key", monitor_key,
+                                    &P.health_curve);
+        if (rc)
+            return rc == CORE_EINVAL ? 2 : 1;
+        P.health.curve = &P.health_curve;
+    }
     em_health_start_or_warn("engine", &P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms,
                             on_health, NULL);
 

@@ -36,6 +36,7 @@ static char link_key[CORE_OPT_STRLEN] = "";
 static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
 static char curve_key[CORE_OPT_STRLEN] = "";
 static char engine_key[CORE_OPT_STRLEN] = "";
+static char monitor_key[CORE_OPT_STRLEN] = "";
 static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
 static char engine_query[CORE_OPT_STRLEN] = "";
 static char tokens_file[CORE_OPT_STRLEN] = "";
@@ -64,6 +65,9 @@ static const struct core_option options[] = {
     {"engine-key", CORE_OPT_STRING, engine_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's CURVE public key (Z85, or a file such as <journal-dir>/curve.key.pub) for "
      "--engine-pub and --engine-query (\"\": no CURVE)"},
+    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the monitor's CURVE public key (Z85 or a file) for --health; with --curve-key (\"\": "
+     "no CURVE)"},
     {"engine-query", CORE_OPT_STRING, engine_query, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's query endpoint: every symbol's book and rules at start, for SYMBOLS (\"\": "
      "only what the market data brings)"},
@@ -180,6 +184,12 @@ int main(int argc, char **argv)
     if (crc && crc != CORE_ENOTFOUND)
         return crc == CORE_EINVAL ? 2 : 1;
     const struct em_curve_pair *curve = crc ? NULL : &curve_pair;
+    static struct em_curve_pair health_pair;
+    crc = em_curve_client_config("gateway", "curve-key", curve_key, "monitor-key", monitor_key,
+                                 &health_pair);
+    if (crc && crc != CORE_ENOTFOUND)
+        return crc == CORE_EINVAL ? 2 : 1;
+    const struct em_curve_pair *health_curve = crc ? NULL : &health_pair;
     if (em_bus_ctx_new(&G.zctx) != 0)
         return 1;
     struct em_gw_link_opts lo = {
@@ -225,6 +235,7 @@ int main(int argc, char **argv)
             name[4 + i] = (char)(reason[i] >= 'A' && reason[i] <= 'Z' ? reason[i] + 32 : reason[i]);
         core_metrics_counter(mt, name, &st->rejects_by[r]);
     }
+    G.health.curve = health_curve;
     em_health_start_or_warn("gateway", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms,
                             NULL, NULL);
 

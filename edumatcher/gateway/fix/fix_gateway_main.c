@@ -77,6 +77,7 @@ static char link_key[CORE_OPT_STRLEN] = "";
 static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
 static char curve_key[CORE_OPT_STRLEN] = "";
 static char engine_key[CORE_OPT_STRLEN] = "";
+static char monitor_key[CORE_OPT_STRLEN] = "";
 static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
 static char tokens_file[CORE_OPT_STRLEN] = "";
 static char name_opt[CORE_OPT_STRLEN] = "fix";
@@ -112,6 +113,9 @@ static const struct core_option options[] = {
     {"engine-key", CORE_OPT_STRING, engine_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's CURVE public key (Z85, or a file such as <journal-dir>/curve.key.pub) for "
      "--engine-pub (\"\": no CURVE)"},
+    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the monitor's CURVE public key (Z85 or a file) for --health; with --curve-key (\"\": "
+     "no CURVE)"},
     {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the monitor's health endpoint (\"\": no beacons)"},
     {"tokens-file", CORE_OPT_STRING, tokens_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -1208,6 +1212,12 @@ int main(int argc, char **argv)
     if (crc && crc != CORE_ENOTFOUND)
         return crc == CORE_EINVAL ? 2 : 1;
     const struct em_curve_pair *curve = crc ? NULL : &curve_pair;
+    static struct em_curve_pair health_pair;
+    crc = em_curve_client_config("fix", "curve-key", curve_key, "monitor-key", monitor_key,
+                                 &health_pair);
+    if (crc && crc != CORE_ENOTFOUND)
+        return crc == CORE_EINVAL ? 2 : 1;
+    const struct em_curve_pair *health_curve = crc ? NULL : &health_pair;
     if (em_bus_ctx_new(&G.zctx) != 0)
         return 1;
     struct em_gw_link_opts lo = {
@@ -1242,6 +1252,7 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "rate_limited", &st->rate_limited);
     core_metrics_counter(mt, "bus_full", &st->bus_full);
     core_metrics_gauge(mt, "sessions", &st->sessions);
+    G.health.curve = health_curve;
     em_health_start_or_warn("fix", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms, NULL,
                             NULL);
 
