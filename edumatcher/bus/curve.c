@@ -237,7 +237,7 @@ int em_curve_client_config(const char *who, const char *key_opt, const char *key
                            struct em_curve_pair *out)
 {
     memset(out, 0, sizeof *out);
-    if (!server_key[0])
+    if (!server_key[0] && !key_file[0])
         return CORE_ENOTFOUND;
     if (!key_file[0]) {
         CORE_WARN("%s: --%s needs --%s (this process's own CURVE key)", who, server_opt, key_opt);
@@ -247,7 +247,7 @@ int em_curve_client_config(const char *who, const char *key_opt, const char *key
         CORE_WARN("%s: this libzmq has no CURVE support", who);
         return CORE_EINVAL;
     }
-    int rc = em_curve_public_load(server_key, out->server_key);
+    int rc = server_key[0] ? em_curve_public_load(server_key, out->server_key) : 0;
     if (rc) {
         CORE_WARN("%s: --%s %s: not a Z85 public key or a file starting with one (%s)", who,
                   server_opt, server_key, core_strerror(rc));
@@ -261,7 +261,9 @@ int em_curve_client_config(const char *who, const char *key_opt, const char *key
                                       : core_strerror(rc));
         return rc;
     }
-    return 0;
+    /* A key file alone makes the pair (for the server's allow-list) but
+     * connects without CURVE. */
+    return server_key[0] ? 0 : CORE_ENOTFOUND;
 }
 
 void em_curve_warn_open(const char *who, const char *what, const char *endpoint)

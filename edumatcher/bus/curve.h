@@ -105,8 +105,10 @@ bool em_curve_allowed(const struct em_curve_allow *a, const uint8_t key[32]);
 /*
  * A client process's options, checked in one place: own key file (made at
  * first start) and the server's public key (Z85 or a file holding it).
- * No server key: no CURVE, returns CORE_ENOTFOUND. A server key without a
- * key file, or a bad key: logs why (prefixed with `who` and the option names) and
+ * No server key: no CURVE, returns CORE_ENOTFOUND (after making or checking
+ * the key file if one is given: a first start with only --curve-key makes
+ * the pair for the server's allow-list). A server key without a key file,
+ * or a bad key: logs why (prefixed with `who` and the option names) and
  * returns CORE_EINVAL (a process exits 2 for a bad option) or the file's
  * CORE_E* code. 0: *out is ready for em_bus_open_curve.
  */

@@ -236,6 +236,17 @@ def test_open_bus_warns_and_bad_options_exit_2(procs, workdir):
     assert r.p.wait(timeout=10) == 2
     assert "--curve-key" in r.stderr()
 
+    # --curve-key alone makes the pair (for the engine's allow-list) and
+    # connects without CURVE
+    made = os.path.join(workdir, "made", "clearing.key")
+    os.makedirs(os.path.dirname(made))
+    r = procs.start([binary("edumatcher-clearing"), "--engine-pub", pub, "--health", "",
+                     "--engine-query", "", "--http-port", str(free_port()), "--curve-key", made])
+    assert r.ready.startswith("edumatcher-clearing"), r.stderr()
+    assert stat.S_IMODE(os.stat(made).st_mode) == 0o600
+    assert len(read_pub(made + ".pub")) == 40
+    r.stop()
+
     # a secret key file others can read is refused
     key, _ = keyfile(workdir, "loose")
     os.chmod(key, 0o644)
