@@ -109,7 +109,8 @@ static const struct core_option options[] = {
      "CURVE allow-list: Z85 public keys of the processes that may connect to --pub and "
      "--query, one per line (\"\": no CURVE, open to anyone on tcp://)"},
     {"curve-key", CORE_OPT_STRING, curve_key_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "with --curve-clients or --monitor-key: the engine's CURVE secret key, made at first start (mode 0600; "
+     "with --curve-clients or --monitor-key: the engine's CURVE secret key, made at first start "
+     "(mode 0600; "
      "public key in FILE.pub) (\"\": <journal-dir>/curve.key)"},
     {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the monitor's CURVE public key (Z85 or a file) for --health, with the engine's "
