@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -313,9 +314,9 @@ static void *zap_main(void *arg)
             zmq_msg_init(&m);
             if (zmq_msg_recv(&m, z->sock, 0) < 0) {
                 zmq_msg_close(&m);
-                if (errno == EINTR && nf == 0)
-                    continue;
-                term = true;
+                if (errno == EINTR)
+                    continue; /* signals are blocked here; kept for safety */
+                term = true;  /* ETERM: the context is ending */
                 break;
             }
             more = zmq_msg_more(&m);
@@ -371,7 +372,14 @@ int em_curve_zap_start(struct em_curve_zap **out, void *zctx, const struct em_cu
         free(z);
         return rc;
     }
-    if (pthread_create(&z->thread, NULL, zap_main, z) != 0) {
+    /* The thread takes no signals (they belong to the process's loop), so
+     * its receives are never interrupted. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int prc = pthread_create(&z->thread, NULL, zap_main, z);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (prc != 0) {
         zmq_close(z->sock);
         free(z);
         return CORE_EIO;

@@ -71,7 +71,7 @@ def test_only_listed_clients_on_the_bus(procs, zctx, workdir):
     os.makedirs(journal)
     pub, query = f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
     health = f"tcp://127.0.0.1:{free_port()}"
-    keys = {n: keyfile(workdir, n) for n in ("gateway", "clearing", "monitor")}
+    keys = {n: keyfile(workdir, n) for n in ("gateway", "fix", "clearing", "monitor")}
     # The test's own listed subscriber: the control that would have seen
     # what the foreign ones must not.
     obs_pub, obs_sec = zmq.curve_keypair()
@@ -87,7 +87,7 @@ def test_only_listed_clients_on_the_bus(procs, zctx, workdir):
 
     beacon_clients = allow_list(os.path.join(workdir, "beacon-clients"),
                                 {"engine": engine_pub, "gateway": keys["gateway"][1],
-                                 "clearing": keys["clearing"][1]})
+                                 "fix": keys["fix"][1], "clearing": keys["clearing"][1]})
     mport = free_port()
     m = procs.start([binary("edumatcher-monitor"), "--http-port", str(mport), "--health", health,
                      "--beacon-ms", "100", "--engine-pub", pub, "--curve-key", mon_key,
@@ -110,6 +110,12 @@ def test_only_listed_clients_on_the_bus(procs, zctx, workdir):
                      "--curve-key", keys["gateway"][0], "--engine-key", engine_pub,
                      "--monitor-key", mon_pub])
     assert g.ready.startswith("edumatcher-gateway"), g.stderr()
+    f = procs.start([binary("edumatcher-fix"), "--port", str(free_port()), "--engine-orders",
+                     f"unix:{journal}/orders.sock", "--engine-pub", pub, "--health", health,
+                     "--tokens-file", tokens, "--store-dir", os.path.join(workdir, "fix"),
+                     "--beacon-ms", "100", "--curve-key", keys["fix"][0],
+                     "--engine-key", engine_pub, "--monitor-key", mon_pub])
+    assert f.ready.startswith("edumatcher-fix"), f.stderr()
 
     observer = curve_sub(zctx, pub, engine_pub, (obs_pub, obs_sec))
     plain = curve_sub(zctx, pub)
@@ -191,7 +197,7 @@ def test_only_listed_clients_on_the_bus(procs, zctx, workdir):
     def seen():
         d = json.loads(http_get(mport, "/metrics.json")[2])
         names = {p["proc"] for p in d["processes"]}
-        return names if {"engine", "gateway", "clearing"} <= names else None
+        return names if {"engine", "gateway", "fix", "clearing"} <= names else None
     names = wait_until(seen, timeout=10, step=0.1)
     assert names, m.stderr()
     for p in fakes:
