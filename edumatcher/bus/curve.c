@@ -157,6 +157,14 @@ int em_curve_key_load(const char *path, bool create, struct em_curve_pair *out)
     return 0;
 }
 
+int em_curve_pair_new(struct em_curve_pair *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!em_curve_available() || zmq_curve_keypair(out->public_key, out->secret_key) != 0)
+        return CORE_EINVAL;
+    return 0;
+}
+
 int em_curve_public_load(const char *arg, char *out)
 {
     size_t len = strlen(arg);

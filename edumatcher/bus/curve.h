@@ -80,6 +80,10 @@ bool em_curve_z85_valid(const char *s, size_t len);
  */
 int em_curve_key_load(const char *path, bool create, struct em_curve_pair *out);
 
+/* A new random pair in memory only (benchmarks, tests). Returns 0 or
+ * CORE_EINVAL (no CURVE). */
+int em_curve_pair_new(struct em_curve_pair *out);
+
 /*
  * A public key given as an option: either the 40 Z85 characters
  * themselves or the path of a file that starts with them (such as a
