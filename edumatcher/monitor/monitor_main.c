@@ -65,8 +65,8 @@ static const struct core_option options[] = {
     {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's PUB endpoint: market data and trades for the market view (\"\": none)"},
     {"curve-key", CORE_OPT_STRING, curve_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "this process's CURVE secret key file, made at first start (mode 0600; the public key "
-     "in FILE.pub goes in the engine's --curve-clients); with --engine-key"},
+     "the monitor's CURVE secret key file, made at first start (mode 0600; public key in "
+     "FILE.pub): its server key with --curve-clients, its client key with --engine-key"},
     {"curve-clients", CORE_OPT_STRING, curve_clients, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "CURVE allow-list for --health: Z85 public keys of the processes whose beacons are "
      "taken, one per line; with --curve-key (\"\": no CURVE, open to anyone on tcp://)"},
