@@ -170,7 +170,7 @@ int main(int argc, char **argv)
         int line;
         if (em_curve_pair_new(&server_pair) || em_curve_pair_new(&client_pair) ||
             em_curve_allow_parse(client_pair.public_key, EM_CURVE_Z85_LEN, &allow, &line) ||
-            em_curve_zap_start(&zap, ctx, &allow)) {
+            em_curve_zap_start(&zap, ctx, &allow, NULL)) {
             fprintf(stderr, "zmq-hop: no CURVE in this libzmq\n");
             return 1;
         }

@@ -290,7 +290,39 @@ struct em_curve_zap {
     void *sock;
     struct em_curve_zap_stats stats;
     struct em_curve_allow allow;
+    /* reloading (path[0] != 0): what the file was when last read */
+    char path[4096];
+    struct stat seen;
+    struct em_curve_allow next;
 };
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Before a handshake is answered: the allow-list file changed? */
+static void maybe_reload(struct em_curve_zap *z)
+{
+    struct stat st;
+    if (!z->path[0] || stat(z->path, &st) != 0 || same_file(&st, &z->seen))
+        return;
+    z->seen = st;
+    int line;
+    int rc = em_curve_allow_load(z->path, &z->next, &line);
+    if (rc) {
+        if (line)
+            CORE_WARN("curve: %s line %d: not a Z85 public key; the list in force is kept", z->path,
+                      line);
+        else
+            CORE_WARN("curve: %s: %s; the list in force is kept", z->path, core_strerror(rc));
+        return;
+    }
+    memcpy(&z->allow, &z->next, sizeof z->allow);
+    __atomic_fetch_add(&z->stats.reloads, 1, __ATOMIC_RELAXED);
+    CORE_INFO("curve: %s re-read: %u allowed keys", z->path, z->allow.count);
+}
 
 #define ZAP_FRAMES 8 /* a CURVE request has 7 */
 
@@ -338,6 +370,7 @@ static void *zap_main(void *arg)
                 zmq_msg_close(&f[i]);
             break;
         }
+        maybe_reload(z);
         bool ok = nf == 7 && frame_is(&f[0], "1.0") && frame_is(&f[5], "CURVE") &&
                   zmq_msg_size(&f[6]) == 32 && em_curve_allowed(&z->allow, zmq_msg_data(&f[6]));
         if (nf >= 2) {
@@ -361,12 +394,17 @@ static void *zap_main(void *arg)
     return NULL;
 }
 
-int em_curve_zap_start(struct em_curve_zap **out, void *zctx, const struct em_curve_allow *allow)
+int em_curve_zap_start(struct em_curve_zap **out, void *zctx, const struct em_curve_allow *allow,
+                       const char *path)
 {
     struct em_curve_zap *z = calloc(1, sizeof *z);
     if (!z)
         return CORE_ENOMEM;
     memcpy(&z->allow, allow, sizeof z->allow);
+    /* The file as it is now is what allow came from (a change between the
+     * caller's read and this stat is picked up at the next change). */
+    if (path && strlen(path) < sizeof z->path && stat(path, &z->seen) == 0)
+        memcpy(z->path, path, strlen(path) + 1);
     z->sock = zmq_socket(zctx, ZMQ_REP);
     if (!z->sock) {
         free(z);

@@ -27,10 +27,11 @@
  *    (separated by blanks) is a comment, as are lines starting with `#`;
  *    blank lines are ignored. Anything else is an error, with its line.
  *
- * The ZAP handler runs on its own thread (zmq_poll on an inproc REP
- * socket bound to zeromq.zap.01 in the process's context): a handshake
- * never waits for the process's loop, and the allow-list is read-only once
- * the handler runs, so the thread shares nothing mutable. It answers 200
+ * The ZAP handler runs on its own thread (a blocking inproc REP socket
+ * bound to zeromq.zap.01 in the process's context): a handshake never
+ * waits for the process's loop, and the allow-list belongs to the thread
+ * once it runs (it alone re-reads the file), so it shares nothing mutable
+ * but its counters. It answers 200
  * for a CURVE client whose key is listed and 400 for anything else (other
  * mechanisms, unlisted keys, malformed requests). Sockets without CURVE in
  * the same context are not affected: libzmq asks ZAP about the NULL
@@ -127,15 +128,23 @@ void em_curve_warn_open(const char *who, const char *what, const char *endpoint)
 
 struct em_curve_zap;
 
-/* Start the ZAP handler for zctx with a copy of allow. Returns 0 and *out,
- * CORE_EBUSY (a handler is already bound in this context), CORE_ENOMEM or
- * CORE_EIO. */
-int em_curve_zap_start(struct em_curve_zap **out, void *zctx, const struct em_curve_allow *allow);
+/*
+ * Start the ZAP handler for zctx with a copy of allow. With `path` (the
+ * file allow was loaded from; NULL: never), the handler re-reads the file
+ * before answering a handshake when it changed since (inode, size or
+ * mtime): a key added is let in without a restart, a key removed is
+ * refused from its next connection on (connections already up stay). A
+ * file that no longer parses is logged and the list in force kept. Write
+ * the file by rename for an atomic change. Returns 0 and *out, CORE_EBUSY
+ * (a handler is already bound in this context), CORE_ENOMEM or CORE_EIO.
+ */
+int em_curve_zap_start(struct em_curve_zap **out, void *zctx, const struct em_curve_allow *allow,
+                       const char *path);
 
 /* Handshakes answered: let in, turned away (for metrics). The counters
  * are written by the handler's thread; read them as a rough figure. */
 struct em_curve_zap_stats {
-    uint64_t allowed, denied;
+    uint64_t allowed, denied, reloads;
 };
 const struct em_curve_zap_stats *em_curve_zap_stats(const struct em_curve_zap *z);
 

@@ -276,7 +276,7 @@ static const struct em_curve_pair *open_curve(void)
                   rc == CORE_EPROTO ? "readable by others (chmod 600 it)" : core_strerror(rc));
         exit(1);
     }
-    rc = em_curve_zap_start(&P.zap, P.zctx, &allow);
+    rc = em_curve_zap_start(&P.zap, P.zctx, &allow, curve_clients);
     if (rc) {
         CORE_WARN("engine: cannot start the ZAP handler: %s", core_strerror(rc));
         exit(1);

@@ -300,7 +300,7 @@ int main(int argc, char **argv)
             CORE_WARN("monitor: --curve-key %s: %s", curve_key, core_strerror(rc));
             return 1;
         }
-        rc = em_curve_zap_start(&m->zap, m->zctx, &allow);
+        rc = em_curve_zap_start(&m->zap, m->zctx, &allow, curve_clients);
         if (rc) {
             CORE_WARN("monitor: cannot start the ZAP handler: %s", core_strerror(rc));
             return 1;

@@ -180,11 +180,16 @@ static void test_zap_allows_only_listed(void **state)
 
     static struct em_curve_allow allow;
     int line;
-    assert_int_equal(em_curve_allow_parse(ok.public_key, 40, &allow, &line), 0);
+    char list[128];
+    snprintf(list, sizeof list, "%s/clients", dir);
+    FILE *f = fopen(list, "w");
+    fprintf(f, "%s ok\n", ok.public_key);
+    fclose(f);
+    assert_int_equal(em_curve_allow_load(list, &allow, &line), 0);
     struct em_curve_zap *zap;
-    assert_int_equal(em_curve_zap_start(&zap, ctx, &allow), 0);
+    assert_int_equal(em_curve_zap_start(&zap, ctx, &allow, list), 0);
     struct em_curve_zap *again;
-    assert_int_equal(em_curve_zap_start(&again, ctx, &allow), CORE_EBUSY);
+    assert_int_equal(em_curve_zap_start(&again, ctx, &allow, NULL), CORE_EBUSY);
 
     static struct em_bus_sock pub, sub_ok, sub_other, sub_plain;
     assert_int_equal(em_bus_open_curve(&pub, ctx, EM_BUS_PUB, "tcp://127.0.0.1:*", true, &server),
@@ -204,6 +209,32 @@ static void test_zap_allows_only_listed(void **state)
     const struct em_curve_zap_stats *zs = em_curve_zap_stats(zap);
     assert_true(__atomic_load_n(&zs->allowed, __ATOMIC_RELAXED) >= 1);
     assert_true(__atomic_load_n(&zs->denied, __ATOMIC_RELAXED) >= 1);
+
+    /* The list is re-read when its file changes: a key added by rename is
+     * let in without a restart; a file that stops parsing keeps the list
+     * in force (ok is still let in). */
+    char tmp[140];
+    snprintf(tmp, sizeof tmp, "%s.new", list);
+    f = fopen(tmp, "w");
+    fprintf(f, "%s ok\n%s other\n", ok.public_key, other.public_key);
+    fclose(f);
+    assert_int_equal(rename(tmp, list), 0);
+    static struct em_bus_sock sub_new;
+    assert_int_equal(em_bus_open_curve(&sub_new, ctx, EM_BUS_SUB, ep, false, &other), 0);
+    em_bus_subscribe(&sub_new, "");
+    assert_true(delivered(&pub, &sub_new));
+    assert_true(__atomic_load_n(&zs->reloads, __ATOMIC_RELAXED) == 1);
+    f = fopen(tmp, "w");
+    fputs("garbage\n", f);
+    fclose(f);
+    assert_int_equal(rename(tmp, list), 0);
+    static struct em_bus_sock sub_ok2;
+    assert_int_equal(em_bus_open_curve(&sub_ok2, ctx, EM_BUS_SUB, ep, false, &ok), 0);
+    em_bus_subscribe(&sub_ok2, "");
+    assert_true(delivered(&pub, &sub_ok2));
+    assert_true(__atomic_load_n(&zs->reloads, __ATOMIC_RELAXED) == 1);
+    em_bus_close(&sub_new);
+    em_bus_close(&sub_ok2);
 
     /* a client without the server's key is refused at open */
     struct em_curve_pair nokey = ok;
