@@ -113,10 +113,16 @@ bool em_hosted_publish(struct em_hosted *x, const struct em_bus_topic *topic, co
     if (topic->len <= al || memcmp(topic->s, ack, al) != 0 ||
         !em_gw_has_session(x->g, topic->s + al, topic->len - al))
         return false;
-    if (x->handing) /* the host's arena filled inside a hand-over */
+    if (x->handing || x->replies.len) {
+        /* published inside a hand-over (the host's arena or trade log
+         * filled up): the sessions may be on the stack; and once one reply
+         * waits, every later one waits behind it (order per trader) */
         push(&x->replies, topic->s, topic->len, data, len);
-    else
+        if (!x->in_check)
+            uv_idle_start(&x->idle, idle_stop); /* the check comes this turn */
+    } else {
         deliver(x, topic->s, topic->len, data, len);
+    }
     return true;
 }
 

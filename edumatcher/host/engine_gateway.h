@@ -29,8 +29,10 @@
  *   a frame sent while a reply is being delivered (a LOGIN's held input
  *   going out as the session goes live) waits in a queue, and a reply
  *   published while frames are being handed over (the host's staging
- *   arena filled up) waits in another; both are drained in order in the
- *   same check, so no order of events changes.
+ *   arena or its trade log filled up: a sweep of more than 64 trades)
+ *   waits in another, with every reply published after it until the
+ *   check; both are drained in order in that check, so no trader's
+ *   events change order.
  * - SYMBOLS is answered by the sessions from their market table, filled
  *   at open from em_host_query and kept current from the md.<SYM> lines
  *   the host publishes.

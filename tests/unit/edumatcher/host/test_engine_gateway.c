@@ -255,6 +255,51 @@ static void test_tokens_and_auth(void **state)
     close(t.fd);
 }
 
+/* A sweep of more than the trade log's 64 buffered records flushes and
+ * publishes inside the aggressor's hand-over: those replies wait until
+ * the hand-over is done, the rest of the batch behind them, so each
+ * trader still sees its events whole and in order, all after the flush. */
+static void test_sweep_inside_a_hand_over(void **state)
+{
+    (void)state;
+    enum { N = 150 };
+    struct trader a, b;
+    connect_trader(&a);
+    connect_trader(&b);
+    say(&a, "LOGIN gw=GW1\n");
+    expect(&a, "LOGGEDIN gw=GW1\n");
+    say(&b, "LOGIN gw=GW2\n");
+    expect(&b, "LOGGEDIN gw=GW2\n");
+    static char text[N * 64], want[N * 96];
+    size_t tl = 0, wl = 0;
+    for (int i = 0; i < N; i++) {
+        tl += (size_t)snprintf(text + tl, sizeof text - tl,
+                               "NEW cl=p%d sym=ABC side=S qty=1 px=10.00\n", i);
+        wl += (size_t)snprintf(want + wl, sizeof want - wl, "ACK cl=p%d oid=%d\n", i, i + 1);
+    }
+    say(&a, text);
+    say(&a, "PING\n");
+    strcat(want, "PONG\n");
+    expect(&a, want);
+    say(&b, "NEW cl=big sym=ABC side=B qty=150 px=10.00\nPING\n");
+    wl = (size_t)snprintf(want, sizeof want, "ACK cl=big oid=%d\n", N + 1);
+    for (int i = 0; i < N; i++)
+        wl += (size_t)snprintf(want + wl, sizeof want - wl,
+                               "FILL cl=big oid=%d tid=%d px=10.00 qty=1 leaves=%d cum=%d\n", N + 1,
+                               i + 1, N - 1 - i, i + 1);
+    strcat(want, "PONG\n");
+    expect(&b, want);
+    wl = 0;
+    for (int i = 0; i < N; i++)
+        wl += (size_t)snprintf(want + wl, sizeof want - wl,
+                               "FILL cl=p%d oid=%d tid=%d px=10.00 qty=1 leaves=0 cum=1\n", i,
+                               i + 1, i + 1);
+    expect(&a, want);
+    assert_int_equal(T.unflushed, 0);
+    close(a.fd);
+    close(b.fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,6 +307,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_link_traders_and_cancel_on_disconnect, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_tokens_and_auth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sweep_inside_a_hand_over, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
