@@ -102,8 +102,9 @@ static const struct core_option options[] = {
      "`AT <ms> <line>` schedule lines fired at that engine time"},
     {"md-interval-ms", CORE_OPT_INT, &md_interval_ms, 1, 60000, NULL, 0,
      "market data: at most one update per symbol per interval"},
-    {"md-depth", CORE_OPT_INT, &md_depth, 0, 50, NULL, 0,
-     "market data: price levels per side in each snapshot"},
+    {"md-depth", CORE_OPT_INT, &md_depth, 1, 50, NULL, 0,
+     "market data: price levels per side in each snapshot (at least 1: SYMBOLS answers "
+     "the best bid and offer from it)"},
     {"tick-ms", CORE_OPT_INT, &tick_ms, 1, 60000, NULL, CORE_OPT_IMMUTABLE,
      "clock resolution: elapsed time is journaled as TICKs this often"},
     {"beacon-ms", CORE_OPT_INT, &beacon_ms, 10, 60000, NULL, 0, "health beacon interval"},
