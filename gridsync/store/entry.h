@@ -91,7 +91,7 @@ static inline char *gs_entry_valp(struct gs_entry *e)
 
 /* Redis's LRU clock: 24 bits of seconds (LRU_CLOCK_MAX, resolution 1 s). */
 #define GS_ENTRY_CLOCK_BYTES 3u
-#define GS_ENTRY_CLOCK_MAX ((1u << 24) - 1)
+#define GS_ENTRY_CLOCK_MAX   ((1u << 24) - 1)
 
 /* Bytes to request for an entry of this shape (invariant E1). */
 static inline size_t gs_entry_alloc_size(int has_expire_field, size_t klen, size_t vlen)
