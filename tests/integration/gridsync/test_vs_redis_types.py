@@ -510,19 +510,36 @@ LIST_ARGS = ["a", "b", "c", "0", "1", "-1", "2", "-2", "10", "LEFT", "RIGHT", "B
              "RANK", "COUNT", "MAXLEN", "", "x", BIG, "1.5", "z" * 70]
 
 
-@pytest.mark.parametrize("seed,resp3", [(11, False), (12, True)])
-def test_random_list_commands_same_as_redis(pair, seed, resp3):
+@pytest.mark.parametrize("seed,resp3,fill", [(11, False, None), (12, True, None), (13, False, "2"),
+                                            (14, False, "-1")])
+def test_random_list_commands_same_as_redis(pair, seed, resp3, fill):
     """Random list commands (and a few of other types on the same keys)
     with random arguments: every reply, and after each command each key's
-    TYPE and whole list, must be Redis's."""
+    TYPE, whole list and tail (LINDEX -1/-2, LRANGE -3 -1: the walk back
+    from the last entry), must be Redis's. With a small
+    list-max-listpack-size the lists span many nodes, so tail reads and
+    RPOP/LMOVE RIGHT cross node boundaries and entries of 130 bytes need
+    2-byte back-lengths."""
     rnd = random.Random(seed)
     g, r = pair
     if resp3:
         g.cmd("HELLO", "3")
         r.cmd("HELLO", "3")
+    if fill:
+        for c in (g, r):
+            assert c.cmd("CONFIG", "SET", "list-max-listpack-size", fill) == b"+OK\r\n"
+    try:
+        random_list_commands(g, r, rnd, fill)
+    finally:
+        for c in (g, r):
+            assert c.cmd("CONFIG", "SET", "list-max-listpack-size", "-2") == b"+OK\r\n"
+
+
+def random_list_commands(g, r, rnd, fill):
+    args_pool = LIST_ARGS + (["y" * 130, "w" * 300, "12345678901"] * 3 if fill else [])
     for i in range(3000):
         name = rnd.choice(RANDOM_LIST_COMMANDS)
-        args = [rnd.choice(LIST_ARGS) for _ in range(rnd.randint(0, 5))]
+        args = [rnd.choice(args_pool) for _ in range(rnd.randint(0, 5))]
         if name == "lmpop":
             args = [str(rnd.randint(0, 3))] + [rnd.choice(LIST_KEYS) for _ in range(rnd.randint(0, 3))] + args
         elif rnd.random() < 0.9:
@@ -533,7 +550,8 @@ def test_random_list_commands_same_as_redis(pair, seed, resp3):
         a, b = g.cmd(*cmd), r.cmd(*cmd)
         assert a == b, f"command {i} {cmd!r}:\n  gridsync: {a!r}\n  redis:    {b!r}"
         for k in LIST_KEYS:
-            for probe in (["TYPE", k], ["LRANGE", k, "0", "-1"]):
+            for probe in (["TYPE", k], ["LRANGE", k, "0", "-1"], ["LINDEX", k, "-1"],
+                          ["LINDEX", k, "-2"], ["LRANGE", k, "-3", "-1"]):
                 a, b = g.cmd(*probe), r.cmd(*probe)
                 assert a == b, f"after {i} {cmd!r}, {probe!r}:\n  gridsync: {a!r}\n  redis: {b!r}"
 
