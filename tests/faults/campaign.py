@@ -21,11 +21,21 @@ partitions: one node isolated, a majority/minority split (5+ nodes), a
 one-way partition (the node's packets to its peers dropped by blackhole
 routes in its namespace; theirs still reach it).
 
+Meanwhile (--changes N) a node joins and one leaves, alternating, with
+scripts/gridsync-reshard, rerun until it completes (a fault may hold
+any step); each is a fault kind ("join", "leave") with its duration.
+
+Every process incarnation's exit status and log are recorded when it ends
+(the nemesis's restart, a monitor thread, the final stop): a kill -9 by
+the nemesis and exit 0 after SIGTERM are expected, anything else is a
+problem, reported with its kind and what the run was doing then.
+
 At the end every fault is healed, each key is read once more (recorded
 too), and the report gives: faults by kind, operations by outcome, lost
 acknowledged writes, duplicated increments, non-linearizable keys, the time
-writes took to recover after each leader loss, and node problems (exit
-codes, sanitizer or crash lines in the logs, a node that did not stop).
+writes took to recover after each leader loss, each membership change's
+duration, and node problems (a signal or exit code, sanitizer or crash
+lines in a log, a node that did not stop or start).
 
 Run: tests/faults/campaign.py --faults 1000 --mode lease (make faults-long);
 the short seeded run in make test is tests/faults/test_campaign.py."""
@@ -75,10 +85,14 @@ def log_findings(out, frames=4):
         if any(m in line for m in SANITIZER_LINES):
             head = [line]
             j = k + 1
+            # Its frames: after at most a few lines of detail ("READ of
+            # size 8 ..."), up to a blank line or the next finding.
             while j < len(lines) and len(head) < 1 + frames:
-                if lines[j].strip().startswith("#"):
-                    head.append(lines[j].strip())
-                elif len(head) > 1 and not lines[j].strip():
+                nxt = lines[j].strip()
+                if nxt.startswith("#"):
+                    head.append(nxt)
+                elif (len(head) > 1 and not nxt) or any(b in nxt for b in BAD_LOG_LINES) or \
+                        (len(head) == 1 and j - k > 3):
                     break
                 j += 1
             found.append(("sanitizer report", " | ".join(head)))
@@ -322,18 +336,28 @@ class Campaign:
     def start_node(self, nd):
         """Start one incarnation of nd and record it: its exit status and
         its log are kept when it ends (monitor, restart, finish)."""
-        run = {"node": nd.i, "run": sum(1 for r in self.runs if r["node"] == nd.i),
-               "start": self.now(), "end": None, "status": None, "expect": None,
-               "log": None, "during": None}
-        nd.run = run
         with self.runs_lock:
+            run = {"node": nd.i, "run": sum(1 for r in self.runs if r["node"] == nd.i),
+                   "start": self.now(), "end": None, "status": None, "expect": None,
+                   "log": None, "during": None, "proc": None}
             self.runs.append(run)
         try:
             nd.start()
+            why = None
         except RuntimeError as e:
+            why = str(e).splitlines()[0]
+        with self.runs_lock:
+            # Only now: the monitor must not pair the new record with the
+            # previous incarnation's process.
+            run["proc"] = nd.proc
+            nd.run = run
+        if why is not None:
             # Exited before it listened, or never listened: a problem, and
             # the node stays down (a later kill restarts it).
-            self.end_run(nd, nd.proc.poll() if nd.proc else None, why=str(e).splitlines()[0])
+            if nd.proc and nd.proc.poll() is None:
+                run["expect"] = "kill"
+                nd.kill9()
+            self.end_run(nd, nd.proc.returncode if nd.proc else None, why=why)
             return False
         return True
 
@@ -384,9 +408,10 @@ class Campaign:
         between faults would otherwise be seen only at the next restart)."""
         while self.monitor_until > time.monotonic():
             for nd in list(self.c.everyone):
-                proc, run = nd.proc, getattr(nd, "run", None)
-                if proc is not None and run is not None and run["end"] is None and \
-                        run["expect"] is None and proc.poll() is not None:
+                run = getattr(nd, "run", None)
+                proc = run and run.get("proc")
+                if proc is not None and run["end"] is None and run["expect"] is None and \
+                        proc.poll() is not None:
                     self.end_run(nd, proc.returncode)
             time.sleep(0.05)
 
