@@ -124,6 +124,7 @@ class Router:
         self.c, self.rng, self.timeout = cluster, rng, timeout
         self.route = {}
         self.conns = {}
+        self.last = None  # the node the last command went to
 
     def conn(self, nd):
         r = self.conns.get(nd.i)
@@ -153,6 +154,7 @@ class Router:
         """(status, reply) with status ok / fail / unknown."""
         nd = self.route.get(key) or self.rng.choice(self.c.nodes)
         for _ in range(6):
+            self.last = nd.i
             try:
                 return "ok", self.conn(nd).execute_command(*args)
             except redis.ResponseError as e:
@@ -190,6 +192,7 @@ class Router:
         proposed); after, only an answer that says so is."""
         nd = self.route.get(key) or self.rng.choice(self.c.nodes)
         for _ in range(6):
+            self.last = nd.i
             sent_exec = False
             try:
                 self.raw(nd, "MULTI")
@@ -246,6 +249,7 @@ class Campaign:
         self.mrng = random.Random(args.seed * 7919 + 1)
         self.ops = []  # every operation, appended under lock
         self.lock = threading.Lock()
+        self.tl = threading.local()
         self.stop = threading.Event()
         self.faults = []  # dicts: kind, victim, start, end, led
         self.changes = []  # joins and leaves: kind, node, start, end, attempts, ok
@@ -435,6 +439,9 @@ class Campaign:
     def record(self, key, f, value, invoke, status, reply):
         op = {"key": key, "f": f, "value": value, "invoke": invoke, "complete": self.now(),
               "status": status}
+        router = getattr(self.tl, "router", None)
+        if router is not None:
+            op["node"] = router.last  # who answered (or was last tried)
         if f in ("read", "incr") and status == "ok":
             op["value"] = int(reply) if f == "incr" and key not in self.pairs else reply
         with self.lock:
@@ -446,6 +453,7 @@ class Campaign:
     def client(self, cid):
         rng = random.Random(self.a.seed * 1000 + cid)
         router = Router(self.c, rng, self.a.op_timeout)
+        self.tl.router = router
         seq = 0
         while not self.stop.is_set():
             if self.a.think:
@@ -772,6 +780,11 @@ class Campaign:
                 f.write(f"# started {run['start']:.3f} s, ended {run['end']:.3f} s, "
                         f"status {run['status']}, expected {run['expect']}\n")
                 f.write(run["log"] or "")
+        with open(os.path.join(self.log_dir, "schedule.json"), "w") as f:
+            # What happened when: faults, membership changes, incarnations.
+            json.dump({"faults": self.faults, "changes": self.changes,
+                       "runs": [{k: v for k, v in run.items() if k not in ("log", "proc")}
+                                for run in self.runs]}, f, indent=1)
 
     def report(self):
         by_key = {}
