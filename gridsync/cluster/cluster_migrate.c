@@ -205,8 +205,18 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
             for (long long s = a; s <= b; s++) {
                 if (grp->slot_state)
                     grp->slot_state[s] = SLOT_SERVING; /* it may have left earlier */
-                if (cl->target &&
-                    cl->tmap[gs_ring_owner_of_slot(cl->target, (unsigned)s)] == grp->g)
+                if (!cl->target)
+                    continue;
+                if (cl->tmap[gs_ring_owner_of_slot(cl->target, (unsigned)s)] == grp->g)
+                    cl->serve[s] = (uint16_t)grp->g;
+                else if (cl->rmap[gs_ring_owner_of_slot(cl->ring, (unsigned)s)] == grp->g)
+                    /* An earlier change's OWN, replayed (a restart, or a
+                     * new member catching up): the slot came back to this
+                     * group then, so a SWITCH replayed before it no longer
+                     * routes it away. That switch may name the group this
+                     * change gives the slot to (an address added again),
+                     * whose node would otherwise serve the slot, empty,
+                     * before this change has moved its keys. */
                     cl->serve[s] = (uint16_t)grp->g;
             }
         }
