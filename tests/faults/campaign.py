@@ -444,6 +444,8 @@ class Campaign:
             op["node"] = router.last  # who answered (or was last tried)
         if f in ("read", "incr") and status == "ok":
             op["value"] = int(reply) if f == "incr" and key not in self.pairs else reply
+        elif status != "ok":
+            op["reply"] = str(reply)[:200]  # why it failed, for --save-history
         with self.lock:
             self.ops.append(op)
         return op
