@@ -34,6 +34,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/proc.h"
+#include "edumatcher/bus/curve.h"
 #include "edumatcher/bus/journal.h"
 #include "edumatcher/bus/order_link.h"
 #include "edumatcher/bus/zmq_bus.h"
@@ -67,6 +68,9 @@ static int64_t snapshot_records = 1000000;
 static int64_t snapshot_interval_ms = 600000;
 static bool snapshot_fork = true;
 static char query_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9103";
+static char curve_clients[CORE_OPT_STRLEN] = "";
+static char curve_key_file[CORE_OPT_STRLEN] = "";
+static char monitor_key[CORE_OPT_STRLEN] = "";
 /* hosted ALF sessions: edumatcher-gateway's options of the same names */
 static int64_t alf_port = -1;
 static char alf_bind[CORE_OPT_STRLEN] = "127.0.0.1";
@@ -102,8 +106,9 @@ static const struct core_option options[] = {
      "`AT <ms> <line>` schedule lines fired at that engine time"},
     {"md-interval-ms", CORE_OPT_INT, &md_interval_ms, 1, 60000, NULL, 0,
      "market data: at most one update per symbol per interval"},
-    {"md-depth", CORE_OPT_INT, &md_depth, 0, 50, NULL, 0,
-     "market data: price levels per side in each snapshot"},
+    {"md-depth", CORE_OPT_INT, &md_depth, 1, 50, NULL, 0,
+     "market data: price levels per side in each snapshot (at least 1: SYMBOLS answers "
+     "the best bid and offer from it)"},
     {"tick-ms", CORE_OPT_INT, &tick_ms, 1, 60000, NULL, CORE_OPT_IMMUTABLE,
      "clock resolution: elapsed time is journaled as TICKs this often"},
     {"beacon-ms", CORE_OPT_INT, &beacon_ms, 10, 60000, NULL, 0, "health beacon interval"},
@@ -118,6 +123,16 @@ static const struct core_option options[] = {
      "write snapshots from a forked child while the loop goes on (no: on the loop)"},
     {"query", CORE_OPT_STRING, query_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "endpoint to bind for queries (REP): trades by id for recovery (\"\": none)"},
+    {"curve-clients", CORE_OPT_STRING, curve_clients, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "CURVE allow-list: Z85 public keys of the processes that may connect to --pub and "
+     "--query, one per line (\"\": no CURVE, open to anyone on tcp://)"},
+    {"curve-key", CORE_OPT_STRING, curve_key_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "with --curve-clients or --monitor-key: the engine's CURVE secret key, made at first start "
+     "(mode 0600; "
+     "public key in FILE.pub) (\"\": <journal-dir>/curve.key)"},
+    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the monitor's CURVE public key (Z85 or a file) for --health, with the engine's "
+     "--curve-key (\"\": no CURVE)"},
     {"alf-port", CORE_OPT_INT, &alf_port, -1, 65535, NULL, CORE_OPT_IMMUTABLE,
      "host ALF trader sessions on this port, on the engine's loop (-1: none; 0: any free "
      "port, printed in the ready line); edumatcher-gateway processes work beside them"},
@@ -150,6 +165,9 @@ static struct {
     uv_timer_t tick_timer, md_timer, grace_timer;
     struct core_proc proc; /* signals */
     struct em_host *host;
+    struct em_curve_pair curve;        /* with --curve-clients */
+    struct em_curve_pair health_curve; /* with --monitor-key */
+    struct em_curve_zap *zap;
     struct em_hosted *hosted; /* --alf-port: ALF sessions on this loop */
 } P;
 
@@ -256,6 +274,56 @@ static void open_link(void)
     core_metrics_counter(mt, "link_refused", &ls->refused);
     core_metrics_counter(mt, "link_bad_records", &ls->bad_records);
     core_metrics_counter(mt, "link_unrouted", &ls->unrouted);
+}
+
+static void curve_key_path(char *path, size_t cap)
+{
+    if (curve_key_file[0])
+        snprintf(path, cap, "%s", curve_key_file);
+    else
+        snprintf(path, cap, "%s/curve.key", journal_dir);
+}
+
+/* --curve-clients: the ZAP handler and the engine's key pair, or the
+ * warning that PUB and query are open; returns the pair or NULL. */
+static const struct em_curve_pair *open_curve(void)
+{
+    if (!curve_clients[0]) {
+        em_curve_warn_open("engine", "--pub", pub_ep);
+        em_curve_warn_open("engine", "--query", query_ep);
+        return NULL;
+    }
+    if (!em_curve_available()) {
+        CORE_WARN("engine: --curve-clients: this libzmq has no CURVE support");
+        exit(2);
+    }
+    static struct em_curve_allow allow; /* large: not on the stack */
+    int line;
+    int rc = em_curve_allow_load(curve_clients, &allow, &line);
+    if (rc) {
+        if (line)
+            CORE_WARN("engine: --curve-clients %s line %d: not a Z85 public key", curve_clients,
+                      line);
+        else
+            CORE_WARN("engine: --curve-clients %s: %s", curve_clients, core_strerror(rc));
+        exit(2);
+    }
+    char path[CORE_OPT_STRLEN + 16];
+    curve_key_path(path, sizeof path);
+    rc = em_curve_key_load(path, true, &P.curve);
+    if (rc) {
+        CORE_WARN("engine: cannot read or make the CURVE key %s: %s", path,
+                  rc == CORE_EPROTO ? "readable by others (chmod 600 it)" : core_strerror(rc));
+        exit(1);
+    }
+    rc = em_curve_zap_start(&P.zap, P.zctx, &allow, curve_clients);
+    if (rc) {
+        CORE_WARN("engine: cannot start the ZAP handler: %s", core_strerror(rc));
+        exit(1);
+    }
+    CORE_INFO("engine: CURVE on --pub and --query: %u allowed client keys, server key %s",
+              allow.count, P.curve.public_key);
+    return &P.curve;
 }
 
 static void on_md_timer(uv_timer_t *t)
@@ -387,13 +455,14 @@ int main(int argc, char **argv)
 
     if (em_bus_ctx_new(&P.zctx) != 0)
         return 1;
-    rc = em_bus_open(&P.pub, P.zctx, EM_BUS_PUB, pub_ep, true);
+    const struct em_curve_pair *curve = open_curve();
+    rc = em_bus_open_curve(&P.pub, P.zctx, EM_BUS_PUB, pub_ep, true, curve);
     if (rc) {
         CORE_WARN("engine: cannot bind %s: %s", pub_ep, core_strerror(rc));
         return 1;
     }
     if (query_ep[0]) {
-        rc = em_bus_open(&P.query, P.zctx, EM_BUS_REP, query_ep, true);
+        rc = em_bus_open_curve(&P.query, P.zctx, EM_BUS_REP, query_ep, true, curve);
         if (rc) {
             CORE_WARN("engine: cannot bind %s: %s", query_ep, core_strerror(rc));
             return 1;
@@ -434,6 +503,15 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "snapshot_failures", &st->snapshot_failures);
     core_metrics_gauge(mt, "snapshot_seq", &st->snapshot_seq);
     core_metrics_gauge(mt, "restored_seq", &st->restored_seq);
+    if (monitor_key[0]) {
+        char path[CORE_OPT_STRLEN + 16];
+        curve_key_path(path, sizeof path);
+        rc = em_curve_client_config("engine", "curve-key", path, "monitor-key", monitor_key,
+                                    &P.health_curve);
+        if (rc)
+            return rc == CORE_EINVAL ? 2 : 1;
+        P.health.curve = &P.health_curve;
+    }
     if (alf_port >= 0)
         open_hosted();
     em_health_start_or_warn("engine", &P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms,
@@ -458,5 +536,6 @@ int main(int argc, char **argv)
     core_proc_signals_close(&P.proc, P.loop);
     uv_loop_close(P.loop);
     em_bus_ctx_term(P.zctx);
+    em_curve_zap_free(P.zap); /* its thread ends with the context */
     return 0;
 }

@@ -36,7 +36,7 @@ static bool hash_read(struct gs_client *c, const struct gs_arg *key, struct gs_o
 static struct gs_entry *hash_write(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o)
 {
     bool wrong;
-    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_HASH, GS_LOOKUP_NOTOUCH, &wrong);
+    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_HASH, GS_LOOKUP_WRITE, &wrong);
     if (wrong)
         return NULL;
     if (e) {
@@ -171,7 +171,7 @@ void gs_cmd_hmget(struct gs_client *c, size_t argc, struct gs_arg *argv)
 void gs_cmd_hdel(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     bool wrong;
-    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_HASH, GS_LOOKUP_NOTOUCH, &wrong);
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_HASH, GS_LOOKUP_WRITE, &wrong);
     if (wrong)
         return;
     if (!e) {

@@ -116,7 +116,7 @@ static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
 {
     int64_t now = c->db->now_ms;
     struct gs_entry *e =
-        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_WRITE);
     if (!e) {
         gs_error(c, "ERR no such key");
         return;
@@ -128,7 +128,7 @@ static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
             gs_reply_ok(&c->w);
         return;
     }
-    if (nx && gs_store_lookup(c->db->store, argv[2].p, argv[2].len, now, GS_LOOKUP_NOTOUCH)) {
+    if (nx && gs_store_lookup(c->db->store, argv[2].p, argv[2].len, now, GS_LOOKUP_WRITE)) {
         gs_reply_int(&c->w, 0);
         return;
     }
@@ -221,7 +221,7 @@ void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_reply_int(&c->w, 0);
         return;
     }
-    if (!replace && gs_store_lookup(dst->store, argv[2].p, argv[2].len, now, GS_LOOKUP_NOTOUCH)) {
+    if (!replace && gs_store_lookup(dst->store, argv[2].p, argv[2].len, now, GS_LOOKUP_WRITE)) {
         gs_reply_int(&c->w, 0);
         return;
     }
@@ -450,8 +450,8 @@ void gs_cmd_move(struct gs_client *c, size_t argc, struct gs_arg *argv)
     int64_t now = c->db->now_ms;
     dst->now_ms = now;
     struct gs_entry *e =
-        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
-    if (!e || gs_store_lookup(dst->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH)) {
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_WRITE);
+    if (!e || gs_store_lookup(dst->store, argv[1].p, argv[1].len, now, GS_LOOKUP_WRITE)) {
         gs_reply_int(&c->w, 0);
         return;
     }
@@ -551,7 +551,7 @@ static void expire_generic(struct gs_client *c, size_t argc, struct gs_arg *argv
         when += now;
     }
     struct gs_entry *e =
-        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_WRITE);
     if (!e) {
         gs_reply_int(&c->w, 0);
         return;
@@ -651,7 +651,7 @@ void gs_cmd_pexpiretime(struct gs_client *c, size_t argc, struct gs_arg *argv)
 void gs_cmd_persist(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_entry *e =
-        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_WRITE);
     if (e && gs_entry_expire_ms(e) != -1) {
         gs_store_set_expire(c->db->store, &e, -1); /* clearing never fails */
         gs_reply_int(&c->w, 1);

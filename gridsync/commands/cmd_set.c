@@ -27,7 +27,7 @@ static bool set_read(struct gs_client *c, const struct gs_arg *key, struct gs_ob
 static struct gs_entry *set_write(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o,
                                   bool *wrong)
 {
-    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_SET, GS_LOOKUP_NOTOUCH, wrong);
+    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_SET, GS_LOOKUP_WRITE, wrong);
     if (e)
         gs_entry_obj(e, o);
     return e;
@@ -303,9 +303,9 @@ void gs_cmd_smove(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_store *st = c->db->store;
     struct gs_entry *se =
-        gs_store_lookup(st, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(st, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_WRITE);
     struct gs_entry *de =
-        gs_store_lookup(st, argv[2].p, argv[2].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(st, argv[2].p, argv[2].len, c->db->now_ms, GS_LOOKUP_WRITE);
     if (!se) {
         gs_reply_int(&c->w, 0);
         return;

@@ -41,7 +41,7 @@ static bool zset_read(struct gs_client *c, const struct gs_arg *key, struct gs_o
 static struct gs_entry *zset_write(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o,
                                    bool *wrong)
 {
-    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_ZSET, GS_LOOKUP_NOTOUCH, wrong);
+    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_ZSET, GS_LOOKUP_WRITE, wrong);
     if (e)
         gs_entry_obj(e, o);
     return e;
