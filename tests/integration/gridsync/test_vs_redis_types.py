@@ -182,6 +182,26 @@ case("hscan-small",
      ["HSCAN", "h", "0", "MATCH"], ["HSCAN", "h", "0", "TYPE", "hash"], ["HSCAN", "h", "x"],
      ["HSCAN", "h", "-1"], ["HSCAN", "h", " 0"], ["HSCAN", "nokey", "0"],
      ["HSCAN", "nokey", "0", "COUNT", "0"], ["HSCAN", "h", "18446744073709551616"])
+# The SCAN family and the RANDMEMBER family share their parsers
+# (gs_parse_scan_opts, gs_scan_value, gs_parse_random_count): the order of
+# their checks, family by family, and SCAN's TYPE (the last one wins).
+case("scan-and-random-count-check-order",
+     ["HSET", "h", "a", "1"], ["SADD", "s", "m"], ["ZADD", "z", "1", "m"], ["SET", "str", "v"],
+     ["HSCAN", "str", "x"], ["SSCAN", "str", "0"], ["ZSCAN", "str", "0", "FOO"],
+     ["ZSCAN", "nokey", "0", "FOO"], ["SSCAN", "nokey", "x"], ["SSCAN", "s", "0", "TYPE", "set"],
+     ["ZSCAN", "z", "0", "COUNT", "1", "MATCH"], ["SSCAN", "s", "0", "COUNT", "x", "COUNT", "0"],
+     ["HSCAN", "h", "0", "MATCH", "*", "COUNT", "5"], ["ZSCAN", "z", "0", "MATCH", "n*"],
+     ["SSCAN", "s", "0", "match", "m", "count", "10", "match", "x"],
+     ["SCAN", "0", "TYPE", "string", "TYPE", "nosuch"],
+     ["SCAN", "0", "TYPE", "nosuch", "TYPE", "zset", "COUNT", "100"],
+     ["SCAN", "0", "COUNT", "100", "TYPE"], ["SCAN", "0", "type", "SET", "match", "s"],
+     ["SRANDMEMBER", "s", "x", "y"], ["SRANDMEMBER", "str", "x"], ["SRANDMEMBER", "s", "-2"],
+     ["ZRANDMEMBER", "z", "x", "FOO"], ["ZRANDMEMBER", "nokey", "x", "WITHSCORES"],
+     ["ZRANDMEMBER", "z", "-4611686018427387904", "WITHSCORES"],
+     ["ZRANDMEMBER", "str", "1", "WITHSCORES"], ["ZRANDMEMBER", "z", "2", "WITHSCORES"],
+     ["HRANDFIELD", "h", MIN, "FOO"], ["HRANDFIELD", "nokey", "1", "FOO"],
+     ["HRANDFIELD", "str", BIG, "WITHVALUES"], ["HRANDFIELD", "h", "-2", "WITHVALUES"],
+     ["HRANDFIELD", "h", "1", "withscores"], ["ZRANDMEMBER", "z", "1", "withvalues"])
 
 
 # ------------------------------------------------------------------ lists
