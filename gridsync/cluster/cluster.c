@@ -363,6 +363,7 @@ void gs_cluster_free(struct gs_cluster *cl)
     gs_ring_free(cl->target);
     free(cl->nodes);
     free(cl->groups);
+    free(cl->seen_serve);
     free(cl->pargv);
     free(cl->plen);
     free(cl->xargv);

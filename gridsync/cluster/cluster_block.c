@@ -209,12 +209,15 @@ void gs_cl_block_leave(struct gs_cluster *cl, struct cgroup *grp)
 struct drop_ctx {
     struct gs_cluster *cl;
     bool moved[GS_RING_MAX_NODES]; /* the group's leadership moved this tick */
+    bool reassigned[GS_SLOTS];     /* the slot's serving group changed this tick */
 };
 
 /* Whether a shard channel's slot left this node's hands: its group's
  * leadership moved (Redis 7.0 removes a slot's channels on every node of
- * the shard when the slot is reassigned, failover included), or this node
- * no longer holds the slot (not a member of its group, or the slot went). */
+ * the shard when the slot is reassigned, failover included), the slot is
+ * now served by another group (migrated: even if this node is a member
+ * of that one too), or this node no longer holds the slot (not a member
+ * of its group, or the slot went). */
 static bool drop_channel(void *arg, const char *ch, size_t len)
 {
     struct drop_ctx *x = arg;
@@ -228,15 +231,23 @@ static bool drop_channel(void *arg, const char *ch, size_t len)
     }
     unsigned g = cl->serve[slot];
     const struct cgroup *grp = &cl->groups[g];
-    return x->moved[g] || !grp->raft || (grp->slot_state && grp->slot_state[slot] == SLOT_GONE);
+    return x->moved[g] || x->reassigned[slot] || !grp->raft ||
+           (grp->slot_state && grp->slot_state[slot] == SLOT_GONE);
 }
 
 void gs_cl_block_cron(struct gs_cluster *cl)
 {
     struct gs_node *n = cl->node;
     struct drop_ctx *x = calloc(1, sizeof(*x));
-    if (x)
+    if (x) {
         x->cl = cl;
+        if (!cl->seen_serve && (cl->seen_serve = malloc(sizeof(cl->serve))) != NULL)
+            memcpy(cl->seen_serve, cl->serve, sizeof(cl->serve));
+        for (unsigned s = 0; cl->seen_serve && s < GS_SLOTS; s++) {
+            x->reassigned[s] = cl->seen_serve[s] != cl->serve[s];
+            cl->seen_serve[s] = cl->serve[s];
+        }
+    }
     for (unsigned g = 0; g < cl->n; g++) {
         struct cgroup *grp = &cl->groups[g];
         if (!grp->raft) {

@@ -107,6 +107,7 @@ struct gs_cluster {
     uint64_t version;
     unsigned replicas;        /* the ring's parameter, as configured or persisted */
     uint16_t serve[GS_SLOTS]; /* slot -> group serving it here */
+    uint16_t *seen_serve;     /* serve as cluster_block.c last saw it (or NULL) */
     unsigned n, self;
     struct cnode *nodes;
     struct cgroup *groups;

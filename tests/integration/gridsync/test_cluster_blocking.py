@@ -273,3 +273,62 @@ def test_sunsubscribe_when_the_leader_is_killed(make_cluster):
         assert sub.reply() == b"+PONG\r\n"  # out of subscribed mode
     finally:
         sub.close()
+
+
+def test_blocked_clients_of_a_migrated_slot_get_moved(make_cluster):
+    """A fourth node is added (scripts/gridsync-reshard): the clients
+    blocked on keys whose slot moved to it are answered -MOVED <slot>, as
+    Redis 7.0 answers a client blocked on a slot reassigned elsewhere; the
+    shard subscribers of those slots receive sunsubscribe; the others stay
+    blocked and are served (or -UNBLOCKED if a leadership moved too)."""
+    import subprocess
+
+    from test_cluster import key_slot, pick_base
+    from test_cluster_join import RESHARD, JoiningNode, settled_owners, slot_owners
+
+    base = pick_base(4, 3)
+    c = make_cluster(3, addrs=[("127.0.0.1", base + i) for i in range(3)])
+    c.wait_settled()
+    before = slot_owners(c.nodes[0])
+    keys = [f"mv{i}" for i in range(40)]
+    waiting, subs = {}, {}
+    try:
+        for k in keys:
+            nd = next(x for x in c.nodes if x.port == before[key_slot(k)])
+            w = Raw(nd)
+            w.send(["BLPOP", k, "0"])
+            waiting[k] = w
+            s = Raw(nd)
+            s.send(["SSUBSCRIBE", k])
+            assert s.reply().startswith(b"*3\r\n$10\r\nssubscribe\r\n")
+            subs[k] = s
+        for nd in c.nodes:
+            poll(lambda: blocked(nd) == sum(1 for k in keys if before[key_slot(k)] == nd.port),
+                 f"the clients blocked on {nd.port}")
+        new = JoiningNode(c, 3, "127.0.0.1", base + 3)
+        c.nodes.append(new)
+        new.start()
+        out = subprocess.run(
+            ["/usr/bin/python3", RESHARD, "add", f"127.0.0.1:{new.port}", "--nodes",
+             ",".join(f"127.0.0.1:{nd.port}" for nd in c.nodes[:3]), "--timeout", "60"],
+            capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stdout + out.stderr
+        after = settled_owners(c, c.nodes)
+        moved = [k for k in keys if after[key_slot(k)] != before[key_slot(k)]]
+        assert moved, "no key's slot moved to the new node"
+        for k in moved:
+            slot = key_slot(k)
+            got = waiting[k].reply()
+            assert got.startswith(b"-MOVED %d " % slot), (k, got)
+            assert subs[k].reply() == (b"*3\r\n$12\r\nsunsubscribe\r\n" + bulk(k) + b":0\r\n")
+            assert c.call("RPUSH", k, "here") == 1
+            assert c.call("LPOP", k) == "here"  # served at the new owner
+        for k in keys:
+            if k in moved:
+                continue
+            assert c.call("RPUSH", k, "e") == 1
+            got = waiting[k].reply()
+            assert got in (b"*2\r\n" + bulk(k) + bulk("e"), UNBLOCKED), (k, got)
+    finally:
+        for r in list(waiting.values()) + list(subs.values()):
+            r.close()
