@@ -903,6 +903,11 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         unsigned to = cl->tmap[gs_ring_owner_of_slot(cl->target, slot)];
         struct cgroup *tg = &cl->groups[to];
         if (to != g && tg->raft && gs_group_is_leader(tg->raft)) {
+            if (asking && (cmd->flags & GS_CMD_BLOCKING) && !c->multi.active &&
+                !source_key_here(tg, c->db->now_ms, cmd, argc, argv)) {
+                run_on(cl, tg, c, cmd, argc, argv); /* blocks there (cluster_block.c) */
+                return true;
+            }
             if (asking && serve_at_leader(cl, tg, c, cmd, slot, write, barrier, true, argc, argv))
                 return true;
             if (!grp->raft || (grp->slot_state && grp->slot_state[slot] == SLOT_GONE)) {

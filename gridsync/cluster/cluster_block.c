@@ -177,6 +177,8 @@ static bool redirect_blocked(void *arg, struct gs_client *c, const char *key, si
             return false; /* the new owner is not known yet */
         to = grp->dest[slot];
     }
+    if (to != grp->g && cl->target && cl->tmap[gs_ring_owner_of_slot(cl->target, slot)] == grp->g)
+        to = grp->g; /* blocked through ASKING where the slot is coming */
     if (to != grp->g || !grp->raft)
         return moved_to(cl, c, slot, to);
     if (!gs_group_is_leader(grp->raft)) {
