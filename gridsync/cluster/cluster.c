@@ -566,6 +566,7 @@ static void on_barrier_prepare(uv_prepare_t *h)
     /* Clients blocked on keys that applied entries made ready start their
      * pops now, before the groups' prepare handles flush this iteration's
      * batches (cluster_block.c). */
+    gs_cl_block_leadership(cl); /* before serving: a lost group's clients go */
     if (cl->node->blocking)
         gs_blocking_serve_ready(cl->node->blocking);
     for (unsigned g = 0; g < cl->n; g++) {

@@ -24,13 +24,16 @@
  *  2. A client is never answered with a value whose entry did not commit:
  *     an entry that failed (leadership lost before commit) answers the
  *     error Redis gives a client blocked on a master that turned replica.
- *  3. The cron (Redis's clientsCron calls clusterRedirectBlockedClientIf-
- *     Needed) answers clients blocked where they can no longer be served:
- *     a slot now served by another group gets "-MOVED <slot> <host:port>"
- *     (its leader); a group this node no longer leads gets "-UNBLOCKED
- *     force unblock from blocking operation, instance state changed
- *     (master -> replica?)", Redis 7.0's text when a master turns replica
- *     (replicationSetMaster -> disconnectAllBlockedClients).
+ *  3. Clients blocked where they can no longer be served are answered:
+ *     in the loop iteration this node notices it lost a group's leadership
+ *     (gs_cl_block_leadership, from cluster.c's prepare handle: before it
+ *     could lead again, which takes a round trip), "-UNBLOCKED force
+ *     unblock from blocking operation, instance state changed (master ->
+ *     replica?)", Redis 7.0's text when a master turns replica
+ *     (replicationSetMaster -> disconnectAllBlockedClients); on a cron
+ *     tick (Redis's clientsCron calls clusterRedirectBlockedClientIf-
+ *     Needed), a slot now served by another group gets "-MOVED <slot>
+ *     <host:port>" (its leader), and a group not led here -UNBLOCKED.
  */
 #include "gridsync/cluster/cluster_internal.h"
 
@@ -237,21 +240,23 @@ static bool drop_channel(void *arg, const char *ch, size_t len)
            (grp->slot_state && grp->slot_state[slot] == SLOT_GONE);
 }
 
-void gs_cl_block_cron(struct gs_cluster *cl)
+/* A client blocked in a group whose leadership this node just lost. */
+static bool unblock_replica(void *arg, struct gs_client *c, const char *key, size_t klen)
+{
+    (void)arg;
+    (void)key;
+    (void)klen;
+    gs_error(c, UNBLOCKED_REPLICA);
+    return true;
+}
+
+void gs_cl_block_leadership(struct gs_cluster *cl)
 {
     struct gs_node *n = cl->node;
-    struct drop_ctx *x = calloc(1, sizeof(*x));
-    if (x) {
-        x->cl = cl;
-        if (!cl->seen_serve && (cl->seen_serve = malloc(sizeof(cl->serve))) != NULL)
-            memcpy(cl->seen_serve, cl->serve, sizeof(cl->serve));
-        for (unsigned s = 0; cl->seen_serve && s < GS_SLOTS; s++) {
-            x->reassigned[s] = cl->seen_serve[s] != cl->serve[s];
-            cl->seen_serve[s] = cl->serve[s];
-        }
-    }
+    bool any = false;
     for (unsigned g = 0; g < cl->n; g++) {
         struct cgroup *grp = &cl->groups[g];
+        grp->leader_moved = false;
         if (!grp->raft) {
             grp->led_term = grp->seen_leader = 0;
             continue;
@@ -259,18 +264,46 @@ void gs_cl_block_cron(struct gs_cluster *cl)
         uint64_t term, commit, applied, id;
         gs_group_raft_info(grp->raft, &term, &commit, &applied);
         bool lead = gs_group_is_leader(grp->raft);
-        bool moved = grp->led_term && (!lead || term != grp->led_term);
+        bool lost = grp->led_term && (!lead || term != grp->led_term);
+        bool moved = lost;
         grp->led_term = lead ? term : 0;
         if (gs_group_leader(grp->raft, &id, NULL, 0) == 0) {
             moved = moved || (grp->seen_leader && id != grp->seen_leader);
             grp->seen_leader = id;
         }
-        if (x)
-            x->moved[g] = moved;
-        if (n->blocking)
-            gs_blocking_abort(n->blocking, &grp->db, redirect_blocked, grp);
+        if (lost && n->blocking)
+            gs_blocking_abort(n->blocking, &grp->db, unblock_replica, grp);
+        grp->leader_moved = moved;
+        any = any || moved;
     }
-    if (x)
-        (void)gs_pubsub_shard_drop(n, drop_channel, x);
+    if (!any)
+        return;
+    struct drop_ctx *x = calloc(1, sizeof(*x));
+    if (!x)
+        return; /* the channels stay: a small loss, logged nowhere */
+    x->cl = cl;
+    for (unsigned g = 0; g < cl->n; g++)
+        x->moved[g] = cl->groups[g].leader_moved;
+    (void)gs_pubsub_shard_drop(n, drop_channel, x);
+    free(x);
+}
+
+void gs_cl_block_cron(struct gs_cluster *cl)
+{
+    struct gs_node *n = cl->node;
+    for (unsigned g = 0; g < cl->n; g++)
+        if (n->blocking && cl->groups[g].raft)
+            gs_blocking_abort(n->blocking, &cl->groups[g].db, redirect_blocked, &cl->groups[g]);
+    struct drop_ctx *x = calloc(1, sizeof(*x));
+    if (!x)
+        return;
+    x->cl = cl;
+    if (!cl->seen_serve && (cl->seen_serve = malloc(sizeof(cl->serve))) != NULL)
+        memcpy(cl->seen_serve, cl->serve, sizeof(cl->serve));
+    for (unsigned s = 0; cl->seen_serve && s < GS_SLOTS; s++) {
+        x->reassigned[s] = cl->seen_serve[s] != cl->serve[s];
+        cl->seen_serve[s] = cl->serve[s];
+    }
+    (void)gs_pubsub_shard_drop(n, drop_channel, x);
     free(x);
 }

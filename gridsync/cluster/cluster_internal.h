@@ -85,6 +85,7 @@ struct cgroup {
      * looked (0: not leading), and the leader seen then (raft id, 0:
      * none yet), to notice leadership moving. */
     uint64_t led_term, seen_leader;
+    bool leader_moved; /* noticed in this loop iteration */
 };
 
 struct gs_cluster_wait {
@@ -273,10 +274,14 @@ void gs_cl_forward_publish(struct gs_cluster *cl, const char *ch, size_t chlen, 
 /* Blocking commands in cluster mode: make grp's database serve its
  * blocked clients through the group's log (gs_db.block_relay). */
 void gs_cl_block_init(struct cgroup *grp);
-/* Each cron tick: unblock the clients blocked in a group this node no
- * longer leads (-UNBLOCKED) or on a slot that has moved (-MOVED), and
- * remove the shard channels of slots whose leadership or owner moved
- * (sunsubscribe), as Redis 7.0 does. */
+/* Each loop iteration: when this node has lost a group's leadership,
+ * unblock the clients blocked in it (-UNBLOCKED); when a group's leader
+ * changed, remove the shard channels of its slots (sunsubscribe), as
+ * Redis 7.0 does. */
+void gs_cl_block_leadership(struct gs_cluster *cl);
+/* Each cron tick: unblock the clients blocked on a slot that has moved
+ * (-MOVED) or in a group not led here (-UNBLOCKED), and remove the shard
+ * channels of slots reassigned or no longer held here (sunsubscribe). */
 void gs_cl_block_cron(struct gs_cluster *cl);
 /* This node leaves grp (its store goes): every client blocked in it is
  * sent where the slot is served (-MOVED). */
