@@ -47,6 +47,7 @@ struct waiters {
     struct link *head, *tail;
     bool ready;   /* on the ready list */
     bool serving; /* gs_blocking_serve_ready is walking it */
+    bool pending; /* one of its clients is pending (blocking.h, invariant 5) */
     size_t klen;
     char key[];
 };
@@ -60,6 +61,13 @@ struct gs_blocked {
     int state;
     int type;
     gs_block_serve_fn *serve;
+    size_t first_key, n_keys; /* the spec's keys, for a relay */
+    /* Invariant 5: a relayed pop is in flight for the key of pending_q;
+     * what came meanwhile: the timeout passed, CLIENT UNBLOCK (1: as a
+     * timeout, 2: with an error). */
+    bool pending, expired;
+    int unblock_req;
+    struct waiters *pending_q;
     int64_t deadline_ms;              /* 0: none */
     uint64_t seq;                     /* blocking order, for equal deadlines */
     size_t heap_idx;                  /* SIZE_MAX: not in the heap */
@@ -303,6 +311,8 @@ int gs_block(struct gs_client *c, size_t argc, const struct gs_arg *argv,
     r->type = spec->type;
     r->serve = spec->serve;
     r->deadline_ms = spec->deadline_ms;
+    r->first_key = spec->first_key;
+    r->n_keys = spec->n_keys;
     r->seq = ++b->seq;
     r->heap_idx = SIZE_MAX;
     r->argc = argc;
@@ -435,6 +445,12 @@ static void on_timer(uv_timer_t *t)
     int64_t now = gs_node_now_ms(b->node);
     while (b->heap_len && b->heap[0]->deadline_ms <= now) {
         struct gs_blocked *r = b->heap[0];
+        if (r->pending) {
+            /* Answered when its pop has failed (invariant 5). */
+            r->expired = true;
+            heap_remove(b, r);
+            continue;
+        }
         reply_timeout(r->c);
         unblock(r);
     }
@@ -446,6 +462,10 @@ bool gs_block_unblock(struct gs_client *c, bool error)
     struct gs_blocked *r = c->blocked;
     if (!r || r->state != ST_BLOCKED)
         return false;
+    if (r->pending) {
+        r->unblock_req = error ? 2 : 1; /* answered if its pop fails (invariant 5) */
+        return true;
+    }
     if (error)
         gs_error(c, "UNBLOCKED client unblocked via CLIENT UNBLOCK");
     else
@@ -498,6 +518,8 @@ static void key_ready(void *arg, const struct gs_db *db, const char *key, size_t
 static void serve_queue(struct gs_blocking *b, struct waiters *q)
 {
     struct gs_db *db = q->db;
+    if (q->pending)
+        return; /* its turn comes when that pop is over (invariant 5) */
     int64_t now = gs_node_now_ms(b->node);
     for (struct link *l = q->head, *next; l; l = next) {
         next = l->next;
@@ -508,13 +530,79 @@ static void serve_queue(struct gs_blocking *b, struct waiters *q)
         struct gs_blocked *r = l->owner;
         if (gs_entry_type(e) != r->type)
             continue;
+        if (r->pending)
+            continue; /* pending on another of its keys */
         struct gs_client *c = r->c;
         struct gs_db *selected = c->db;
         c->db = r->db;
-        int rc = r->serve(c, r->argc, r->argv, q->key, q->klen);
+        int rc = db->block_relay ? db->block_relay(db, c, r->argc, r->argv, r->first_key, r->n_keys,
+                                                   q->key, q->klen)
+                                 : r->serve(c, r->argc, r->argv, q->key, q->klen);
         c->db = selected;
+        if (rc == GS_BLOCK_PENDING) {
+            r->pending = true;
+            r->pending_q = q;
+            q->pending = true;
+            break;
+        }
         if (rc == GS_BLOCK_SERVED)
             unblock(r); /* removes l only from q: next stays valid */
+    }
+}
+
+void gs_block_pending_done(struct gs_client *c, bool served)
+{
+    struct gs_blocked *r = c->blocked;
+    if (!r || r->state != ST_BLOCKED || !r->pending)
+        return;
+    struct gs_blocking *b = r->b;
+    struct waiters *q = r->pending_q;
+    r->pending = false;
+    r->pending_q = NULL;
+    q->pending = false;
+    mark_ready(b, q); /* the next waiter's turn, if the key holds a value */
+    if (!served && r->expired) {
+        reply_timeout(c);
+        served = true;
+    } else if (!served && r->unblock_req) {
+        if (r->unblock_req == 2)
+            gs_error(c, "UNBLOCKED client unblocked via CLIENT UNBLOCK");
+        else
+            reply_timeout(c);
+        served = true;
+    }
+    if (served) {
+        unblock(r);
+        return;
+    }
+    /* Still blocked: its other keys may have received values meanwhile. */
+    for (size_t j = 0; j < r->n_links; j++)
+        mark_ready(b, r->links[j].q);
+}
+
+void gs_blocking_abort(struct gs_blocking *b, const struct gs_db *db, gs_block_abort_fn *fn,
+                       void *arg)
+{
+    if (!b || b->n_blocked == 0 || !b->bucket)
+        return;
+    for (size_t i = 0; i <= b->mask; i++) {
+        for (struct waiters *q = b->bucket[i], *next; q; q = next) {
+            if (q->db != db) {
+                next = q->hnext;
+                continue;
+            }
+            q->serving = true; /* kept while its clients leave */
+            for (struct link *l = q->head, *ln; l; l = ln) {
+                ln = l->next;
+                struct gs_blocked *r = l->owner;
+                if (!r->pending && fn(arg, r->c, q->key, q->klen))
+                    unblock(r); /* removes l only from q: ln stays valid */
+            }
+            q->serving = false;
+            /* Read after the walk: a queue freed meanwhile is unlinked. */
+            next = q->hnext;
+            queue_free_if_idle(b, q);
+        }
     }
 }
 
@@ -581,6 +669,11 @@ void gs_blocking_client_closed(struct gs_client *c)
         return;
     struct gs_blocking *b = r->b;
     if (r->state == ST_BLOCKED) {
+        if (r->pending) {
+            /* Its pop's outcome has nobody to tell: the next waiter's turn. */
+            r->pending_q->pending = false;
+            mark_ready(b, r->pending_q);
+        }
         for (size_t j = 0; j < r->n_links; j++)
             link_remove(b, &r->links[j]);
         bool top = r->heap_idx == 0;

@@ -40,6 +40,15 @@
  *  4. The timer is armed for the earliest deadline only (a heap), so the
  *     cost of timeouts does not grow with the number of blocked clients
  *     per tick.
+ *  5. Relayed serving (a database with block_relay, client/client.h: in
+ *     cluster mode the pop must be an entry of the group's log). Serving
+ *     c then only starts the pop: c stays BLOCKED, in its place in every
+ *     queue, but "pending": it is not served again, and a timeout or
+ *     CLIENT UNBLOCK that comes meanwhile is answered only once the pop
+ *     has failed (gs_block_pending_done), never beside a value it took.
+ *     At most one client of a queue is pending at a time, so one push
+ *     starts one pop, not one per waiter; the next waiter's turn comes
+ *     when that pop has finished.
  */
 #ifndef GS_BLOCKING_H
 #define GS_BLOCKING_H
@@ -56,8 +65,9 @@ struct gs_blocked; /* one blocked client's record (blocking.c) */
 
 /* serve() answers: */
 enum {
-    GS_BLOCK_KEEP = 0,   /* nothing replied; c stays blocked */
-    GS_BLOCK_SERVED = 1, /* c got its reply (or an error): unblock it */
+    GS_BLOCK_KEEP = 0,    /* nothing replied; c stays blocked */
+    GS_BLOCK_SERVED = 1,  /* c got its reply (or an error): unblock it */
+    GS_BLOCK_PENDING = 2, /* a relay (gs_db.block_relay) began serving c */
 };
 
 /* Serve c, blocked by gs_block, now that key (klen bytes) of its database
@@ -104,6 +114,15 @@ bool gs_block_unblock(struct gs_client *c, bool error);
 /* True while c is blocked (CLIENT LIST's flag b); false once served. */
 bool gs_block_is_blocked(const struct gs_client *c);
 
+/* The relayed pop that serving c started (GS_BLOCK_PENDING) is over.
+ * served: c got its reply (the value, or an error the caller wrote):
+ * unblock it. Not served (nothing was popped: another client took the
+ * value first): c stays blocked where it was, unless its timeout passed
+ * or CLIENT UNBLOCK came meanwhile, which is answered now. Either way the
+ * queue's next waiter gets its turn if the key still holds a value (at
+ * the next gs_blocking_serve_ready). */
+void gs_block_pending_done(struct gs_client *c, bool served);
+
 /* ---------------------------------------------------- the node's side */
 
 /* The node's blocking state: blocked clients by (database, key), the keys
@@ -129,6 +148,15 @@ void gs_blocking_client_closed(struct gs_client *c);
  * client, and whoever else runs commands (a replicated entry's apply)
  * may too. Cheap when nothing was signalled. */
 void gs_blocking_serve_ready(struct gs_blocking *b);
+
+/* Unblock clients blocked in db whose keys this node no longer serves
+ * (cluster mode: Redis's clusterRedirectBlockedClientIfNeeded). For each
+ * blocked client that is not pending (invariant 5), fn is called with
+ * one of its keys; when it returns true it has written c's reply (an
+ * error) and c is unblocked. */
+typedef bool gs_block_abort_fn(void *arg, struct gs_client *c, const char *key, size_t klen);
+void gs_blocking_abort(struct gs_blocking *b, const struct gs_db *db, gs_block_abort_fn *fn,
+                       void *arg);
 
 /* Clients blocked now (INFO's blocked_clients), and the distinct keys
  * they wait on (total_blocking_keys). */

@@ -49,6 +49,19 @@ struct gs_db {
     const struct gs_miss_ops *miss; /* NULL: no read-through */
     void *miss_ctx;
     struct gs_node *node; /* the node whose database this is; NULL in cluster groups */
+    /* Blocking commands (client/blocking.h). A key made ready in this
+     * context wakes the clients blocked in ready_db (NULL: in this one):
+     * an applied entry's context names its Raft group's database. */
+    struct gs_db *ready_db;
+    /* Set: the clients blocked in this database are not served by popping
+     * here and now, but through block_relay (cluster mode: the pop is an
+     * entry of the group's log). It returns GS_BLOCK_PENDING (c stays in
+     * its queues until gs_block_pending_done) or GS_BLOCK_SERVED (it
+     * replied, e.g. an error). argv[first_key .. + n_keys) are the keys
+     * c waits on; key is the one that holds a value now. */
+    int (*block_relay)(struct gs_db *db, struct gs_client *c, size_t argc,
+                       const struct gs_arg *argv, size_t first_key, size_t n_keys, const char *key,
+                       size_t klen);
 };
 
 /* Counters every command updates (INFO's total_commands_processed and
@@ -160,7 +173,7 @@ static inline void gs_key_ready(struct gs_client *c, const struct gs_db *db, con
                                 size_t klen)
 {
     if (c->shared->key_ready)
-        c->shared->key_ready(c->shared->key_ready_arg, db, key, klen);
+        c->shared->key_ready(c->shared->key_ready_arg, db->ready_db ? db->ready_db : db, key, klen);
 }
 
 /* Case-insensitive comparison of an argument with a literal. */

@@ -34,6 +34,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "gridsync/client/blocking.h"
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/commands/commands.h"
 #include "gridsync/commands/multi.h"
@@ -81,6 +82,7 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
             return rc;
         }
     }
+    gs_cl_block_init(grp); /* its blocked clients are served through its log */
     /* The group's reads miss as the node's database 0 does (read-through). */
     grp->db.miss = n->dbs[0].miss;
     grp->db.miss_ctx = n->dbs[0].miss_ctx;
@@ -361,6 +363,7 @@ void gs_cluster_free(struct gs_cluster *cl)
     gs_ring_free(cl->target);
     free(cl->nodes);
     free(cl->groups);
+    free(cl->seen_serve);
     free(cl->pargv);
     free(cl->plen);
     free(cl->xargv);
@@ -449,7 +452,7 @@ void gs_cl_apply_command(struct cgroup *grp, struct gs_store *store, int64_t now
 
     /* The entry's own database context: the group's store at the entry's
      * time (client.h). */
-    struct gs_db edb = {.store = store, .now_ms = now_ms, .id = grp->db.id};
+    struct gs_db edb = {.store = store, .now_ms = now_ms, .id = grp->db.id, .ready_db = &grp->db};
     struct gs_client fc = {0};
     fc.node = n;
     fc.db = &edb;
@@ -482,7 +485,7 @@ int gs_cl_leader_of(const struct gs_cluster *cl, const struct cgroup *grp)
     return -1;
 }
 
-static struct gs_cluster_wait *wait_get(struct gs_cluster *cl)
+struct gs_cluster_wait *gs_cl_wait_get(struct gs_cluster *cl)
 {
     struct gs_cluster_wait *w = cl->free_waits;
     if (w) {
@@ -492,7 +495,7 @@ static struct gs_cluster_wait *wait_get(struct gs_cluster *cl)
     return calloc(1, sizeof(*w));
 }
 
-static void wait_put(struct gs_cluster *cl, struct gs_cluster_wait *w)
+void gs_cl_wait_put(struct gs_cluster *cl, struct gs_cluster_wait *w)
 {
     w->c = NULL;
     w->next_free = cl->free_waits;
@@ -505,7 +508,7 @@ static void on_write_done(void *data, int status, const char *reply, size_t len)
     struct gs_cluster *cl = w->cl;
     struct gs_client *c = w->c;
     unsigned slot = w->slot, g = w->group;
-    wait_put(cl, w);
+    gs_cl_wait_put(cl, w);
     if (!c)
         return; /* the client left meanwhile */
     c->wait = NULL;
@@ -547,7 +550,7 @@ static void on_barrier_done(void *data, int status)
         struct gs_cluster_wait *next = w->next_free;
         struct gs_cluster *cl = w->cl;
         struct gs_client *c = w->c;
-        wait_put(cl, w);
+        gs_cl_wait_put(cl, w);
         if (c) {
             c->wait = NULL;
             c->read_barrier = status == 0 ? 1 : -1;
@@ -560,6 +563,12 @@ static void on_barrier_done(void *data, int status)
 static void on_barrier_prepare(uv_prepare_t *h)
 {
     struct gs_cluster *cl = h->data;
+    /* Clients blocked on keys that applied entries made ready start their
+     * pops now, before the groups' prepare handles flush this iteration's
+     * batches (cluster_block.c). */
+    gs_cl_block_leadership(cl); /* before serving: a lost group's clients go */
+    if (cl->node->blocking)
+        gs_blocking_serve_ready(cl->node->blocking);
     for (unsigned g = 0; g < cl->n; g++) {
         struct cgroup *grp = &cl->groups[g];
         struct gs_cluster_wait *list = grp->reads;
@@ -573,7 +582,7 @@ static void on_barrier_prepare(uv_prepare_t *h)
 
 bool gs_cl_defer(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c, unsigned slot)
 {
-    struct gs_cluster_wait *w = wait_get(cl);
+    struct gs_cluster_wait *w = gs_cl_wait_get(cl);
     if (!w) {
         gs_error_oom(c);
         return true;
@@ -615,7 +624,7 @@ bool gs_cl_propose_entry(struct gs_cluster *cl, struct cgroup *grp, struct gs_cl
                          unsigned slot, unsigned argc, const char *const *argv,
                          const size_t *argvlen)
 {
-    struct gs_cluster_wait *w = wait_get(cl);
+    struct gs_cluster_wait *w = gs_cl_wait_get(cl);
     if (!w) {
         gs_error_oom(c);
         return true;
@@ -623,7 +632,7 @@ bool gs_cl_propose_entry(struct gs_cluster *cl, struct cgroup *grp, struct gs_cl
     *w = (struct gs_cluster_wait){NULL, cl, c, slot, grp->g, 0, 0};
     int rc = gs_fsm_submit(gs_group_fsm(grp->raft), argc, argv, argvlen, on_write_done, w);
     if (rc) {
-        wait_put(cl, w);
+        gs_cl_wait_put(cl, w);
         if (rc == CORE_ESTATE)
             gs_error(c, "TRYAGAIN leadership is changing");
         else
@@ -774,7 +783,7 @@ static void on_flush_part(void *data, int status, const char *reply, size_t len)
         return;
     struct gs_client *c = w->c;
     int st = w->status;
-    wait_put(w->cl, w);
+    gs_cl_wait_put(w->cl, w);
     if (!c)
         return;
     c->wait = NULL;
@@ -792,10 +801,10 @@ static bool flush_led_groups(struct gs_cluster *cl, struct gs_client *c, size_t 
         gs_error_syntax(c);
         return true;
     }
-    struct gs_cluster_wait *w = wait_get(cl);
+    struct gs_cluster_wait *w = gs_cl_wait_get(cl);
     if (!w || !propose_args(cl, c, argc, argv)) {
         if (w)
-            wait_put(cl, w);
+            gs_cl_wait_put(cl, w);
         gs_error_oom(c);
         return true;
     }
@@ -895,6 +904,11 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         unsigned to = cl->tmap[gs_ring_owner_of_slot(cl->target, slot)];
         struct cgroup *tg = &cl->groups[to];
         if (to != g && tg->raft && gs_group_is_leader(tg->raft)) {
+            if (asking && (cmd->flags & GS_CMD_BLOCKING) && !c->multi.active &&
+                !source_key_here(tg, c->db->now_ms, cmd, argc, argv)) {
+                run_on(cl, tg, c, cmd, argc, argv); /* blocks there (cluster_block.c) */
+                return true;
+            }
             if (asking && serve_at_leader(cl, tg, c, cmd, slot, write, barrier, true, argc, argv))
                 return true;
             if (!grp->raft || (grp->slot_state && grp->slot_state[slot] == SLOT_GONE)) {
@@ -933,14 +947,12 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
     }
     if ((cmd->flags & GS_CMD_BLOCKING) && !c->multi.active && gs_group_is_leader(grp->raft) &&
         !source_key_here(grp, c->db->now_ms, cmd, argc, argv)) {
-        /* Blocking in cluster mode would need the served pop to go through
-         * the log when a key becomes ready: not built. With a key to pop
-         * the command runs through the log as its non-blocking form (the
-         * apply's client may not block, blocking.h). */
-        gs_errorf(c,
-                  "ERR %s would block: blocking commands on missing keys are not supported "
-                  "in cluster mode",
-                  cmd->name);
+        /* Nothing to pop: the client blocks here, at the slot's leader, in
+         * the group's database; the pop that serves it is an entry of the
+         * group's log (cluster_block.c). With a key to pop the command
+         * goes through the log now, as its non-blocking form (the apply's
+         * client may not block, blocking.h). */
+        run_on(cl, grp, c, cmd, argc, argv);
         return true;
     }
     if (barrier || gs_group_is_leader(grp->raft)) {

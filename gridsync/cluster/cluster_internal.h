@@ -81,6 +81,11 @@ struct cgroup {
     bool hinted;
     unsigned hint_node;
     uint64_t hint_term, hint_ms;
+    /* cluster_block.c: the term this node led the group in when last
+     * looked (0: not leading), and the leader seen then (raft id, 0:
+     * none yet), to notice leadership moving. */
+    uint64_t led_term, seen_leader;
+    bool leader_moved; /* noticed in this loop iteration */
 };
 
 struct gs_cluster_wait {
@@ -103,6 +108,7 @@ struct gs_cluster {
     uint64_t version;
     unsigned replicas;        /* the ring's parameter, as configured or persisted */
     uint16_t serve[GS_SLOTS]; /* slot -> group serving it here */
+    uint16_t *seen_serve;     /* serve as cluster_block.c last saw it (or NULL) */
     unsigned n, self;
     struct cnode *nodes;
     struct cgroup *groups;
@@ -215,6 +221,11 @@ bool gs_cl_propose_entry(struct gs_cluster *cl, struct cgroup *grp, struct gs_cl
                          unsigned slot, unsigned argc, const char *const *argv,
                          const size_t *argvlen);
 
+/* A wait record from the free list (or new; NULL when out of memory),
+ * and its return. */
+struct gs_cluster_wait *gs_cl_wait_get(struct gs_cluster *cl);
+void gs_cl_wait_put(struct gs_cluster *cl, struct gs_cluster_wait *w);
+
 /* Park c's request (left unconsumed) until the next barrier of grp; it is
  * parsed again after it (c->read_barrier then says how it went). Always
  * returns true. */
@@ -257,6 +268,24 @@ unsigned gs_cl_redirect_node(const struct gs_cluster *cl, const struct cgroup *g
  * the message does not fit in a datagram). */
 void gs_cl_forward_publish(struct gs_cluster *cl, const char *ch, size_t chlen, const char *msg,
                            size_t msglen);
+
+/* ---- cluster_block.c ---- */
+
+/* Blocking commands in cluster mode: make grp's database serve its
+ * blocked clients through the group's log (gs_db.block_relay). */
+void gs_cl_block_init(struct cgroup *grp);
+/* Each loop iteration: when this node has lost a group's leadership,
+ * unblock the clients blocked in it (-UNBLOCKED); when a group's leader
+ * changed, remove the shard channels of its slots (sunsubscribe), as
+ * Redis 7.0 does. */
+void gs_cl_block_leadership(struct gs_cluster *cl);
+/* Each cron tick: unblock the clients blocked on a slot that has moved
+ * (-MOVED) or in a group not led here (-UNBLOCKED), and remove the shard
+ * channels of slots reassigned or no longer held here (sunsubscribe). */
+void gs_cl_block_cron(struct gs_cluster *cl);
+/* This node leaves grp (its store goes): every client blocked in it is
+ * sent where the slot is served (-MOVED). */
+void gs_cl_block_leave(struct gs_cluster *cl, struct cgroup *grp);
 
 /* ---- cluster_expire.c ---- */
 

@@ -427,6 +427,7 @@ static void finish_change(struct gs_cluster *cl, uint64_t version)
         gs_cl_set_members(grp, m, nm, cl->self);
         if (grp->raft && grp->role < 0) {
             CORE_INFO("cluster: leaving the group of %s", cl->nodes[g].name);
+            gs_cl_block_leave(cl, grp); /* before its store goes */
             (void)gs_cl_keep_closed(cl, grp->raft);
             if (grp->own_store)
                 gs_multi_unwatch_db(cl->node, &grp->db); /* before its store goes */

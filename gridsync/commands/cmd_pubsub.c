@@ -451,6 +451,57 @@ static void unsubscribe_cmd(struct gs_client *c, size_t argc, struct gs_arg *arg
     }
 }
 
+size_t gs_pubsub_shard_drop(struct gs_node *n, bool (*drop)(void *arg, const char *ch, size_t len),
+                            void *arg)
+{
+    struct gs_pubsub *ps = n->pubsub;
+    struct table *t = &ps->t[SHARD];
+    size_t removed = 0;
+    ps->epoch++;
+    ps->nflush = 0;
+    for (size_t b = 0; b < t->nbuckets; b++) {
+        for (struct chan *ch = t->buckets[b], *next; ch; ch = next) {
+            next = ch->next;
+            if (!drop(arg, ch->name, ch->len))
+                continue;
+            removed++;
+            /* The last unsubscribe frees ch: its name is copied first
+             * (ch->name is NUL-terminated, table_add). */
+            size_t len = ch->len;
+            char small[256];
+            char *name = len < sizeof(small) ? small : malloc(len + 1);
+            if (!name)
+                continue; /* out of memory: kept, tried again next time */
+            memcpy(name, ch->name, len);
+            while (ch) {
+                struct gs_client *s = ch->subs[0];
+                bool last = ch->nsubs == 1;
+                struct sublist *l = &s->sub->kind[SHARD];
+                size_t i = 0;
+                while (l->v[i] != ch)
+                    i++;
+                unsubscribe_at(s, SHARD, i);
+                if (total(s) == 0)
+                    apply_limit(s);
+                if (!s->reply_off) {
+                    reply_event(s, kind_unsub[SHARD], name, len, reply_count(s, SHARD));
+                    queue_flush(ps, s);
+                }
+                if (last)
+                    ch = NULL;
+            }
+            if (name != small)
+                free(name);
+        }
+    }
+    /* Invariant 3: flushes (which may close a client) after the walk. */
+    for (size_t i = 0; i < ps->nflush; i++)
+        if (ps->flush[i])
+            core_conn_flush(ps->flush[i]->conn);
+    ps->nflush = 0;
+    return removed;
+}
+
 void gs_cmd_subscribe(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     subscribe_cmd(c, argc, argv, CHANNEL);

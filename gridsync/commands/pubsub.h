@@ -53,6 +53,15 @@ bool gs_pubsub_resp2_subscribed(const struct gs_client *c);
 size_t gs_pubsub_publish(struct gs_node *n, const char *ch, size_t chlen, const char *msg,
                          size_t msglen, bool shard);
 
+/* Cluster mode, Redis 7.0's removeChannelsInSlot: every shard channel
+ * for which drop(arg, name, len) is true leaves the registry, and each of
+ * its subscribers is told with a "sunsubscribe" message for it (RESP2
+ * ["sunsubscribe", channel, count], RESP3 a push; count: the shard
+ * channels it still has), as if it had run SUNSUBSCRIBE channel. Returns
+ * the number of channels removed. */
+size_t gs_pubsub_shard_drop(struct gs_node *n, bool (*drop)(void *arg, const char *ch, size_t len),
+                            void *arg);
+
 /* client-output-buffer-limit changed: re-apply the pubsub class's limit
  * to every subscribed client (invariant 2). */
 void gs_pubsub_apply_limits(struct gs_node *n);

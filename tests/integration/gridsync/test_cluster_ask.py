@@ -16,6 +16,7 @@ from redis.cluster import RedisCluster
 
 from test_cluster import key_slot, make_cluster, pick_base  # noqa: F401 (fixture)
 from test_cluster_join import RESHARD, JoiningNode
+from test_cluster_multi import Raw
 
 
 def load_reshard():
@@ -106,6 +107,22 @@ def test_ask_during_a_slot_migration(make_cluster):
     assert reply(new, "SET", key, "via-ask", asking=True) in (True, "OK")
     assert reply(new, "GET", key, asking=True) == "via-ask"
     assert reply(src, "GET", key).startswith("-ASK ")
+    # A blocking command sent with ASKING blocks at the new node (it is not
+    # sent back while the slot comes) and a push there through ASKING
+    # serves it (docs/gridsync-cluster.md, "Blocking commands").
+    lst = f"{{{t}}}list"
+    w = Raw(new)
+    try:
+        w.send(["ASKING"], ["BLPOP", lst, "0"])
+        assert w.reply() == b"+OK\r\n"
+        deadline = time.monotonic() + 30
+        while new.client().info("clients")["blocked_clients"] != 1:
+            assert time.monotonic() < deadline, "BLPOP did not block at the new node"
+            time.sleep(0.02)
+        assert reply(new, "RPUSH", lst, "a", asking=True) == 1
+        assert w.reply() == b"*2\r\n$%d\r\n%s\r\n$1\r\na\r\n" % (len(lst), lst.encode())
+    finally:
+        w.close()
     # redis-py follows -ASK on its own, reads and writes. It looks the
     # -ASK address up in the nodes it learnt from CLUSTER SLOTS, which
     # lists the node slots are moving to (when it leads no range yet): a
