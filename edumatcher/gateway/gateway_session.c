@@ -58,8 +58,9 @@ struct em_gw_session {
     uint64_t next_seq, head_seq, resent_to;
     /* Events (docs/alf.md I.6): the last number delivered; a RESYNC
      * asking for what follows resync_from is unanswered; events were lost
-     * (the session ends after this batch) */
-    uint64_t ev_last, resync_from;
+     * (the session ends once lost_until, the engine's last then, is
+     * delivered) */
+    uint64_t ev_last, resync_from, lost_until;
     bool resync_pending, ev_lost;
     struct em_gw_session *hnext; /* hash chain */
     struct core_list login;      /* in em_gw.logging_in while S_LOGGING_IN */
@@ -673,22 +674,26 @@ static bool event_in_order(struct em_gw_session *s, const struct em_msg *ev)
         return false;
     }
     s->ev_last = ev->eseq;
+    if (s->ev_lost)
+        mark_dirty(s); /* the batch's end may end the session (resync_answer) */
     return true;
 }
 
-/* The engine's answer to the session's latest RESYNC: the events from
- * `next` follow. next == eseq + 1: none missing. Otherwise the engine no
- * longer holds some the trader missed (or holds fewer than it delivered):
- * take its numbers from here, deliver what follows and end the session
- * at the end of the batch (em_gw_bus_batch_end). */
+/* The engine's answer to the session's latest RESYNC: the events
+ * next..last follow. next == eseq + 1: none missing. Otherwise the engine
+ * no longer holds some the trader missed (or holds fewer than it
+ * delivered): take its numbers from here, deliver what follows and end
+ * the session once `last` is delivered (em_gw_bus_batch_end). */
 static void resync_answer(struct em_gw_session *s, const struct em_msg *ev)
 {
-    if (!s->resync_pending || ev->eseq != s->resync_from || !(ev->present & EM_BIT(next)))
+    uint32_t both = EM_BIT(next) | EM_BIT(last);
+    if (!s->resync_pending || ev->eseq != s->resync_from || (ev->present & both) != both)
         return; /* the answer to an earlier request: the latest's follows */
     s->resync_pending = false;
     if (ev->next == ev->eseq + 1)
         return;
     s->ev_last = ev->next - 1;
+    s->lost_until = ev->last;
     if (!s->ev_lost) {
         s->ev_lost = true;
         s->g->st.events_lost++;
@@ -809,7 +814,7 @@ void em_gw_bus_batch_end(struct em_gw *g)
             continue;
         s->dirty = false;
         s->front->flush(s->fctx);
-        if (s->ev_lost && s->state == S_LIVE && !closing(s))
+        if (s->ev_lost && s->ev_last >= s->lost_until && s->state == S_LIVE && !closing(s))
             s->front->close(s->fctx, true); /* after what was delivered */
     }
     g->ndirty = 0;

@@ -31,8 +31,8 @@
  * rebuilds the same numbers and the events that were journaled but never
  * published (a crash between the journal's flush and the publish). A
  * RESYNC eseq=<n> (a gateway after its link came back) is answered, not
- * journaled, with RESYNC eseq=<n> next=<f> followed by the kept events
- * from f to the last, in order: f = n + 1 when the engine holds them all,
+ * journaled, with RESYNC eseq=<n> next=<f> last=<l> followed by the kept
+ * events f..l, in order: f = n + 1 when the engine holds them all,
  * else the oldest it holds (more than the window came after n), or the
  * last + 1 when n is beyond the last (the engine's history is shorter
  * than the gateway's, e.g. a journal lost): the gateway then knows what
@@ -132,9 +132,11 @@ void emh_events_resync(struct em_host *h, uint16_t gw, uint64_t eseq)
     }
     h->st.resyncs++;
     h->st.resyncs_short += next != eseq + 1;
-    struct em_msg r = {.kind = EM_MSG_RESYNC, .present = EM_BIT(eseq) | EM_BIT(next)};
+    struct em_msg r = {.kind = EM_MSG_RESYNC,
+                       .present = EM_BIT(eseq) | EM_BIT(next) | EM_BIT(last)};
     r.eseq = eseq;
     r.next = next;
+    r.last = last;
     stage_reply(h, gw, &r);
     const struct em_bus_topic *t = emh_ack_topic(h, gw);
     for (uint64_t q = next; t && q <= last; q++) {

@@ -48,7 +48,7 @@ static const char *const samples[] = {
     "FILL cl=a oid=1 tid=2 px=10.00 qty=5 leaves=0 cum=5 eseq=999999999999999999",
     "PONG seq=1 eseq=2",
     "RESYNC eseq=0",
-    "RESYNC eseq=7 next=8",
+    "RESYNC eseq=7 next=8 last=9",
 };
 
 static void test_every_kind_has_a_sample(void **state)

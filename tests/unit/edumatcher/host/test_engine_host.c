@@ -427,12 +427,12 @@ static void resync_round(struct em_host *h, uint64_t records)
     from_gw(h, "S1", "RESYNC eseq=1");
     assert_int_equal(em_host_batch_end(h, 1), 0);
     assert_string_equal(published("order.ack.S1", from),
-                        "RESYNC eseq=1 next=2|ACK cl=s1 oid=1 seq=1 eseq=2|FILL cl=s1 oid=1 "
+                        "RESYNC eseq=1 next=2 last=3|ACK cl=s1 oid=1 seq=1 eseq=2|FILL cl=s1 oid=1 "
                         "tid=1 px=10.01 qty=4 leaves=6 cum=4 eseq=3");
     from = B.n;
     from_gw(h, "B1", "RESYNC eseq=3");
     assert_int_equal(em_host_batch_end(h, 1), 0);
-    assert_string_equal(published("order.ack.B1", from), "RESYNC eseq=3 next=4");
+    assert_string_equal(published("order.ack.B1", from), "RESYNC eseq=3 next=4 last=3");
     assert_int_equal(em_host_journal(h)->next_seq - 1, records); /* never journaled */
 }
 
@@ -495,7 +495,7 @@ static void test_event_resync(void **state)
     from_gw(h, "S1", "RESYNC eseq=3");
     assert_int_equal(em_host_batch_end(h, 1), 0);
     assert_string_equal(published("order.ack.S1", from),
-                        "RESYNC eseq=3 next=4|CANCELED cl=s1 oid=1 qty=6 cum=4 reason=USER "
+                        "RESYNC eseq=3 next=4 last=4|CANCELED cl=s1 oid=1 qty=6 cum=4 reason=USER "
                         "seq=2 eseq=4");
 
     /* more than the window since: the oldest kept comes first, next says
@@ -509,7 +509,8 @@ static void test_event_resync(void **state)
     from_gw(h, "S1", "RESYNC eseq=4");
     assert_int_equal(em_host_batch_end(h, 1), 0);
     char want[128];
-    snprintf(want, sizeof want, "RESYNC eseq=4 next=15|PONG eseq=15");
+    snprintf(want, sizeof want, "RESYNC eseq=4 next=15 last=%d|PONG eseq=15",
+             4 + EM_EVENT_WINDOW + 10);
     assert_string_equal(published("order.ack.S1", from), want);
     assert_int_equal(B.frames, 1 + EM_EVENT_WINDOW);
     assert_int_equal(em_host_stats(h)->resyncs_short, 1);
@@ -517,7 +518,8 @@ static void test_event_resync(void **state)
     B.frames = 0;
     from_gw(h, "S1", "RESYNC eseq=5000");
     assert_int_equal(em_host_batch_end(h, 1), 0);
-    snprintf(want, sizeof want, "RESYNC eseq=5000 next=%d", 4 + EM_EVENT_WINDOW + 10 + 1);
+    snprintf(want, sizeof want, "RESYNC eseq=5000 next=%d last=%d", 4 + EM_EVENT_WINDOW + 10 + 1,
+             4 + EM_EVENT_WINDOW + 10);
     assert_string_equal(published("order.ack.S1", from), want);
     assert_int_equal(B.frames, 1);
     /* a LOGIN numbers from 1 again */
