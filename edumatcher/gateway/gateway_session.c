@@ -192,6 +192,11 @@ void em_gw_flush(struct em_gw *g)
         int n = em_frame_decode(g->batch + off, len - off, &m);
         if (n <= 0)
             break;
+        if (m.kind == EM_MSG_RESYNC) { /* not sent: the next gap or link loss asks */
+            s->resync_pending = false;
+            off += (size_t)n;
+            continue;
+        }
         if (m.present & EM_BIT(seq))
             answered(s, m.seq); /* here, at once: nothing to resend */
         if (m.kind != EM_MSG_LOGIN && m.kind != EM_MSG_DISCONNECT && m.kind != EM_MSG_LOGOUT)
@@ -368,13 +373,23 @@ static void request_resync(struct em_gw_session *s)
     s->g->st.resyncs++;
 }
 
+void em_gw_engine_lost(struct em_gw *g)
+{
+    for (unsigned b = 0; b < HASH_BUCKETS; b++)
+        for (struct em_gw_session *s = g->by_gw[b]; s; s = s->hnext)
+            if (s->state == S_LIVE && !closing(s))
+                request_resync(s);
+    em_gw_flush(g);
+}
+
 void em_gw_engine_restarted(struct em_gw *g)
 {
     for (unsigned b = 0; b < HASH_BUCKETS; b++)
         for (struct em_gw_session *s = g->by_gw[b]; s; s = s->hnext) {
             if (s->state != S_LIVE || closing(s))
                 continue;
-            request_resync(s);
+            if (!s->resync_pending)
+                request_resync(s); /* em_gw_engine_lost queued none */
             if (s->head_seq < s->next_seq)
                 resend(s);
         }

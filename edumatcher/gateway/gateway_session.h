@@ -55,8 +55,9 @@
  * No event lost (docs/alf.md I.6): the engine numbers the events it sends
  * a gw (field eseq, from 1 at LOGIN); the session delivers each number
  * once and in order, and remembers the last. When the way to the engine
- * comes back (em_gw_engine_restarted), or a number arrives after a gap,
- * it sends RESYNC eseq=<last> (before its resends) and drops what comes
+ * is lost (em_gw_engine_lost) or comes back (em_gw_engine_restarted), or
+ * a number arrives after a gap, it sends RESYNC eseq=<last> (before its
+ * resends) and drops what comes
  * out of order until the answer, RESYNC next=<f>, followed by the events
  * from f that the engine kept: the FILLs and CANCELEDs that were in
  * flight, or published while the link was down, reach the trader once.
@@ -191,9 +192,15 @@ void em_gw_bus_message(struct em_gw *g, const char *topic, size_t tl, const void
 void em_gw_bus_batch_end(struct em_gw *g);
 /* Send the pending batch to the engine (call once per loop turn). */
 void em_gw_flush(struct em_gw *g);
+/* The way to the engine is lost: every live session queues its RESYNC
+ * now, so that it reaches the engine before what is sent while the way is
+ * down (a bus that queues then, as the order link does): the events the
+ * engine makes for those messages come after the ones missed, and the
+ * RESYNC asks for few. */
+void em_gw_engine_lost(struct em_gw *g);
 /* The way to the engine came back after it was lost (a new connection):
- * every live session asks for the events it missed (RESYNC) and resends
- * its unanswered numbered messages, now. */
+ * every live session asks for the events it missed (RESYNC, unless one is
+ * queued already) and resends its unanswered numbered messages, now. */
 void em_gw_engine_restarted(struct em_gw *g);
 /* Re-send LOGIN for the sessions whose login_retry_ms has passed, and the
  * numbered messages of sessions whose oldest unanswered one has waited

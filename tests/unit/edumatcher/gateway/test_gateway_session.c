@@ -430,6 +430,35 @@ static void test_event_resync(void **state)
     engine_sends(g, "GW2", "RESYNC eseq=2 next=2 last=1");
     assert_int_equal(c2.closed, 2);
     em_gw_session_close(s);
+
+    /* the link lost: RESYNC is queued at once, ahead of what the trader
+     * sends meanwhile; when it is back only the resend goes */
+    struct fake_conn c3 = {0};
+    s = em_gw_session_open(g, &front, &c3);
+    input(s, "LOGIN gw=GW3");
+    em_gw_flush(g);
+    engine_says(g, "GW3", "LOGGEDIN gw=GW3 eseq=1");
+    sent = B.nsent;
+    em_gw_engine_lost(g);
+    input(s, "NEW cl=c sym=ABC side=B qty=1 px=1");
+    em_gw_flush(g);
+    em_gw_engine_restarted(g);
+    assert_int_equal(B.nsent, sent + 3);
+    assert_string_equal(B.sent[sent], "RESYNC eseq=1");
+    assert_string_equal(B.sent[sent + 1], "NEW cl=c sym=ABC side=B qty=1 px=1 seq=1");
+    assert_string_equal(B.sent[sent + 2], "NEW cl=c sym=ABC side=B qty=1 px=1 seq=1");
+    /* a RESYNC the bus refused is not waited for: the next gap asks again */
+    B.send_rc = CORE_EAGAIN;
+    engine_sends(g, "GW3", "RESYNC eseq=1 next=2 last=1|ACK cl=c oid=5 seq=1 eseq=2");
+    unsigned nout = c3.nout;
+    engine_says(g, "GW3", "PONG eseq=4");
+    em_gw_flush(g);
+    B.send_rc = 0;
+    engine_says(g, "GW3", "PONG eseq=4");
+    em_gw_flush(g);
+    assert_string_equal(B.sent[B.nsent - 1], "RESYNC eseq=2");
+    assert_int_equal(c3.nout, nout); /* no RATE_LIMIT for it: the trader sent none */
+    em_gw_session_close(s);
     em_gw_free(g);
 }
 
