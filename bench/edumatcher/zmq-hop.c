@@ -16,12 +16,18 @@
  * the receiver); a plain socket hop wakes only the receiver, so the
  * difference is what libzmq's threads cost per hop on this machine.
  *
- *   zmq-hop [--messages N] [--warmup N] [--size BYTES] [--raw yes]
+ * --curve yes puts both hops under CURVE (edumatcher/bus/curve.h: the
+ * engine's PUB and query with --curve-clients), with a ZAP handler that
+ * lets the client's key in: the difference is what encryption and the
+ * authenticated bus cost per hop.
+ *
+ *   zmq-hop [--messages N] [--warmup N] [--size BYTES] [--raw yes] [--curve yes]
  */
 #include "core/proc.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/histogram.h"
+#include "edumatcher/bus/curve.h"
 #include "edumatcher/bus/zmq_bus.h"
 
 #include <arpa/inet.h>
@@ -41,6 +47,8 @@ static int64_t size = 48;
 static char ep_in[CORE_OPT_STRLEN] = "tcp://127.0.0.1:19950";
 static char ep_out[CORE_OPT_STRLEN] = "tcp://127.0.0.1:19951";
 static bool raw;
+static bool curve;
+static struct em_curve_pair server_pair, client_pair;
 
 static const struct core_option options[] = {
     {"messages", CORE_OPT_INT, &messages, 1, 100000000, NULL, 0, "measured round trips"},
@@ -49,6 +57,7 @@ static const struct core_option options[] = {
     {"in", CORE_OPT_STRING, ep_in, 0, 0, NULL, 0, "PUSH/PULL endpoint"},
     {"out", CORE_OPT_STRING, ep_out, 0, 0, NULL, 0, "PUB/SUB endpoint"},
     {"raw", CORE_OPT_BOOL, &raw, 0, 0, NULL, 0, "plain TCP loopback echo instead of zmq"},
+    {"curve", CORE_OPT_BOOL, &curve, 0, 0, NULL, 0, "both hops under CURVE, as a keyed bus"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
@@ -57,8 +66,9 @@ static void *ctx;
 static void *echo_main(void *arg)
 {
     struct em_bus_sock *pull = malloc(sizeof *pull), *pub = malloc(sizeof *pub);
-    if (em_bus_open(pull, ctx, EM_BUS_PULL, ep_in, true) ||
-        em_bus_open(pub, ctx, EM_BUS_PUB, ep_out, true)) {
+    const struct em_curve_pair *c = curve ? &server_pair : NULL;
+    if (em_bus_open_curve(pull, ctx, EM_BUS_PULL, ep_in, true, c) ||
+        em_bus_open_curve(pub, ctx, EM_BUS_PUB, ep_out, true, c)) {
         fprintf(stderr, "zmq-hop: cannot bind\n");
         exit(1);
     }
@@ -154,11 +164,24 @@ int main(int argc, char **argv)
     if (raw)
         return raw_main();
     em_bus_ctx_new(&ctx);
+    struct em_curve_zap *zap = NULL;
+    if (curve) {
+        static struct em_curve_allow allow;
+        int line;
+        if (em_curve_pair_new(&server_pair) || em_curve_pair_new(&client_pair) ||
+            em_curve_allow_parse(client_pair.public_key, EM_CURVE_Z85_LEN, &allow, &line) ||
+            em_curve_zap_start(&zap, ctx, &allow, NULL)) {
+            fprintf(stderr, "zmq-hop: no CURVE in this libzmq\n");
+            return 1;
+        }
+        memcpy(client_pair.server_key, server_pair.public_key, sizeof client_pair.server_key);
+    }
     pthread_t th;
     pthread_create(&th, NULL, echo_main, NULL);
     struct em_bus_sock *push = malloc(sizeof *push), *sub = malloc(sizeof *sub);
-    em_bus_open(push, ctx, EM_BUS_PUSH, ep_in, false);
-    em_bus_open(sub, ctx, EM_BUS_SUB, ep_out, false);
+    const struct em_curve_pair *cc = curve ? &client_pair : NULL;
+    em_bus_open_curve(push, ctx, EM_BUS_PUSH, ep_in, false, cc);
+    em_bus_open_curve(sub, ctx, EM_BUS_SUB, ep_out, false, cc);
     em_bus_subscribe(sub, "order.ack.");
     struct em_bus_topic t;
     em_bus_topic_set(&t, "", "BENCH", 5);
@@ -186,13 +209,14 @@ int main(int argc, char **argv)
     }
     em_bus_send(push, &t, "Q", 1);
     pthread_join(th, NULL);
-    printf("zmq-hop: %lld round trips of %lld bytes (PUSH->PULL, PUB->SUB, tcp loopback)\n",
-           (long long)messages, (long long)size);
+    printf("zmq-hop: %lld round trips of %lld bytes (PUSH->PULL, PUB->SUB, tcp loopback%s)\n",
+           (long long)messages, (long long)size, curve ? ", CURVE" : "");
     printf("RESULT rtt_p50_us=%.2f rtt_p99_us=%.2f rtt_mean_us=%.2f hop_p50_us=%.2f\n",
            core_hist_percentile(&h, 50) / 1e3, core_hist_percentile(&h, 99) / 1e3,
            core_hist_mean(&h) / 1e3, core_hist_percentile(&h, 50) / 2e3);
     em_bus_close(push);
     em_bus_close(sub);
     em_bus_ctx_term(ctx);
+    em_curve_zap_free(zap);
     return 0;
 }

@@ -15,6 +15,8 @@
  */
 #include "edumatcher/bus/zmq_bus.h"
 
+#include "edumatcher/bus/curve.h"
+
 #include "core/error.h"
 #include "core/hash.h"
 
@@ -123,6 +125,36 @@ static const int zmq_types[] = {
 int em_bus_open(struct em_bus_sock *s, void *ctx, enum em_bus_kind kind, const char *endpoint,
                 bool bind)
 {
+    return em_bus_open_curve(s, ctx, kind, endpoint, bind, NULL);
+}
+
+/* Before bind/connect: CURVE options take effect on the connections made
+ * after them. */
+static int set_curve(void *z, bool server, const struct em_curve_pair *c)
+{
+    if (!em_curve_available())
+        return CORE_EINVAL;
+    int on = 1;
+    if (server) {
+        static const char domain[] = "edumatcher";
+        if (zmq_setsockopt(z, ZMQ_CURVE_SERVER, &on, sizeof on) != 0 ||
+            zmq_setsockopt(z, ZMQ_ZAP_DOMAIN, domain, sizeof domain - 1) != 0 ||
+            zmq_setsockopt(z, ZMQ_CURVE_SECRETKEY, c->secret_key, EM_CURVE_Z85_LEN + 1) != 0)
+            return em_bus_error(errno);
+        return 0;
+    }
+    if (!em_curve_z85_valid(c->server_key, strlen(c->server_key)))
+        return CORE_EINVAL;
+    if (zmq_setsockopt(z, ZMQ_CURVE_SERVERKEY, c->server_key, EM_CURVE_Z85_LEN + 1) != 0 ||
+        zmq_setsockopt(z, ZMQ_CURVE_PUBLICKEY, c->public_key, EM_CURVE_Z85_LEN + 1) != 0 ||
+        zmq_setsockopt(z, ZMQ_CURVE_SECRETKEY, c->secret_key, EM_CURVE_Z85_LEN + 1) != 0)
+        return em_bus_error(errno);
+    return 0;
+}
+
+int em_bus_open_curve(struct em_bus_sock *s, void *ctx, enum em_bus_kind kind, const char *endpoint,
+                      bool bind, const struct em_curve_pair *curve)
+{
     memset(s, 0, offsetof(struct em_bus_sock, topic));
     s->kind = kind;
     s->zsock = zmq_socket(ctx, zmq_types[kind]);
@@ -148,7 +180,13 @@ int em_bus_open(struct em_bus_sock *s, void *ctx, enum em_bus_kind kind, const c
         zmq_setsockopt(s->zsock, ZMQ_REQ_RELAXED, &on, sizeof on);
         zmq_setsockopt(s->zsock, ZMQ_REQ_CORRELATE, &on, sizeof on);
     }
-    int rc = bind ? zmq_bind(s->zsock, endpoint) : zmq_connect(s->zsock, endpoint);
+    int rc = curve ? set_curve(s->zsock, bind, curve) : 0;
+    if (rc != 0) {
+        zmq_close(s->zsock);
+        s->zsock = NULL;
+        return rc;
+    }
+    rc = bind ? zmq_bind(s->zsock, endpoint) : zmq_connect(s->zsock, endpoint);
     if (rc != 0) {
         int err = em_bus_error(errno);
         zmq_close(s->zsock);

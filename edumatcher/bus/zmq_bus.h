@@ -132,6 +132,19 @@ void em_bus_ctx_term(void *ctx);
 int em_bus_open(struct em_bus_sock *s, void *ctx, enum em_bus_kind kind, const char *endpoint,
                 bool bind);
 
+struct em_curve_pair; /* edumatcher/bus/curve.h */
+
+/*
+ * em_bus_open with CURVE (bus/curve.h) when curve is not NULL: a bound
+ * socket is a CURVE server with curve's pair (ZAP domain "edumatcher":
+ * the process must run a ZAP handler, em_curve_zap_start, before this),
+ * a connecting one a CURVE client with its pair and curve->server_key.
+ * NULL: as em_bus_open. Returns as em_bus_open (CORE_EINVAL also when
+ * a client has no server key or CURVE is unavailable).
+ */
+int em_bus_open_curve(struct em_bus_sock *s, void *ctx, enum em_bus_kind kind, const char *endpoint,
+                      bool bind, const struct em_curve_pair *curve);
+
 /* Connect an already open socket to one more endpoint (a SUB that listens
  * to several publishers). Returns 0 or CORE_EINVAL / CORE_EIO. */
 int em_bus_connect(struct em_bus_sock *s, const char *endpoint);

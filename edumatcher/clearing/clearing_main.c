@@ -31,6 +31,7 @@
 #include "edumatcher/monitor/health.h"
 #include "core/http.h"
 #include "core/proc.h"
+#include "edumatcher/bus/curve.h"
 #include "edumatcher/bus/zmq_bus.h"
 
 #include <stdio.h>
@@ -38,6 +39,9 @@
 #include <string.h>
 
 static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
+static char curve_key[CORE_OPT_STRLEN] = "";
+static char engine_key[CORE_OPT_STRLEN] = "";
+static char monitor_key[CORE_OPT_STRLEN] = "";
 static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
 static char http_host[CORE_OPT_STRLEN] = "127.0.0.1";
 static int64_t http_port = 9181;
@@ -49,6 +53,15 @@ static int64_t recover_ms = 1000;
 static const struct core_option options[] = {
     {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's PUB endpoint to subscribe to"},
+    {"curve-key", CORE_OPT_STRING, curve_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "this process's CURVE secret key file, made at first start (mode 0600; the public key "
+     "in FILE.pub goes in the engine's --curve-clients); with --engine-key"},
+    {"engine-key", CORE_OPT_STRING, engine_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the engine's CURVE public key (Z85, or a file such as <journal-dir>/curve.key.pub) for "
+     "--engine-pub and --engine-query (\"\": no CURVE)"},
+    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the monitor's CURVE public key (Z85 or a file) for --health; with --curve-key (\"\": "
+     "no CURVE)"},
     {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the monitor's health endpoint (\"\": publish no beacons)"},
     {"http-host", CORE_OPT_STRING, http_host, 0, 0, NULL, CORE_OPT_IMMUTABLE, "HTTP address"},
@@ -216,9 +229,21 @@ int main(int argc, char **argv)
         return 1;
     c->loop = uv_default_loop();
     em_clearing_init(&c->book);
+    static struct em_curve_pair curve_pair;
+    int crc = em_curve_client_config("clearing", "curve-key", curve_key, "engine-key", engine_key,
+                                     &curve_pair);
+    if (crc && crc != CORE_ENOTFOUND)
+        return crc == CORE_EINVAL ? 2 : 1;
+    const struct em_curve_pair *curve = crc ? NULL : &curve_pair;
+    static struct em_curve_pair health_pair;
+    crc = em_curve_client_config("clearing", "curve-key", curve_key, "monitor-key", monitor_key,
+                                 &health_pair);
+    if (crc && crc != CORE_ENOTFOUND)
+        return crc == CORE_EINVAL ? 2 : 1;
+    const struct em_curve_pair *health_curve = crc ? NULL : &health_pair;
     if (em_bus_ctx_new(&c->zctx) != 0)
         return 1;
-    rc = em_bus_open(&c->sub, c->zctx, EM_BUS_SUB, engine_pub, false);
+    rc = em_bus_open_curve(&c->sub, c->zctx, EM_BUS_SUB, engine_pub, false, curve);
     if (rc) {
         CORE_WARN("clearing: cannot connect %s: %s", engine_pub, core_strerror(rc));
         return 1;
@@ -226,7 +251,7 @@ int main(int argc, char **argv)
     em_bus_subscribe(&c->sub, "trade.executed");
     em_bus_watch(&c->sub, c->loop, 0, on_trade, c);
     if (engine_query[0]) {
-        rc = em_bus_open(&c->req, c->zctx, EM_BUS_REQ, engine_query, false);
+        rc = em_bus_open_curve(&c->req, c->zctx, EM_BUS_REQ, engine_query, false, curve);
         if (rc) {
             CORE_WARN("clearing: cannot connect %s: %s", engine_query, core_strerror(rc));
             return 1;
@@ -263,6 +288,7 @@ int main(int argc, char **argv)
     core_metrics_counter(&c->health.metrics, "gaps", &c->gaps);
     core_metrics_counter(&c->health.metrics, "recovered", &c->recovered);
     core_metrics_counter(&c->health.metrics, "recover_requests", &c->recover_requests);
+    c->health.curve = health_curve;
     em_health_start_or_warn("clearing", &c->health, c->loop, c->zctx, health_ep,
                             (uint64_t)beacon_ms, on_health, c);
 

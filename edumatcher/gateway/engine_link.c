@@ -107,7 +107,7 @@ int em_gw_link_open(struct em_gw_link *l, struct em_gw *gw, uv_loop_t *loop, voi
         CORE_WARN("gateway: bad order link %s: %s", o->orders, core_strerror(rc));
         return rc;
     }
-    rc = em_bus_open(&l->sub, zctx, EM_BUS_SUB, o->pub, false);
+    rc = em_bus_open_curve(&l->sub, zctx, EM_BUS_SUB, o->pub, false, o->curve);
     if (rc) {
         CORE_WARN("gateway: cannot connect to %s: %s", o->pub, core_strerror(rc));
         return rc;

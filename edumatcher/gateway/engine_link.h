@@ -40,9 +40,10 @@ struct em_gw_link {
 extern const struct em_gw_bus em_gw_link_bus;
 
 struct em_gw_link_opts {
-    const char *orders;   /* the engine's order link: unix:<path> or tcp://host:port */
-    const char *key_file; /* a TCP link's key (the engine's link.key); "" for unix */
-    const char *pub;      /* the engine's PUB endpoint, for md. */
+    const char *orders;                /* the engine's order link: unix:<path> or tcp://host:port */
+    const char *key_file;              /* a TCP link's key (the engine's link.key); "" for unix */
+    const char *pub;                   /* the engine's PUB endpoint, for md. */
+    const struct em_curve_pair *curve; /* CURVE for pub (bus/curve.h); NULL: none */
 };
 
 /* Connect (the link reconnects by itself while the engine is away).

@@ -783,6 +783,11 @@ static void handle_event(struct em_gw_session *s, const struct em_msg *ev)
     mark_dirty(s);
 }
 
+bool em_gw_has_session(struct em_gw *g, const char *gw, size_t gwlen)
+{
+    return find_gw(g, gw, gwlen) != NULL;
+}
+
 void em_gw_bus_message(struct em_gw *g, const char *topic, size_t tl, const void *payload,
                        size_t len)
 {

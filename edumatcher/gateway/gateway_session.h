@@ -182,6 +182,9 @@ void em_gw_session_answered(struct em_gw_session *s);
  * em_gw_bus_message calls with a query's answer (owned by g). */
 const struct em_mkt *em_gw_market(const struct em_gw *g);
 
+/* True while gw[0..gwlen) has a session here (from LOGIN until LOGOUT or
+ * close): where the engine's replies for that gw id belong. */
+bool em_gw_has_session(struct em_gw *g, const char *gw, size_t gwlen);
 /* One bus message from the engine: topic `order.ack.<gw>`, payload one or
  * more event frames, delivered to that session in order; or topic
  * `md.<SYM>`, payload an MD line, kept in the market table (a line older

@@ -747,8 +747,8 @@ int em_host_open(struct em_host **out, const struct em_host_config *cfg)
     if (!h)
         return CORE_ENOMEM;
     h->cfg = *cfg;
-    if (h->cfg.md_depth < 0)
-        h->cfg.md_depth = 0;
+    if (h->cfg.md_depth < 1) /* the sessions' SYMBOLS reads the best level */
+        h->cfg.md_depth = 1;
     if (h->cfg.md_depth > 50)
         h->cfg.md_depth = 50;
     h->arena = malloc(ARENA);

@@ -54,7 +54,7 @@ struct em_host_config {
     const struct em_host_bus *bus;
     void *bus_ctx;
     struct em_journal_opts journal;
-    int md_depth;                  /* price levels per side in MD lines (0..50) */
+    int md_depth;                  /* price levels per side in MD lines (1..50) */
     uint64_t snapshot_records;     /* snapshot after this many records (0: never) */
     uint64_t snapshot_interval_ms; /* or this often when records came in (0: never) */
     bool snapshot_fork;            /* write snapshots from a forked child (off the loop) */

@@ -85,7 +85,7 @@ static int format_md(struct em_host *h, uint16_t id, uint64_t seq, char *line, s
                        " tick=%s lot=%u decimals=%u band=%s cb_band=%s",
                        md.name, seq, h->md_epoch, em_phase_name(md.phase), md.has_last ? px : "-",
                        md.last_qty, md.volume, md.trades, tick, md.lot, md.decimals, band, cb_band);
-    if (h->cfg.md_depth > 0 && len > 0 && (size_t)len < cap) {
+    if (len > 0 && (size_t)len < cap) {
         len += format_side(h, line + len, cap - (size_t)len, "bids", md.name, EM_SIDE_BUY);
         if ((size_t)len < cap)
             len += format_side(h, line + len, cap - (size_t)len, "asks", md.name, EM_SIDE_SELL);

@@ -14,6 +14,13 @@
  * Order acknowledgements never go on the PUB: what a trader's orders did
  * is seen by that trader's gateway only.
  *
+ * With --alf-port the engine also hosts ALF trader sessions on its own
+ * loop (engine_gateway.h): one process fewer on the order path, the same
+ * sessions and rules as edumatcher-gateway; separate gateways keep working
+ * beside them on the order link.
+ *
+ *   trader --ALF/TCP--> engine (hosted session) --ALF/TCP--> trader
+ *
  * This file only wires: options, the sockets, the timers and health
  * beacons around an engine host (engine_host.h: inbound -> journal ->
  * engine -> publish, the clock, the schedule, snapshots, market data,
@@ -27,9 +34,11 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/proc.h"
+#include "edumatcher/bus/curve.h"
 #include "edumatcher/bus/journal.h"
 #include "edumatcher/bus/order_link.h"
 #include "edumatcher/bus/zmq_bus.h"
+#include "edumatcher/host/engine_gateway.h"
 #include "edumatcher/host/engine_host.h"
 #include "edumatcher/monitor/health.h"
 
@@ -59,6 +68,18 @@ static int64_t snapshot_records = 1000000;
 static int64_t snapshot_interval_ms = 600000;
 static bool snapshot_fork = true;
 static char query_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9103";
+static char curve_clients[CORE_OPT_STRLEN] = "";
+static char curve_key_file[CORE_OPT_STRLEN] = "";
+static char monitor_key[CORE_OPT_STRLEN] = "";
+/* hosted ALF sessions: edumatcher-gateway's options of the same names */
+static int64_t alf_port = -1;
+static char alf_bind[CORE_OPT_STRLEN] = "127.0.0.1";
+static char tokens_file[CORE_OPT_STRLEN] = "";
+static int64_t rate_limit = 10000;
+static int64_t rate_burst = 1000;
+static int64_t maxclients = 1000;
+static int64_t login_retry_ms = 100;
+static int64_t resend_ms = 1000;
 
 static const struct core_option options[] = {
     {"orders", CORE_OPT_STRING, orders_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -85,8 +106,9 @@ static const struct core_option options[] = {
      "`AT <ms> <line>` schedule lines fired at that engine time"},
     {"md-interval-ms", CORE_OPT_INT, &md_interval_ms, 1, 60000, NULL, 0,
      "market data: at most one update per symbol per interval"},
-    {"md-depth", CORE_OPT_INT, &md_depth, 0, 50, NULL, 0,
-     "market data: price levels per side in each snapshot"},
+    {"md-depth", CORE_OPT_INT, &md_depth, 1, 50, NULL, 0,
+     "market data: price levels per side in each snapshot (at least 1: SYMBOLS answers "
+     "the best bid and offer from it)"},
     {"tick-ms", CORE_OPT_INT, &tick_ms, 1, 60000, NULL, CORE_OPT_IMMUTABLE,
      "clock resolution: elapsed time is journaled as TICKs this often"},
     {"beacon-ms", CORE_OPT_INT, &beacon_ms, 10, 60000, NULL, 0, "health beacon interval"},
@@ -101,6 +123,34 @@ static const struct core_option options[] = {
      "write snapshots from a forked child while the loop goes on (no: on the loop)"},
     {"query", CORE_OPT_STRING, query_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "endpoint to bind for queries (REP): trades by id for recovery (\"\": none)"},
+    {"curve-clients", CORE_OPT_STRING, curve_clients, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "CURVE allow-list: Z85 public keys of the processes that may connect to --pub and "
+     "--query, one per line (\"\": no CURVE, open to anyone on tcp://)"},
+    {"curve-key", CORE_OPT_STRING, curve_key_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "with --curve-clients or --monitor-key: the engine's CURVE secret key, made at first start "
+     "(mode 0600; "
+     "public key in FILE.pub) (\"\": <journal-dir>/curve.key)"},
+    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the monitor's CURVE public key (Z85 or a file) for --health, with the engine's "
+     "--curve-key (\"\": no CURVE)"},
+    {"alf-port", CORE_OPT_INT, &alf_port, -1, 65535, NULL, CORE_OPT_IMMUTABLE,
+     "host ALF trader sessions on this port, on the engine's loop (-1: none; 0: any free "
+     "port, printed in the ready line); edumatcher-gateway processes work beside them"},
+    {"alf-bind", CORE_OPT_STRING, alf_bind, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "address the hosted ALF sessions listen on"},
+    {"tokens-file", CORE_OPT_STRING, tokens_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "hosted sessions: lines `<gw> <token>`: a gw listed must LOGIN with its token; OPS must "
+     "be listed"},
+    {"rate-limit", CORE_OPT_INT, &rate_limit, 0, 100000000, NULL, 0,
+     "hosted sessions: messages per second per session (0: no limit)"},
+    {"rate-burst", CORE_OPT_INT, &rate_burst, 1, 100000000, NULL, 0,
+     "hosted sessions: token bucket size"},
+    {"maxclients", CORE_OPT_INT, &maxclients, 1, 100000, NULL, 0,
+     "hosted sessions: connections at most"},
+    {"login-retry-ms", CORE_OPT_INT, &login_retry_ms, 10, 10000, NULL, 0,
+     "hosted sessions: re-send LOGIN until the engine answers"},
+    {"resend-ms", CORE_OPT_INT, &resend_ms, 10, 600000, NULL, 0,
+     "hosted sessions: send orders again that have not been answered this long"},
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
@@ -115,13 +165,20 @@ static struct {
     uv_timer_t tick_timer, md_timer, grace_timer;
     struct core_proc proc; /* signals */
     struct em_host *host;
+    struct em_curve_pair curve;        /* with --curve-clients */
+    struct em_curve_pair health_curve; /* with --monitor-key */
+    struct em_curve_zap *zap;
+    struct em_hosted *hosted; /* --alf-port: ALF sessions on this loop */
 } P;
 
-/* Order acks (topic order.ack.<gw>) go back on the order link; the rest
- * is fan-out on the PUB. */
+/* Order acks (topic order.ack.<gw>) go to the gw's hosted session, else
+ * back on the order link; the rest is fan-out on the PUB (md.<SYM> lines
+ * also to the hosted sessions' SYMBOLS table). */
 static int publish(void *ctx, const struct em_bus_topic *topic, const void *data, size_t len)
 {
     static const char ack[] = "order.ack.";
+    if (P.hosted && em_hosted_publish(P.hosted, topic, data, len))
+        return 0;
     if (topic->len > sizeof ack - 1 && memcmp(topic->s, ack, sizeof ack - 1) == 0) {
         if (!P.link)
             return CORE_ENOTFOUND;
@@ -219,6 +276,56 @@ static void open_link(void)
     core_metrics_counter(mt, "link_unrouted", &ls->unrouted);
 }
 
+static void curve_key_path(char *path, size_t cap)
+{
+    if (curve_key_file[0])
+        snprintf(path, cap, "%s", curve_key_file);
+    else
+        snprintf(path, cap, "%s/curve.key", journal_dir);
+}
+
+/* --curve-clients: the ZAP handler and the engine's key pair, or the
+ * warning that PUB and query are open; returns the pair or NULL. */
+static const struct em_curve_pair *open_curve(void)
+{
+    if (!curve_clients[0]) {
+        em_curve_warn_open("engine", "--pub", pub_ep);
+        em_curve_warn_open("engine", "--query", query_ep);
+        return NULL;
+    }
+    if (!em_curve_available()) {
+        CORE_WARN("engine: --curve-clients: this libzmq has no CURVE support");
+        exit(2);
+    }
+    static struct em_curve_allow allow; /* large: not on the stack */
+    int line;
+    int rc = em_curve_allow_load(curve_clients, &allow, &line);
+    if (rc) {
+        if (line)
+            CORE_WARN("engine: --curve-clients %s line %d: not a Z85 public key", curve_clients,
+                      line);
+        else
+            CORE_WARN("engine: --curve-clients %s: %s", curve_clients, core_strerror(rc));
+        exit(2);
+    }
+    char path[CORE_OPT_STRLEN + 16];
+    curve_key_path(path, sizeof path);
+    rc = em_curve_key_load(path, true, &P.curve);
+    if (rc) {
+        CORE_WARN("engine: cannot read or make the CURVE key %s: %s", path,
+                  rc == CORE_EPROTO ? "readable by others (chmod 600 it)" : core_strerror(rc));
+        exit(1);
+    }
+    rc = em_curve_zap_start(&P.zap, P.zctx, &allow, curve_clients);
+    if (rc) {
+        CORE_WARN("engine: cannot start the ZAP handler: %s", core_strerror(rc));
+        exit(1);
+    }
+    CORE_INFO("engine: CURVE on --pub and --query: %u allowed client keys, server key %s",
+              allow.count, P.curve.public_key);
+    return &P.curve;
+}
+
 static void on_md_timer(uv_timer_t *t)
 {
     em_host_publish_md(P.host);
@@ -233,15 +340,60 @@ static void on_query(struct em_bus_sock *s, const char *topic, size_t tl, const 
     em_bus_send(s, reply, out, n);
 }
 
+static void check_void(int rc)
+{
+    check(rc);
+}
+
+/* --alf-port: the hosted sessions (listening when input starts). */
+static void open_hosted(void)
+{
+    struct em_hosted_config hc = {.bind = alf_bind,
+                                  .port = (int)alf_port,
+                                  .maxclients = maxclients,
+                                  .tokens_file = tokens_file,
+                                  .rate_limit = rate_limit,
+                                  .rate_burst = rate_burst,
+                                  .login_retry_ms = login_retry_ms,
+                                  .resend_ms = resend_ms,
+                                  .fatal = check_void};
+    int rc = em_hosted_open(&P.hosted, P.loop, P.host, &hc);
+    if (rc) {
+        CORE_WARN("engine: hosted sessions: %s%s%s", core_strerror(rc),
+                  rc == CORE_ENOTFOUND ? ": cannot open " : "",
+                  rc == CORE_ENOTFOUND ? tokens_file : "");
+        exit(1);
+    }
+    /* a few of the sessions' counters (the beacon has room for 32) */
+    struct em_gw_stats *gs = em_hosted_stats(P.hosted);
+    struct core_metrics *mt = &P.health.metrics;
+    core_metrics_gauge(mt, "gw_sessions", &gs->sessions);
+    core_metrics_counter(mt, "gw_msgs_in", &gs->msgs_in);
+    core_metrics_counter(mt, "gw_events_out", &gs->events_out);
+    core_metrics_counter(mt, "gw_rejects", &gs->rejects);
+    core_metrics_counter(mt, "gw_rate_limited", &gs->rate_limited);
+    core_metrics_counter(mt, "gw_resent", &gs->resent);
+}
+
 static void on_grace_over(uv_timer_t *t)
 {
     open_link();
     uv_close((uv_handle_t *)t, NULL);
+    char alf[CORE_OPT_STRLEN + 32] = "";
+    if (P.hosted) {
+        int rc = em_hosted_listen(P.hosted);
+        if (rc) {
+            CORE_WARN("engine: cannot listen on %s:%d: %s", alf_bind, (int)alf_port,
+                      core_strerror(rc));
+            exit(1);
+        }
+        snprintf(alf, sizeof alf, " alf %s:%d", alf_bind, em_hosted_port(P.hosted));
+    }
     struct em_host_stats *st = em_host_stats(P.host);
     /* the ready line: tests and scripts wait for it */
     printf("edumatcher-engine orders %s pub %s journal %s replayed %" PRIu64 " snapshot %" PRId64
-           "\n",
-           P.orders, pub_ep, journal_dir, st->replayed, st->restored_seq);
+           "%s\n",
+           P.orders, pub_ep, journal_dir, st->replayed, st->restored_seq, alf);
     fflush(stdout);
 }
 
@@ -252,6 +404,7 @@ static void on_health(struct em_health *h, void *data)
 
 static void on_stop(struct core_proc *p, void *data)
 {
+    em_hosted_stop(P.hosted); /* the sessions' DISCONNECTs, then the flush */
     check(em_host_flush(P.host));
     em_link_server_stop(P.link);
     em_bus_close(&P.pub);
@@ -302,13 +455,14 @@ int main(int argc, char **argv)
 
     if (em_bus_ctx_new(&P.zctx) != 0)
         return 1;
-    rc = em_bus_open(&P.pub, P.zctx, EM_BUS_PUB, pub_ep, true);
+    const struct em_curve_pair *curve = open_curve();
+    rc = em_bus_open_curve(&P.pub, P.zctx, EM_BUS_PUB, pub_ep, true, curve);
     if (rc) {
         CORE_WARN("engine: cannot bind %s: %s", pub_ep, core_strerror(rc));
         return 1;
     }
     if (query_ep[0]) {
-        rc = em_bus_open(&P.query, P.zctx, EM_BUS_REP, query_ep, true);
+        rc = em_bus_open_curve(&P.query, P.zctx, EM_BUS_REP, query_ep, true, curve);
         if (rc) {
             CORE_WARN("engine: cannot bind %s: %s", query_ep, core_strerror(rc));
             return 1;
@@ -352,6 +506,17 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "snapshot_failures", &st->snapshot_failures);
     core_metrics_gauge(mt, "snapshot_seq", &st->snapshot_seq);
     core_metrics_gauge(mt, "restored_seq", &st->restored_seq);
+    if (monitor_key[0]) {
+        char path[CORE_OPT_STRLEN + 16];
+        curve_key_path(path, sizeof path);
+        rc = em_curve_client_config("engine", "curve-key", path, "monitor-key", monitor_key,
+                                    &P.health_curve);
+        if (rc)
+            return rc == CORE_EINVAL ? 2 : 1;
+        P.health.curve = &P.health_curve;
+    }
+    if (alf_port >= 0)
+        open_hosted();
     em_health_start_or_warn("engine", &P.health, P.loop, P.zctx, health_ep, (uint64_t)beacon_ms,
                             on_health, NULL);
 
@@ -369,9 +534,11 @@ int main(int argc, char **argv)
 
     uv_run(P.loop, UV_RUN_DEFAULT);
     em_host_close(P.host);
+    em_hosted_free(P.hosted);
     em_link_server_free(P.link);
     core_proc_signals_close(&P.proc, P.loop);
     uv_loop_close(P.loop);
     em_bus_ctx_term(P.zctx);
+    em_curve_zap_free(P.zap); /* its thread ends with the context */
     return 0;
 }

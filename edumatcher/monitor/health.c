@@ -40,7 +40,7 @@ int em_health_start(struct em_health *h, uv_loop_t *loop, void *zctx, const char
     h->hook = hook;
     h->hook_data = data;
     if (endpoint && *endpoint) {
-        int rc = em_bus_open(&h->pub, zctx, EM_BUS_PUB, endpoint, false);
+        int rc = em_bus_open_curve(&h->pub, zctx, EM_BUS_PUB, endpoint, false, h->curve);
         if (rc)
             return rc;
         h->has_pub = true;

@@ -27,9 +27,14 @@ struct em_health {
     em_health_hook hook;
     void *hook_data;
     bool has_pub;
+    /* CURVE for the PUB (bus/curve.h): set before em_health_start; NULL
+     * (em_health_init's default) for none. Not owned. */
+    const struct em_curve_pair *curve;
     uint64_t sent; /* beacons published */
     char line[CORE_BEACON_MAX];
 };
+
+struct em_curve_pair;
 
 /* Initialise the registry for process `proc` (register metrics next with
  * core_metrics_counter/gauge on h->metrics). Returns 0 or CORE_EINVAL. */

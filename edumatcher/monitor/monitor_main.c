@@ -25,6 +25,7 @@
 #include "edumatcher/monitor/market.h"
 #include "edumatcher/monitor/rules.h"
 #include "core/proc.h"
+#include "edumatcher/bus/curve.h"
 #include "edumatcher/bus/zmq_bus.h"
 
 #include <stdio.h>
@@ -40,6 +41,9 @@ static int64_t beacon_ms = 1000;
 static int64_t stale_ms = 3500;
 static char loglevel[CORE_OPT_STRLEN] = "notice";
 static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
+static char curve_key[CORE_OPT_STRLEN] = "";
+static char engine_key[CORE_OPT_STRLEN] = "";
+static char curve_clients[CORE_OPT_STRLEN] = "";
 static int64_t chart_bucket_ms = 1000;
 static int64_t stale_intervals = 3;
 static int64_t queue_depth_max = 10000;
@@ -60,6 +64,15 @@ static const struct core_option options[] = {
     {"loglevel", CORE_OPT_STRING, loglevel, 0, 0, NULL, 0, "debug|verbose|notice|warning"},
     {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's PUB endpoint: market data and trades for the market view (\"\": none)"},
+    {"curve-key", CORE_OPT_STRING, curve_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the monitor's CURVE secret key file, made at first start (mode 0600; public key in "
+     "FILE.pub): its server key with --curve-clients, its client key with --engine-key"},
+    {"curve-clients", CORE_OPT_STRING, curve_clients, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "CURVE allow-list for --health: Z85 public keys of the processes whose beacons are "
+     "taken, one per line; with --curve-key (\"\": no CURVE, open to anyone on tcp://)"},
+    {"engine-key", CORE_OPT_STRING, engine_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the engine's CURVE public key (Z85, or a file such as <journal-dir>/curve.key.pub) for "
+     "--engine-pub (\"\": no CURVE)"},
     {"chart-bucket-ms", CORE_OPT_INT, &chart_bucket_ms, 10, 3600000, NULL, CORE_OPT_IMMUTABLE,
      "market view: one price/volume point per this much time"},
     {"stale-intervals", CORE_OPT_INT, &stale_intervals, 1, 1000, NULL, 0,
@@ -76,6 +89,7 @@ static const struct core_option options[] = {
 struct monitor {
     uv_loop_t *loop;
     void *zctx;
+    struct em_curve_zap *zap; /* with --curve-clients */
     struct em_bus_sock sub;
     struct core_http_server *http;
     struct em_health health;
@@ -258,9 +272,44 @@ int main(int argc, char **argv)
         fprintf(stderr, "edumatcher-monitor: --drop-counters: not a list of counter names\n");
         return 2;
     }
+    static struct em_curve_pair curve_pair;
+    int crc = em_curve_client_config("monitor", "curve-key", curve_key, "engine-key", engine_key,
+                                     &curve_pair);
+    if (crc && crc != CORE_ENOTFOUND)
+        return crc == CORE_EINVAL ? 2 : 1;
+    const struct em_curve_pair *curve = crc ? NULL : &curve_pair;
     if (em_bus_ctx_new(&m->zctx) != 0)
         return 1;
-    rc = em_bus_open(&m->sub, m->zctx, EM_BUS_SUB, health_ep, true);
+    const struct em_curve_pair *server = NULL;
+    static struct em_curve_pair server_pair;
+    if (curve_clients[0]) {
+        static struct em_curve_allow allow; /* large: not on the stack */
+        int line;
+        rc = em_curve_allow_load(curve_clients, &allow, &line);
+        if (rc == 0 && !curve_key[0])
+            rc = CORE_EINVAL;
+        if (rc) {
+            CORE_WARN("monitor: --curve-clients %s: %s", curve_clients,
+                      line           ? "a line is not a Z85 public key"
+                      : curve_key[0] ? core_strerror(rc)
+                                     : "needs --curve-key");
+            return 2;
+        }
+        rc = em_curve_key_load(curve_key, true, &server_pair);
+        if (rc) {
+            CORE_WARN("monitor: --curve-key %s: %s", curve_key, core_strerror(rc));
+            return 1;
+        }
+        rc = em_curve_zap_start(&m->zap, m->zctx, &allow, curve_clients);
+        if (rc) {
+            CORE_WARN("monitor: cannot start the ZAP handler: %s", core_strerror(rc));
+            return 1;
+        }
+        server = &server_pair;
+    } else {
+        em_curve_warn_open("monitor", "--health", health_ep);
+    }
+    rc = em_bus_open_curve(&m->sub, m->zctx, EM_BUS_SUB, health_ep, true, server);
     if (rc) {
         CORE_WARN("monitor: cannot bind %s: %s", health_ep, core_strerror(rc));
         return 1;
@@ -275,7 +324,7 @@ int main(int argc, char **argv)
     em_bus_watch(&m->sub, m->loop, 0, on_beacon, m);
     em_mkt_init(&m->market, (uint64_t)chart_bucket_ms);
     if (engine_pub[0]) {
-        rc = em_bus_open(&m->market_sub, m->zctx, EM_BUS_SUB, engine_pub, false);
+        rc = em_bus_open_curve(&m->market_sub, m->zctx, EM_BUS_SUB, engine_pub, false, curve);
         if (rc) {
             CORE_WARN("monitor: cannot connect %s: %s", engine_pub, core_strerror(rc));
             return 1;
@@ -327,6 +376,7 @@ int main(int argc, char **argv)
     uv_loop_close(m->loop);
     core_http_free(m->http);
     em_bus_ctx_term(m->zctx);
+    em_curve_zap_free(m->zap); /* its thread ends with the context */
     core_buf_free(&m->prom);
     free(m);
     return 0;

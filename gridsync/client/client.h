@@ -185,6 +185,25 @@ void gs_error_wrongtype(struct gs_client *c);
  * for byte anyway. */
 uint64_t gs_client_random(struct gs_client *c);
 
+/* The count and the optional word of SRANDMEMBER, HRANDFIELD and
+ * ZRANDMEMBER key count [word] (Redis 7.0's srandmemberWithCountCommand,
+ * hrandfieldCommand, zrandmemberCommand, same checks in the same order):
+ * argv[2] is an integer other than INT64_MIN (Redis's
+ * getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)); then argv[3], if
+ * any, must be word (WITHVALUES, WITHSCORES; NULL: the command takes none)
+ * and, since each pick is then two strings, bounds count to +-INT64_MAX/2.
+ * Needs argc >= 3. Sets *count and *with; false after replying the error. */
+bool gs_parse_random_count(struct gs_client *c, size_t argc, const struct gs_arg *argv,
+                           const char *word, int64_t *count, bool *with);
+
+/* count distinct positions out of [0, size), count < size, every subset
+ * as likely (a partial Fisher-Yates shuffle drawing gs_client_random), for
+ * the distinct picks of SRANDMEMBER, HRANDFIELD and ZRANDMEMBER: a command
+ * then walks its value once in the encoding's order and replies the marked
+ * positions. Returns size flags, 1 at the chosen positions, which the
+ * caller frees; NULL when out of memory (nothing is replied). */
+unsigned char *gs_random_positions(struct gs_client *c, size_t size, size_t count);
+
 /* Look key up in the client's database (flags as gs_store_lookup) and
  * check its type (enum gs_type, gridsync/types/value.h). A key of another
  * type is answered with WRONGTYPE: NULL is returned and *wrong set; NULL
@@ -199,8 +218,25 @@ struct gs_entry *gs_lookup_typed(struct gs_client *c, const struct gs_arg *key, 
 bool gs_parse_long_double(const char *p, size_t len, long double *out);
 size_t gs_format_long_double(char *buf, size_t cap, long double v);
 
-/* SCAN's cursor argument (Redis's parseScanCursorOrReply,
- * commands/cmd_keys.c); false after replying "ERR invalid cursor". */
+/* SCAN's cursor argument (Redis's parseScanCursorOrReply); false after
+ * replying "ERR invalid cursor". */
 bool gs_parse_scan_cursor(struct gs_client *c, const struct gs_arg *a, uint64_t *out);
+
+/* The options after the cursor of SCAN, HSCAN, SSCAN and ZSCAN (Redis
+ * 7.0's scanGenericCommand, step 1, left to right): COUNT n with n >= 1,
+ * MATCH pattern, and for the key space's SCAN only TYPE name. Anything
+ * else, or an option without its value, is "ERR syntax error". */
+struct gs_scan_opts {
+    int64_t count;                /* COUNT; 10 without */
+    const struct gs_arg *pattern; /* MATCH (into argv); NULL without, or for "*" */
+    int type;                     /* TYPE: a GS_TYPE_*; -1: any type */
+    bool type_none;               /* TYPE names no type of ours: nothing matches (as Redis) */
+};
+
+/* Parse argv[first .. argc) into *opts; with_type: TYPE is an option (the
+ * key space's SCAN). opts->pattern points into argv. False after replying
+ * the error. */
+bool gs_parse_scan_opts(struct gs_client *c, size_t argc, const struct gs_arg *argv, size_t first,
+                        bool with_type, struct gs_scan_opts *opts);
 
 #endif

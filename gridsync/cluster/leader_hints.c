@@ -25,8 +25,8 @@
  *     the sender; a node announces only itself.
  *  3. A hint or a node not heard from for HINT_TTL_MS is not used: the
  *     client then goes to a member heard from recently (preferred first),
- *     which redirects it in turn, or as a last resort to the preferred
- *     leader.
+ *     which redirects it in turn; if no member was, to the member heard
+ *     from last; only if none ever was, to the preferred leader.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -250,11 +250,22 @@ unsigned gs_cl_redirect_node(const struct gs_cluster *cl, const struct cgroup *g
         return (unsigned)l;
     if (cl->hints) {
         uint64_t now = now_ms(cl);
+        int last = -1; /* the member heard from last */
         for (unsigned k = 0; k < grp->n_members; k++) {
             const struct cnode *nd = &cl->nodes[grp->members[k]];
-            if (!nd->removed && nd->heard_ms && now - nd->heard_ms <= HINT_TTL_MS)
+            if (nd->removed || !nd->heard_ms)
+                continue;
+            if (now - nd->heard_ms <= HINT_TTL_MS)
                 return grp->members[k];
+            if (last < 0 || nd->heard_ms > cl->nodes[grp->members[last]].heard_ms)
+                last = (int)k;
         }
+        /* Every member silent for a while: their processes stalled (a
+         * loaded machine starves them of CPU) or their datagrams late.
+         * The preferred leader may be the member that died long before
+         * the others went quiet (invariant 3). */
+        if (last >= 0)
+            return grp->members[last];
     }
     return grp->g;
 }

@@ -58,7 +58,7 @@ void gs_cmd_setbit(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     bool wrong;
-    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_WRITE, &wrong);
     if (wrong)
         return;
     if (!e && gs_store_set(s, argv[1].p, argv[1].len, "", 0, -1, &e)) {

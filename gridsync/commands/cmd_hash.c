@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "gridsync/commands/glob.h"
+#include "gridsync/commands/scan.h"
 #include "gridsync/types/hash/hash.h"
 
 /* The hash at key for reading: false after replying WRONGTYPE (or when
@@ -36,7 +36,7 @@ static bool hash_read(struct gs_client *c, const struct gs_arg *key, struct gs_o
 static struct gs_entry *hash_write(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o)
 {
     bool wrong;
-    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_HASH, GS_LOOKUP_NOTOUCH, &wrong);
+    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_HASH, GS_LOOKUP_WRITE, &wrong);
     if (wrong)
         return NULL;
     if (e) {
@@ -171,7 +171,7 @@ void gs_cmd_hmget(struct gs_client *c, size_t argc, struct gs_arg *argv)
 void gs_cmd_hdel(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     bool wrong;
-    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_HASH, GS_LOOKUP_NOTOUCH, &wrong);
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_HASH, GS_LOOKUP_WRITE, &wrong);
     if (wrong)
         return;
     if (!e) {
@@ -391,32 +391,13 @@ static void hrandfield_count(struct gs_client *c, const struct gs_arg *key, int6
             reply_pair(c, withvalues, f, flen, v, vlen);
         return;
     }
-    /* Distinct fields: a partial Fisher-Yates shuffle of the positions,
-     * which needs no copy of the fields and gives every subset the same
-     * chance. count < size here. */
-    uint32_t *pos = malloc(size * sizeof(*pos));
-    if (!pos) {
-        gs_error_oom(c);
-        return;
-    }
-    for (size_t i = 0; i < size; i++)
-        pos[i] = (uint32_t)i;
-    for (size_t i = 0; i < count; i++) {
-        size_t j = i + gs_client_random(c) % (size - i);
-        uint32_t t = pos[i];
-        pos[i] = pos[j];
-        pos[j] = t;
-    }
-    /* Mark the chosen positions, then walk once in the encoding's order. */
-    unsigned char *chosen = calloc(size, 1);
+    /* Distinct fields (count < size here): choose positions, which needs
+     * no copy of the fields, then walk once in the encoding's order. */
+    unsigned char *chosen = gs_random_positions(c, size, (size_t)count);
     if (!chosen) {
-        free(pos);
         gs_error_oom(c);
         return;
     }
-    for (size_t i = 0; i < count; i++)
-        chosen[pos[i]] = 1;
-    free(pos);
     gs_reply_array(&c->w, withvalues && c->w.proto == 2 ? count * 2 : count);
     struct gs_hash_iter it;
     gs_hash_iter_init(&it, &o);
@@ -430,25 +411,9 @@ void gs_cmd_hrandfield(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     if (argc >= 3) {
         int64_t l;
-        if (!gs_arg_int(c, &argv[2], &l, NULL))
-            return;
-        if (l == INT64_MIN) {
-            gs_error(c, "ERR value is out of range, value must between -9223372036854775807 and "
-                        "9223372036854775807");
-            return;
-        }
-        bool withvalues = false;
-        if (argc > 4 || (argc == 4 && !gs_arg_is(&argv[3], "withvalues"))) {
-            gs_error_syntax(c);
-            return;
-        } else if (argc == 4) {
-            withvalues = true;
-            if (l < -INT64_MAX / 2 || l > INT64_MAX / 2) {
-                gs_error(c, "ERR value is out of range");
-                return;
-            }
-        }
-        hrandfield_count(c, &argv[1], l, withvalues);
+        bool withvalues;
+        if (gs_parse_random_count(c, argc, argv, "withvalues", &l, &withvalues))
+            hrandfield_count(c, &argv[1], l, withvalues);
         return;
     }
     struct gs_obj o;
@@ -466,84 +431,18 @@ void gs_cmd_hrandfield(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_bulk(&c->w, f, flen);
 }
 
-/* HSCAN: fields and values collected as argument pairs in the node's
- * scratch buffer; they point into the hash (or into copies appended to
- * the buffer for integers formatted from a listpack). */
-struct scan_collect {
-    struct core_buf *buf;
-    const struct gs_arg *pattern;
-    size_t pairs;
-};
-
-static void scan_pair(void *arg, const char *f, size_t flen, const char *v, size_t vlen)
+static void hscan_pair(void *arg, const char *f, size_t flen, const char *v, size_t vlen)
 {
-    struct scan_collect *sc = arg;
-    if (sc->pattern && !gs_glob_match(sc->pattern->p, sc->pattern->len, f, flen, false))
-        return;
-    /* Lengths then bytes: strings from a listpack's integer buffers do
-     * not outlive this call, so both are copied. */
-    uint64_t lens[2] = {flen, vlen};
-    core_buf_append(sc->buf, lens, sizeof(lens));
-    core_buf_append(sc->buf, f, flen);
-    core_buf_append(sc->buf, v, vlen);
-    sc->pairs++;
+    gs_scan_collect(arg, f, flen, v, vlen);
+}
+
+static uint64_t hscan_visit(const struct gs_obj *o, uint64_t cursor, size_t count,
+                            struct gs_scan_collect *sc)
+{
+    return gs_hash_scan(o, cursor, count, hscan_pair, sc);
 }
 
 void gs_cmd_hscan(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    uint64_t cursor;
-    if (!gs_parse_scan_cursor(c, &argv[2], &cursor))
-        return;
-    struct gs_obj o;
-    bool found;
-    if (!hash_read(c, &argv[1], &o, &found))
-        return;
-    if (!found) {
-        gs_reply_array(&c->w, 2);
-        gs_reply_bulk(&c->w, "0", 1);
-        gs_reply_array(&c->w, 0);
-        return;
-    }
-    int64_t count = 10;
-    const struct gs_arg *pattern = NULL;
-    for (size_t i = 3; i < argc; i += 2) {
-        bool has_value = i + 1 < argc;
-        if (gs_arg_is(&argv[i], "count") && has_value) {
-            if (!gs_arg_int(c, &argv[i + 1], &count, NULL))
-                return;
-            if (count < 1) {
-                gs_error_syntax(c);
-                return;
-            }
-        } else if (gs_arg_is(&argv[i], "match") && has_value) {
-            pattern = argv[i + 1].len == 1 && argv[i + 1].p[0] == '*' ? NULL : &argv[i + 1];
-        } else {
-            gs_error_syntax(c);
-            return;
-        }
-    }
-    struct gs_shared *n = c->shared;
-    n->scratch.len = 0;
-    struct scan_collect sc = {&n->scratch, pattern, 0};
-    cursor = gs_hash_scan(&o, cursor, (size_t)count, scan_pair, &sc);
-    if (n->scratch.oom) {
-        core_buf_free(&n->scratch);
-        gs_error_oom(c);
-        return;
-    }
-    gs_reply_array(&c->w, 2);
-    gs_reply_bulk_int(&c->w, (int64_t)cursor);
-    gs_reply_array(&c->w, sc.pairs * 2);
-    const char *p = n->scratch.data;
-    for (size_t i = 0; i < sc.pairs; i++) {
-        uint64_t lens[2];
-        memcpy(lens, p, sizeof(lens));
-        p += sizeof(lens);
-        gs_reply_bulk(&c->w, p, lens[0]);
-        p += lens[0];
-        gs_reply_bulk(&c->w, p, lens[1]);
-        p += lens[1];
-    }
-    if (n->scratch.cap > 256 * 1024)
-        core_buf_free(&n->scratch);
+    gs_scan_value(c, argc, argv, GS_TYPE_HASH, hscan_visit);
 }

@@ -12,8 +12,6 @@
 #include "gridsync/commands/multi.h"
 #include "gridsync/types/value.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,7 +114,7 @@ static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
 {
     int64_t now = c->db->now_ms;
     struct gs_entry *e =
-        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_WRITE);
     if (!e) {
         gs_error(c, "ERR no such key");
         return;
@@ -128,7 +126,7 @@ static void rename_generic(struct gs_client *c, struct gs_arg *argv, bool nx)
             gs_reply_ok(&c->w);
         return;
     }
-    if (nx && gs_store_lookup(c->db->store, argv[2].p, argv[2].len, now, GS_LOOKUP_NOTOUCH)) {
+    if (nx && gs_store_lookup(c->db->store, argv[2].p, argv[2].len, now, GS_LOOKUP_WRITE)) {
         gs_reply_int(&c->w, 0);
         return;
     }
@@ -221,7 +219,7 @@ void gs_cmd_copy(struct gs_client *c, size_t argc, struct gs_arg *argv)
         gs_reply_int(&c->w, 0);
         return;
     }
-    if (!replace && gs_store_lookup(dst->store, argv[2].p, argv[2].len, now, GS_LOOKUP_NOTOUCH)) {
+    if (!replace && gs_store_lookup(dst->store, argv[2].p, argv[2].len, now, GS_LOOKUP_WRITE)) {
         gs_reply_int(&c->w, 0);
         return;
     }
@@ -282,73 +280,24 @@ void gs_cmd_keys(struct gs_client *c, size_t argc, struct gs_arg *argv)
     scratch_done(c->shared);
 }
 
-bool gs_parse_scan_cursor(struct gs_client *c, const struct gs_arg *a, uint64_t *out)
-{
-    /* parseScanCursorOrReply: strtoul semantics, no leading space; an
-     * empty cursor is 0, as strtoul reads it. */
-    char tmp[32];
-    if (a->len >= sizeof(tmp) || (a->len && isspace((unsigned char)a->p[0]))) {
-        gs_error(c, "ERR invalid cursor");
-        return false;
-    }
-    memcpy(tmp, a->p, a->len);
-    tmp[a->len] = 0;
-    char *end;
-    errno = 0;
-    *out = strtoull(tmp, &end, 10);
-    if (*end != 0 || errno == ERANGE) {
-        gs_error(c, "ERR invalid cursor");
-        return false;
-    }
-    return true;
-}
-
 /* Redis's scanGenericCommand for the key space. */
 void gs_cmd_scan(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     uint64_t cursor;
-    if (!gs_parse_scan_cursor(c, &argv[1], &cursor))
+    struct gs_scan_opts opts;
+    if (!gs_parse_scan_cursor(c, &argv[1], &cursor) ||
+        !gs_parse_scan_opts(c, argc, argv, 2, true, &opts))
         return;
-    int64_t count = 10;
-    const struct gs_arg *pattern = NULL;
-    int type = -1;
-    bool type_none = false;
-    for (size_t i = 2; i < argc; i += 2) {
-        bool has_value = i + 1 < argc;
-        if (gs_arg_is(&argv[i], "count") && has_value) {
-            if (!gs_arg_int(c, &argv[i + 1], &count, NULL))
-                return;
-            if (count < 1) {
-                gs_error_syntax(c);
-                return;
-            }
-        } else if (gs_arg_is(&argv[i], "match") && has_value) {
-            pattern = is_star(&argv[i + 1]) ? NULL : &argv[i + 1];
-        } else if (gs_arg_is(&argv[i], "type") && has_value) {
-            /* Redis accepts any name; one that is no type matches nothing. */
-            static const int types[] = {GS_TYPE_STRING, GS_TYPE_LIST, GS_TYPE_SET, GS_TYPE_ZSET,
-                                        GS_TYPE_HASH};
-            type_none = true;
-            for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
-                if (gs_arg_is(&argv[i + 1], gs_type_name(types[t]))) {
-                    type = types[t];
-                    type_none = false;
-                }
-            }
-        } else {
-            gs_error_syntax(c);
-            return;
-        }
-    }
     c->shared->scratch.len = 0;
-    struct collect col = {&c->shared->scratch, pattern, type};
-    cursor = gs_store_scan(c->db->store, cursor, (size_t)count, c->db->now_ms, collect_key, &col);
+    struct collect col = {&c->shared->scratch, opts.pattern, opts.type};
+    cursor =
+        gs_store_scan(c->db->store, cursor, (size_t)opts.count, c->db->now_ms, collect_key, &col);
     if (c->shared->scratch.oom) {
         core_buf_free(&c->shared->scratch);
         gs_error_oom(c);
         return;
     }
-    if (type_none)
+    if (opts.type_none)
         c->shared->scratch.len = 0;
     gs_reply_array(&c->w, 2);
     gs_reply_bulk_int(&c->w, (int64_t)cursor); /* Redis sends it as a string */
@@ -450,8 +399,8 @@ void gs_cmd_move(struct gs_client *c, size_t argc, struct gs_arg *argv)
     int64_t now = c->db->now_ms;
     dst->now_ms = now;
     struct gs_entry *e =
-        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
-    if (!e || gs_store_lookup(dst->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH)) {
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_WRITE);
+    if (!e || gs_store_lookup(dst->store, argv[1].p, argv[1].len, now, GS_LOOKUP_WRITE)) {
         gs_reply_int(&c->w, 0);
         return;
     }
@@ -551,7 +500,7 @@ static void expire_generic(struct gs_client *c, size_t argc, struct gs_arg *argv
         when += now;
     }
     struct gs_entry *e =
-        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, now, GS_LOOKUP_WRITE);
     if (!e) {
         gs_reply_int(&c->w, 0);
         return;
@@ -651,7 +600,7 @@ void gs_cmd_pexpiretime(struct gs_client *c, size_t argc, struct gs_arg *argv)
 void gs_cmd_persist(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_entry *e =
-        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_WRITE);
     if (e && gs_entry_expire_ms(e) != -1) {
         gs_store_set_expire(c->db->store, &e, -1); /* clearing never fails */
         gs_reply_int(&c->w, 1);

@@ -44,7 +44,7 @@ static bool list_read(struct gs_client *c, const struct gs_arg *key, struct gs_o
 static struct gs_entry *list_write(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o,
                                    bool *wrong)
 {
-    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_LIST, GS_LOOKUP_NOTOUCH, wrong);
+    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_LIST, GS_LOOKUP_WRITE, wrong);
     if (e)
         gs_entry_obj(e, o);
     return e;
@@ -540,7 +540,7 @@ int gs_list_move(struct gs_client *c, const struct gs_arg *src, const struct gs_
         return 0;
     bool same = src->len == dst->len && memcmp(src->p, dst->p, src->len) == 0;
     if (!same) {
-        struct gs_entry *de = gs_lookup_typed(c, dst, GS_TYPE_LIST, GS_LOOKUP_NOTOUCH, &wrong);
+        struct gs_entry *de = gs_lookup_typed(c, dst, GS_TYPE_LIST, GS_LOOKUP_WRITE, &wrong);
         (void)de;
         if (wrong)
             return -1;

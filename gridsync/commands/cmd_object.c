@@ -76,14 +76,16 @@ void gs_cmd_object(struct gs_client *c, size_t argc, struct gs_arg *argv)
             string_encoding(e, &shared);
         gs_reply_int(&c->w, shared ? INT32_MAX : 1);
     } else if (gs_arg_is(sub, "freq")) {
-        /* Redis's text when the policy is not LFU; GridSync has no LFU. */
+        /* Redis's text for a policy that is not LFU: every policy here
+         * (noeviction, slru, allkeys-lru) orders by recency. */
         gs_error(c, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
                     "Please note that when switching between policies at runtime LRU and LFU "
                     "data will take some time to adjust.");
     } else {
-        /* The eviction policies order keys by recency without keeping a
-         * clock per key, so there is no idle time to report. */
-        gs_error(c, "ERR OBJECT IDLETIME is not supported: keys carry no access time here");
+        /* Seconds since the key's last write or touching read, on the
+         * store's 24-bit LRU clock (store.h), as Redis reports it under
+         * an LRU policy or noeviction. The lookup above did not touch it. */
+        gs_reply_int(&c->w, (int64_t)gs_store_idle_seconds(c->db->store, e));
     }
 }
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "gridsync/commands/glob.h"
+#include "gridsync/commands/scan.h"
 #include "gridsync/client/client.h"
 #include "gridsync/commands/commands.h"
 #include "gridsync/types/set/set.h"
@@ -27,7 +27,7 @@ static bool set_read(struct gs_client *c, const struct gs_arg *key, struct gs_ob
 static struct gs_entry *set_write(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o,
                                   bool *wrong)
 {
-    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_SET, GS_LOOKUP_NOTOUCH, wrong);
+    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_SET, GS_LOOKUP_WRITE, wrong);
     if (e)
         gs_entry_obj(e, o);
     return e;
@@ -243,13 +243,9 @@ void gs_cmd_srandmember(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     int64_t l;
-    if (!gs_arg_int(c, &argv[2], &l, NULL))
+    bool with;
+    if (!gs_parse_random_count(c, argc, argv, NULL, &l, &with))
         return;
-    if (l == INT64_MIN) {
-        gs_error(c, "ERR value is out of range, value must between -9223372036854775807 and "
-                    "9223372036854775807");
-        return;
-    }
     if (!set_read(c, &argv[1], &o, &found))
         return;
     if (!found || l == 0) {
@@ -272,25 +268,11 @@ void gs_cmd_srandmember(struct gs_client *c, size_t argc, struct gs_arg *argv)
         reply_members_as(c, &o, false);
         return;
     }
-    /* distinct members: choose positions by a partial shuffle */
-    uint32_t *pos = malloc(size * sizeof(*pos));
-    unsigned char *chosen = calloc(size, 1);
-    if (!pos || !chosen) {
-        free(pos);
-        free(chosen);
+    unsigned char *chosen = gs_random_positions(c, size, count); /* distinct members */
+    if (!chosen) {
         gs_error_oom(c);
         return;
     }
-    for (size_t i = 0; i < size; i++)
-        pos[i] = (uint32_t)i;
-    for (size_t i = 0; i < count; i++) {
-        size_t j = i + gs_client_random(c) % (size - i);
-        uint32_t t = pos[i];
-        pos[i] = pos[j];
-        pos[j] = t;
-        chosen[pos[i]] = 1;
-    }
-    free(pos);
     gs_reply_array(&c->w, count);
     gs_set_iter_init(&it, &o);
     for (size_t i = 0; gs_set_iter_next(&it, &s, &len); i++)
@@ -303,9 +285,9 @@ void gs_cmd_smove(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_store *st = c->db->store;
     struct gs_entry *se =
-        gs_store_lookup(st, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(st, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_WRITE);
     struct gs_entry *de =
-        gs_store_lookup(st, argv[2].p, argv[2].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+        gs_store_lookup(st, argv[2].p, argv[2].len, c->db->now_ms, GS_LOOKUP_WRITE);
     if (!se) {
         gs_reply_int(&c->w, 0);
         return;
@@ -524,76 +506,18 @@ void gs_cmd_sintercard(struct gs_client *c, size_t argc, struct gs_arg *argv)
     free(found);
 }
 
-struct scan_collect {
-    struct core_buf *buf;
-    const struct gs_arg *pattern;
-    size_t n;
-};
-
-static void scan_member(void *arg, const char *s, size_t len)
+static void sscan_member(void *arg, const char *s, size_t len)
 {
-    struct scan_collect *sc = arg;
-    if (sc->pattern && !gs_glob_match(sc->pattern->p, sc->pattern->len, s, len, false))
-        return;
-    uint64_t l = len;
-    core_buf_append(sc->buf, &l, sizeof(l));
-    core_buf_append(sc->buf, s, len);
-    sc->n++;
+    gs_scan_collect(arg, s, len, NULL, 0);
+}
+
+static uint64_t sscan_visit(const struct gs_obj *o, uint64_t cursor, size_t count,
+                            struct gs_scan_collect *sc)
+{
+    return gs_set_scan(o, cursor, count, sscan_member, sc);
 }
 
 void gs_cmd_sscan(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    uint64_t cursor;
-    if (!gs_parse_scan_cursor(c, &argv[2], &cursor))
-        return;
-    struct gs_obj o;
-    bool found;
-    if (!set_read(c, &argv[1], &o, &found))
-        return;
-    if (!found) {
-        gs_reply_array(&c->w, 2);
-        gs_reply_bulk(&c->w, "0", 1);
-        gs_reply_array(&c->w, 0);
-        return;
-    }
-    int64_t count = 10;
-    const struct gs_arg *pattern = NULL;
-    for (size_t i = 3; i < argc; i += 2) {
-        bool has_value = i + 1 < argc;
-        if (gs_arg_is(&argv[i], "count") && has_value) {
-            if (!gs_arg_int(c, &argv[i + 1], &count, NULL))
-                return;
-            if (count < 1) {
-                gs_error_syntax(c);
-                return;
-            }
-        } else if (gs_arg_is(&argv[i], "match") && has_value) {
-            pattern = argv[i + 1].len == 1 && argv[i + 1].p[0] == '*' ? NULL : &argv[i + 1];
-        } else {
-            gs_error_syntax(c);
-            return;
-        }
-    }
-    struct core_buf *buf = &c->shared->scratch;
-    buf->len = 0;
-    struct scan_collect sc = {buf, pattern, 0};
-    cursor = gs_set_scan(&o, cursor, (size_t)count, scan_member, &sc);
-    if (buf->oom) {
-        core_buf_free(buf);
-        gs_error_oom(c);
-        return;
-    }
-    gs_reply_array(&c->w, 2);
-    gs_reply_bulk_int(&c->w, (int64_t)cursor);
-    gs_reply_array(&c->w, sc.n);
-    const char *p = buf->data;
-    for (size_t i = 0; i < sc.n; i++) {
-        uint64_t l;
-        memcpy(&l, p, sizeof(l));
-        p += sizeof(l);
-        gs_reply_bulk(&c->w, p, l);
-        p += l;
-    }
-    if (buf->cap > 256 * 1024)
-        core_buf_free(buf);
+    gs_scan_value(c, argc, argv, GS_TYPE_SET, sscan_visit);
 }

@@ -153,7 +153,7 @@ static void set_generic(struct gs_client *c, const struct gs_arg *key, const str
     }
     if (flags & (SET_NX | SET_XX | SET_KEEPTTL)) {
         if (!looked_up)
-            old = gs_store_lookup(s, key->p, key->len, now, GS_LOOKUP_NOTOUCH);
+            old = gs_store_lookup(s, key->p, key->len, now, GS_LOOKUP_WRITE);
         if (((flags & SET_NX) && old) || ((flags & SET_XX) && !old)) {
             if (!(flags & SET_GET)) {
                 if (abortreply)
@@ -305,7 +305,7 @@ void gs_cmd_msetnx(struct gs_client *c, size_t argc, struct gs_arg *argv)
     }
     int64_t now = c->db->now_ms;
     for (size_t i = 1; i < argc; i += 2) {
-        if (gs_store_lookup(c->db->store, argv[i].p, argv[i].len, now, GS_LOOKUP_NOTOUCH)) {
+        if (gs_store_lookup(c->db->store, argv[i].p, argv[i].len, now, GS_LOOKUP_WRITE)) {
             gs_reply_int(&c->w, 0);
             return;
         }
@@ -339,7 +339,7 @@ static bool store_value(struct gs_client *c, const struct gs_arg *key, struct gs
 static void incr_by(struct gs_client *c, const struct gs_arg *key, int64_t incr)
 {
     bool wrong;
-    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_STRING, GS_LOOKUP_WRITE, &wrong);
     if (wrong)
         return;
     int64_t v = 0;
@@ -440,7 +440,7 @@ size_t gs_format_long_double(char *buf, size_t cap, long double v)
 void gs_cmd_incrbyfloat(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     bool wrong;
-    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_WRITE, &wrong);
     if (wrong)
         return;
     long double v = 0, incr;
@@ -484,7 +484,7 @@ void gs_cmd_append(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_store *s = c->db->store;
     bool wrong;
-    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_WRITE, &wrong);
     if (wrong)
         return;
     if (!e) {
@@ -569,7 +569,7 @@ void gs_cmd_setrange(struct gs_client *c, size_t argc, struct gs_arg *argv)
     }
     const struct gs_arg *val = &argv[3];
     bool wrong;
-    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_NOTOUCH, &wrong);
+    struct gs_entry *e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_WRITE, &wrong);
     if (wrong)
         return;
     size_t old = 0;

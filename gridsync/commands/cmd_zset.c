@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "gridsync/commands/glob.h"
+#include "gridsync/commands/scan.h"
 #include "gridsync/types/set/set.h"
 #include "gridsync/types/zset/zset.h"
 
@@ -41,7 +41,7 @@ static bool zset_read(struct gs_client *c, const struct gs_arg *key, struct gs_o
 static struct gs_entry *zset_write(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o,
                                    bool *wrong)
 {
-    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_ZSET, GS_LOOKUP_NOTOUCH, wrong);
+    struct gs_entry *e = gs_lookup_typed(c, key, GS_TYPE_ZSET, GS_LOOKUP_WRITE, wrong);
     if (e)
         gs_entry_obj(e, o);
     return e;
@@ -936,25 +936,9 @@ void gs_cmd_zrandmember(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     int64_t l;
-    if (!gs_arg_int(c, &argv[2], &l, NULL))
+    bool withscores;
+    if (!gs_parse_random_count(c, argc, argv, "withscores", &l, &withscores))
         return;
-    if (l == INT64_MIN) {
-        gs_error(c, "ERR value is out of range, value must between -9223372036854775807 and "
-                    "9223372036854775807");
-        return;
-    }
-    bool withscores = false;
-    if (argc > 4 || (argc == 4 && !gs_arg_is(&argv[3], "withscores"))) {
-        gs_error_syntax(c);
-        return;
-    }
-    if (argc == 4) {
-        withscores = true;
-        if (l < -INT64_MAX / 2 || l > INT64_MAX / 2) {
-            gs_error(c, "ERR value is out of range");
-            return;
-        }
-    }
     if (!zset_read(c, &argv[1], &o, &found))
         return;
     if (!found || l == 0) {
@@ -976,25 +960,11 @@ void gs_cmd_zrandmember(struct gs_client *c, size_t argc, struct gs_arg *argv)
         reply_ranks(c, &o, 0, size, false, withscores);
         return;
     }
-    /* distinct members: choose ranks by a partial shuffle */
-    uint32_t *pos = malloc(size * sizeof(*pos));
-    unsigned char *chosen = calloc(size, 1);
-    if (!pos || !chosen) {
-        free(pos);
-        free(chosen);
+    unsigned char *chosen = gs_random_positions(c, size, count); /* distinct ranks */
+    if (!chosen) {
         gs_error_oom(c);
         return;
     }
-    for (size_t i = 0; i < size; i++)
-        pos[i] = (uint32_t)i;
-    for (size_t i = 0; i < count; i++) {
-        size_t j = i + gs_client_random(c) % (size - i);
-        uint32_t t = pos[i];
-        pos[i] = pos[j];
-        pos[j] = t;
-        chosen[pos[i]] = 1;
-    }
-    free(pos);
     reply_header(c, count, withscores);
     struct gs_zset_iter it;
     gs_zset_iter_init(&it, &o, 0, false);
@@ -1297,85 +1267,22 @@ void gs_cmd_zintercard(struct gs_client *c, size_t argc, struct gs_arg *argv)
 
 /* -------------------------------------------------------------- ZSCAN */
 
-struct scan_collect {
-    struct core_buf *buf;
-    const struct gs_arg *pattern;
-    size_t n;
-};
-
-static void scan_member(void *arg, const char *m, size_t mlen, double score)
+static void zscan_member(void *arg, const char *m, size_t mlen, double score)
 {
-    struct scan_collect *sc = arg;
-    if (sc->pattern && !gs_glob_match(sc->pattern->p, sc->pattern->len, m, mlen, false))
-        return;
-    uint64_t l = mlen;
-    core_buf_append(sc->buf, &l, sizeof(l));
-    core_buf_append(sc->buf, m, mlen);
-    core_buf_append(sc->buf, &score, sizeof(score));
-    sc->n++;
+    /* a string in both protocols (Redis's scan replies strings) */
+    char tmp[40];
+    int tl = isinf(score) ? snprintf(tmp, sizeof(tmp), "%s", score > 0 ? "inf" : "-inf")
+                          : snprintf(tmp, sizeof(tmp), "%.17g", score);
+    gs_scan_collect(arg, m, mlen, tmp, (size_t)tl);
+}
+
+static uint64_t zscan_visit(const struct gs_obj *o, uint64_t cursor, size_t count,
+                            struct gs_scan_collect *sc)
+{
+    return gs_zset_scan(o, cursor, count, zscan_member, sc);
 }
 
 void gs_cmd_zscan(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
-    uint64_t cursor;
-    if (!gs_parse_scan_cursor(c, &argv[2], &cursor))
-        return;
-    struct gs_obj o;
-    bool found;
-    if (!zset_read(c, &argv[1], &o, &found))
-        return;
-    if (!found) {
-        gs_reply_array(&c->w, 2);
-        gs_reply_bulk(&c->w, "0", 1);
-        gs_reply_array(&c->w, 0);
-        return;
-    }
-    int64_t count = 10;
-    const struct gs_arg *pattern = NULL;
-    for (size_t i = 3; i < argc; i += 2) {
-        bool has_value = i + 1 < argc;
-        if (gs_arg_is(&argv[i], "count") && has_value) {
-            if (!gs_arg_int(c, &argv[i + 1], &count, NULL))
-                return;
-            if (count < 1) {
-                gs_error_syntax(c);
-                return;
-            }
-        } else if (gs_arg_is(&argv[i], "match") && has_value) {
-            pattern = argv[i + 1].len == 1 && argv[i + 1].p[0] == '*' ? NULL : &argv[i + 1];
-        } else {
-            gs_error_syntax(c);
-            return;
-        }
-    }
-    struct core_buf *buf = &c->shared->scratch;
-    buf->len = 0;
-    struct scan_collect sc = {buf, pattern, 0};
-    cursor = gs_zset_scan(&o, cursor, (size_t)count, scan_member, &sc);
-    if (buf->oom) {
-        core_buf_free(buf);
-        gs_error_oom(c);
-        return;
-    }
-    gs_reply_array(&c->w, 2);
-    gs_reply_bulk_int(&c->w, (int64_t)cursor);
-    gs_reply_array(&c->w, sc.n * 2);
-    const char *p = buf->data;
-    for (size_t i = 0; i < sc.n; i++) {
-        uint64_t l;
-        double score;
-        memcpy(&l, p, sizeof(l));
-        p += sizeof(l);
-        gs_reply_bulk(&c->w, p, l);
-        p += l;
-        memcpy(&score, p, sizeof(score));
-        p += sizeof(score);
-        /* a string in both protocols (Redis's scan replies strings) */
-        char tmp[40];
-        int tl = isinf(score) ? snprintf(tmp, sizeof(tmp), "%s", score > 0 ? "inf" : "-inf")
-                              : snprintf(tmp, sizeof(tmp), "%.17g", score);
-        gs_reply_bulk(&c->w, tmp, (size_t)tl);
-    }
-    if (buf->cap > 256 * 1024)
-        core_buf_free(buf);
+    gs_scan_value(c, argc, argv, GS_TYPE_ZSET, zscan_visit);
 }

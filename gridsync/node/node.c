@@ -302,6 +302,9 @@ void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, str
     c->last_cmd = cmd->name;
     c->sub_verdict = GS_SUB_NONE;
     n->shared.stats.commands++;
+    /* The store's access clock (OBJECT IDLETIME) at the command's instant,
+     * for the entries it writes without looking them up. */
+    gs_store_tick(c->db->store, c->db->now_ms);
     /* Redis's call() times every command the same way (ustime around
      * the handler); two vDSO clock reads per command. */
     uint64_t t0 = core_now_ns();

@@ -9,7 +9,7 @@
  *   | hnext | link.prev | link.next | klen:29 bits:2 obj:1 | vlen:31 ttl:1 |
  *   +---------------------------------------------------+
  *   | [expire field, 12 bytes, only when has_expire_field]
- *   | key bytes (klen) | value bytes (vlen) | '\0'
+ *   | key bytes (klen) | value bytes (vlen) | '\0' | access clock, 3 bytes
  *
  * Invariants:
  *  E1. The allocation is exactly entry_alloc_size(has_expire_field, klen,
@@ -24,6 +24,14 @@
  *      (vlen == sizeof(struct gs_obj)): a hash, set, sorted set or list
  *      whose blocks the entry owns. Its counted field is what the store
  *      added to used_memory for those blocks.
+ *  E5. The 3 bytes after the value's NUL are the entry's access clock,
+ *      little-endian: Redis's 24-bit LRU clock (Unix seconds mod 2^24)
+ *      of the entry's last write or touching lookup (OBJECT IDLETIME).
+ *      The header has no spare bits, so the clock rides at the end of the
+ *      allocation, where the value's last cache line usually is already;
+ *      glibc and jemalloc round a request up to 16 bytes or more, so the
+ *      3 bytes cost a size class only when the request lands within 3
+ *      bytes of one (docs/gridsync-store.md, "Access clock").
  */
 #ifndef GS_ENTRY_H
 #define GS_ENTRY_H
@@ -81,10 +89,35 @@ static inline char *gs_entry_valp(struct gs_entry *e)
     return gs_entry_keyp(e) + e->klen;
 }
 
+/* Redis's LRU clock: 24 bits of seconds (LRU_CLOCK_MAX, resolution 1 s). */
+#define GS_ENTRY_CLOCK_BYTES 3u
+#define GS_ENTRY_CLOCK_MAX   ((1u << 24) - 1)
+
 /* Bytes to request for an entry of this shape (invariant E1). */
 static inline size_t gs_entry_alloc_size(int has_expire_field, size_t klen, size_t vlen)
 {
-    return sizeof(struct gs_entry) + gs_entry_key_offset(has_expire_field) + klen + vlen + 1;
+    return sizeof(struct gs_entry) + gs_entry_key_offset(has_expire_field) + klen + vlen + 1 +
+           GS_ENTRY_CLOCK_BYTES;
+}
+
+/* The access clock (invariant E5). */
+static inline unsigned char *gs_entry_clockp(struct gs_entry *e)
+{
+    return (unsigned char *)gs_entry_valp(e) + e->vlen + 1;
+}
+
+static inline uint32_t gs_entry_clock(struct gs_entry *e)
+{
+    const unsigned char *p = gs_entry_clockp(e);
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+}
+
+static inline void gs_entry_set_clock(struct gs_entry *e, uint32_t clock)
+{
+    unsigned char *p = gs_entry_clockp(e);
+    p[0] = (unsigned char)clock;
+    p[1] = (unsigned char)(clock >> 8);
+    p[2] = (unsigned char)(clock >> 16);
 }
 
 #endif

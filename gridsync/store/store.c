@@ -97,6 +97,11 @@ struct gs_store {
     uint64_t rng;
     uint64_t used_memory;
     uint64_t hits, misses, expired, evicted;
+    /* The access clock written into entries (entry.h E5): Redis's LRU
+     * clock of clock_ms, the latest time gs_store_tick or a touching
+     * lookup gave. */
+    int64_t clock_ms;
+    uint32_t clock;
     /* UNLINK's background freeing (gs_store_unlink): collections handed
      * to one thread, created on first use, that frees them. The thread
      * touches nothing of the store but this queue. */
@@ -525,6 +530,7 @@ static int entry_reshape(struct gs_store *s, struct gs_entry **pe, struct gs_ent
     size_t need = gs_entry_alloc_size(e->has_expire_field || want_field, e->klen, vlen);
     size_t have = gs_entry_alloc_size(e->has_expire_field, e->klen, e->vlen);
     size_t keep = vlen < e->vlen ? vlen : e->vlen;
+    uint32_t clock = gs_entry_clock(e); /* moves with the value's end */
 
     /* Only ever write within the bytes requested (not the allocator's
      * slack past them); growing goes through realloc, which extends in
@@ -556,6 +562,7 @@ static int entry_reshape(struct gs_store *s, struct gs_entry **pe, struct gs_ent
         memset(v + keep, 0, vlen - keep);
     v[vlen] = '\0';
     e->vlen = (uint32_t)vlen;
+    gs_entry_set_clock(e, clock);
     *pe = e;
     return 0;
 }
@@ -634,7 +641,26 @@ struct gs_entry *gs_store_lookup(struct gs_store *s, const void *key, size_t kle
         s->hits++;
         s->evict.ops->on_hit(&s->evict, *ref);
     }
+    if (touch || (flags & GS_LOOKUP_STAMP)) {
+        gs_store_tick(s, now_ms);
+        gs_entry_set_clock(*ref, s->clock);
+    }
     return *ref;
+}
+
+void gs_store_tick(struct gs_store *s, int64_t now_ms)
+{
+    if (now_ms == s->clock_ms)
+        return;
+    s->clock_ms = now_ms;
+    s->clock = (uint32_t)((uint64_t)(now_ms / 1000) & GS_ENTRY_CLOCK_MAX);
+}
+
+uint64_t gs_store_idle_seconds(const struct gs_store *s, struct gs_entry *e)
+{
+    /* Redis's estimateObjectIdleTime, wrap-around rule included. */
+    uint32_t lru = gs_entry_clock(e);
+    return s->clock >= lru ? s->clock - lru : s->clock + (GS_ENTRY_CLOCK_MAX - lru);
 }
 
 int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *val, size_t vlen,
@@ -673,6 +699,7 @@ int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *v
         if (e->has_expire_field)
             expire_set_prepared(s, e, expire_ms);
         s->evict.ops->on_hit(&s->evict, e);
+        gs_entry_set_clock(e, s->clock);
         signal_modified(s, e);
         if (out)
             *out = e;
@@ -698,6 +725,7 @@ int gs_store_set(struct gs_store *s, const void *key, size_t klen, const void *v
     memcpy(gs_entry_keyp(e), key, klen);
     memcpy(gs_entry_valp(e), val, vlen);
     gs_entry_valp(e)[vlen] = '\0';
+    gs_entry_set_clock(e, s->clock);
     s->used_memory += alloc_cost(e);
 
     struct table *t = rehashing(s) ? &s->ht[1] : &s->ht[0];
@@ -890,6 +918,7 @@ void gs_store_obj_update(struct gs_store *s, struct gs_entry *e, struct gs_obj *
     s->used_memory = s->used_memory - o->counted + mem;
     o->counted = mem;
     obj_store(e, o);
+    gs_entry_set_clock(e, s->clock); /* a write, as Redis's lookupKeyWrite */
     signal_modified(s, e);
 }
 

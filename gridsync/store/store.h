@@ -62,6 +62,11 @@ struct gs_store_stats {
 /* Lookup flags. */
 enum {
     GS_LOOKUP_NOTOUCH = 1 << 0, /* do not count a hit/miss or promote (TYPE, TTL, SCAN) */
+    GS_LOOKUP_STAMP = 1 << 1,   /* with NOTOUCH: stamp the access clock all the same */
+    /* Redis's lookupKeyWrite: no hit/miss, no promotion, but the key's
+     * access clock is stamped (OBJECT IDLETIME is 0 after a write command
+     * that found the key, even one that changed nothing). */
+    GS_LOOKUP_WRITE = GS_LOOKUP_NOTOUCH | GS_LOOKUP_STAMP,
 };
 
 /* Create an empty store. Returns 0 or CORE_ENOMEM; *out is owned by the
@@ -75,10 +80,25 @@ void gs_store_configure(struct gs_store *s, uint64_t maxmemory, enum gs_evict_po
 
 /* Find a live entry. An expired one is deleted and NULL returned. Unless
  * GS_LOOKUP_NOTOUCH, counts a hit or a miss and tells the eviction policy
- * of the hit (SLRU promotes). The entry stays owned by the store and is
+ * of the hit (SLRU promotes); unless NOTOUCH without STAMP, stamps the
+ * entry's access clock (gs_store_tick). The entry stays owned by the store and is
  * valid until the next call that modifies the store. */
 struct gs_entry *gs_store_lookup(struct gs_store *s, const void *key, size_t klen, int64_t now_ms,
                                  unsigned flags);
+
+/* The access clock (OBJECT IDLETIME): the store keeps Redis's 24-bit LRU
+ * clock, seconds of now_ms mod 2^24, of the latest time given here or to
+ * a touching lookup. An insert or overwrite (gs_store_set and the calls
+ * built on it) and a lookup without GS_LOOKUP_NOTOUCH stamp the entry
+ * with it; nothing else does (resizing and a new TTL keep the stamp).
+ * The server ticks once per command, so that a write that looks nothing
+ * up is stamped with its own time. */
+void gs_store_tick(struct gs_store *s, int64_t now_ms);
+
+/* Seconds since e was last stamped, as of the latest tick, with Redis's
+ * wrap-around rule (estimateObjectIdleTime): stamps older than 2^24 s
+ * (194 days) alias. */
+uint64_t gs_store_idle_seconds(const struct gs_store *s, struct gs_entry *e);
 
 /* Insert or overwrite key with a copy of val. expire_ms is an absolute Unix
  * time in ms, or -1 for none. Overwriting keeps the entry's place in the

@@ -221,6 +221,10 @@ int gs_obj_encode(const struct gs_obj *o, unsigned char **out, size_t *len)
 bool gs_obj_validate(int type, const void *buf, size_t len)
 {
     const unsigned char *lp = buf;
+    /* Serialized listpacks are written without back-lengths (a list is
+     * re-encoded entry by entry), so that form is refused here. */
+    if (len >= GS_LP_HDR && gs_lp_has_backlen(lp))
+        return false;
     if (type == GS_TYPE_LIST || type == GS_TYPE_SET)
         return gs_lp_validate(lp, len) && gs_lp_count(lp) > 0;
     if (type == GS_TYPE_ZSET)

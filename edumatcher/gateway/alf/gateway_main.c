@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/uv_server.h"
+#include "edumatcher/bus/curve.h"
 #include "edumatcher/bus/zmq_bus.h"
 #include "edumatcher/gateway/alf/alf_front.h"
 #include "edumatcher/gateway/engine_link.h"
@@ -33,6 +34,9 @@ static int64_t port = 9001;
 static char engine_orders[CORE_OPT_STRLEN] = "unix:em-journal/orders.sock";
 static char link_key[CORE_OPT_STRLEN] = "";
 static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
+static char curve_key[CORE_OPT_STRLEN] = "";
+static char engine_key[CORE_OPT_STRLEN] = "";
+static char monitor_key[CORE_OPT_STRLEN] = "";
 static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
 static char engine_query[CORE_OPT_STRLEN] = "";
 static char tokens_file[CORE_OPT_STRLEN] = "";
@@ -55,6 +59,15 @@ static const struct core_option options[] = {
      "a TCP order link's key file (the engine's <journal-dir>/link.key)"},
     {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's PUB endpoint"},
+    {"curve-key", CORE_OPT_STRING, curve_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "this process's CURVE secret key file, made at first start (mode 0600; the public key "
+     "in FILE.pub goes in the engine's --curve-clients); with --engine-key"},
+    {"engine-key", CORE_OPT_STRING, engine_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the engine's CURVE public key (Z85, or a file such as <journal-dir>/curve.key.pub) for "
+     "--engine-pub and --engine-query (\"\": no CURVE)"},
+    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the monitor's CURVE public key (Z85 or a file) for --health; with --curve-key (\"\": "
+     "no CURVE)"},
     {"engine-query", CORE_OPT_STRING, engine_query, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's query endpoint: every symbol's book and rules at start, for SYMBOLS (\"\": "
      "only what the market data brings)"},
@@ -106,10 +119,10 @@ static void on_login_timer(uv_timer_t *t)
  * Called after subscribing to md., so a line published meanwhile is not
  * lost (the table keeps the newer of the two). Each answer is bounded by
  * a wait: an engine that does not answer leaves the table to the stream. */
-static void load_symbols(void)
+static void load_symbols(const struct em_curve_pair *curve)
 {
     static struct em_bus_sock req; /* large: not on the stack */
-    if (em_bus_open(&req, G.zctx, EM_BUS_REQ, engine_query, false) != 0) {
+    if (em_bus_open_curve(&req, G.zctx, EM_BUS_REQ, engine_query, false, curve) != 0) {
         CORE_WARN("gateway: cannot connect to %s", engine_query);
         return;
     }
@@ -165,13 +178,26 @@ int main(int argc, char **argv)
     }
 
     G.loop = uv_default_loop();
+    static struct em_curve_pair curve_pair;
+    int crc = em_curve_client_config("gateway", "curve-key", curve_key, "engine-key", engine_key,
+                                     &curve_pair);
+    if (crc && crc != CORE_ENOTFOUND)
+        return crc == CORE_EINVAL ? 2 : 1;
+    const struct em_curve_pair *curve = crc ? NULL : &curve_pair;
+    static struct em_curve_pair health_pair;
+    crc = em_curve_client_config("gateway", "curve-key", curve_key, "monitor-key", monitor_key,
+                                 &health_pair);
+    if (crc && crc != CORE_ENOTFOUND)
+        return crc == CORE_EINVAL ? 2 : 1;
+    const struct em_curve_pair *health_curve = crc ? NULL : &health_pair;
     if (em_bus_ctx_new(&G.zctx) != 0)
         return 1;
-    struct em_gw_link_opts lo = {.orders = engine_orders, .key_file = link_key, .pub = engine_pub};
+    struct em_gw_link_opts lo = {
+        .orders = engine_orders, .key_file = link_key, .pub = engine_pub, .curve = curve};
     if (em_gw_link_open(&G.link, G.gw, G.loop, G.zctx, &lo) != 0)
         return 1;
     if (engine_query[0])
-        load_symbols();
+        load_symbols(curve);
 
     struct core_server_limits lim = {.maxclients = maxclients,
                                      .query_buf_limit = 1 << 20,
@@ -212,6 +238,7 @@ int main(int argc, char **argv)
             name[4 + i] = (char)(reason[i] >= 'A' && reason[i] <= 'Z' ? reason[i] + 32 : reason[i]);
         core_metrics_counter(mt, name, &st->rejects_by[r]);
     }
+    G.health.curve = health_curve;
     em_health_start_or_warn("gateway", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms,
                             NULL, NULL);
 

@@ -49,6 +49,7 @@
 #include "core/log.h"
 #include "core/proc.h"
 #include "core/uv_server.h"
+#include "edumatcher/bus/curve.h"
 #include "edumatcher/bus/zmq_bus.h"
 #include "edumatcher/engine/engine.h" /* EM_OPS_GW */
 #include "edumatcher/engine/msg.h"
@@ -74,6 +75,9 @@ static char store_dir[CORE_OPT_STRLEN] = "fix-sessions";
 static char engine_orders[CORE_OPT_STRLEN] = "unix:em-journal/orders.sock";
 static char link_key[CORE_OPT_STRLEN] = "";
 static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
+static char curve_key[CORE_OPT_STRLEN] = "";
+static char engine_key[CORE_OPT_STRLEN] = "";
+static char monitor_key[CORE_OPT_STRLEN] = "";
 static char health_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9102";
 static char tokens_file[CORE_OPT_STRLEN] = "";
 static char name_opt[CORE_OPT_STRLEN] = "fix";
@@ -103,6 +107,15 @@ static const struct core_option options[] = {
      "a TCP order link's key file (the engine's <journal-dir>/link.key)"},
     {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's PUB endpoint"},
+    {"curve-key", CORE_OPT_STRING, curve_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "this process's CURVE secret key file, made at first start (mode 0600; the public key "
+     "in FILE.pub goes in the engine's --curve-clients); with --engine-key"},
+    {"engine-key", CORE_OPT_STRING, engine_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the engine's CURVE public key (Z85, or a file such as <journal-dir>/curve.key.pub) for "
+     "--engine-pub (\"\": no CURVE)"},
+    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the monitor's CURVE public key (Z85 or a file) for --health; with --curve-key (\"\": "
+     "no CURVE)"},
     {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the monitor's health endpoint (\"\": no beacons)"},
     {"tokens-file", CORE_OPT_STRING, tokens_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -1193,9 +1206,22 @@ int main(int argc, char **argv)
     G.cfg.max_heartbtint = (uint32_t)max_heartbtint;
 
     G.loop = uv_default_loop();
+    static struct em_curve_pair curve_pair;
+    int crc = em_curve_client_config("fix", "curve-key", curve_key, "engine-key", engine_key,
+                                     &curve_pair);
+    if (crc && crc != CORE_ENOTFOUND)
+        return crc == CORE_EINVAL ? 2 : 1;
+    const struct em_curve_pair *curve = crc ? NULL : &curve_pair;
+    static struct em_curve_pair health_pair;
+    crc = em_curve_client_config("fix", "curve-key", curve_key, "monitor-key", monitor_key,
+                                 &health_pair);
+    if (crc && crc != CORE_ENOTFOUND)
+        return crc == CORE_EINVAL ? 2 : 1;
+    const struct em_curve_pair *health_curve = crc ? NULL : &health_pair;
     if (em_bus_ctx_new(&G.zctx) != 0)
         return 1;
-    struct em_gw_link_opts lo = {.orders = engine_orders, .key_file = link_key, .pub = engine_pub};
+    struct em_gw_link_opts lo = {
+        .orders = engine_orders, .key_file = link_key, .pub = engine_pub, .curve = curve};
     if (em_gw_link_open(&G.link, G.gw, G.loop, G.zctx, &lo) != 0)
         return 1;
 
@@ -1226,6 +1252,7 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "rate_limited", &st->rate_limited);
     core_metrics_counter(mt, "bus_full", &st->bus_full);
     core_metrics_gauge(mt, "sessions", &st->sessions);
+    G.health.curve = health_curve;
     em_health_start_or_warn("fix", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms, NULL,
                             NULL);
 

@@ -5,6 +5,7 @@
 #include "gridsync/types/listpack/listpack.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,9 @@ static void wr32(unsigned char *p, uint32_t v)
     memcpy(p, &v, 4);
 }
 
+/* The count word's top bit: the entries carry back-lengths. */
+#define BL_FLAG 0x80000000u
+
 size_t gs_lp_bytes(const unsigned char *lp)
 {
     return rd32(lp);
@@ -31,17 +35,83 @@ size_t gs_lp_bytes(const unsigned char *lp)
 
 uint32_t gs_lp_count(const unsigned char *lp)
 {
-    return rd32(lp + 4);
+    return rd32(lp + 4) & ~BL_FLAG;
 }
 
-unsigned char *gs_lp_new(void)
+bool gs_lp_has_backlen(const unsigned char *lp)
+{
+    return (rd32(lp + 4) & BL_FLAG) != 0;
+}
+
+static void set_count(unsigned char *lp, uint32_t n)
+{
+    wr32(lp + 4, n | (rd32(lp + 4) & BL_FLAG));
+}
+
+static unsigned char *lp_new(uint32_t flags)
 {
     unsigned char *lp = malloc(GS_LP_HDR);
     if (lp) {
         wr32(lp, GS_LP_HDR);
-        wr32(lp + 4, 0);
+        wr32(lp + 4, flags);
     }
     return lp;
+}
+
+unsigned char *gs_lp_new(void)
+{
+    return lp_new(0);
+}
+
+unsigned char *gs_lp_new_backlen(void)
+{
+    return lp_new(BL_FLAG);
+}
+
+/* ---- back-lengths (Redis's lpEncodeBacklen / lpDecodeBacklen) ----
+ * The size l of an entry's encoding (first byte to last data byte), in
+ * 7-bit groups written so that they read from the right: the rightmost
+ * byte holds the low 7 bits, and a byte's top bit says that more bytes
+ * follow to its left. */
+
+static size_t backlen_size(size_t l)
+{
+    return l < (1u << 7) ? 1 : l < (1u << 14) ? 2 : l < (1u << 21) ? 3 : l < (1u << 28) ? 4 : 5;
+}
+
+static void backlen_write(unsigned char *p, size_t l)
+{
+    size_t n = backlen_size(l);
+    for (size_t i = 0; i < n; i++)
+        p[n - 1 - i] = (unsigned char)(((l >> (7 * i)) & 127) | (i + 1 < n ? 128 : 0));
+}
+
+/* Decode the back-length whose rightmost byte is p[-1], reading no byte
+ * before lo; *nbytes gets its size. Returns false when it runs past lo
+ * or over 5 bytes. */
+static bool backlen_read(const unsigned char *p, const unsigned char *lo, size_t *l, size_t *nbytes)
+{
+    size_t v = 0, n = 0;
+    for (;;) {
+        if (p - n <= lo || n == 5)
+            return false;
+        unsigned char b = p[-1 - (ptrdiff_t)n];
+        v |= (size_t)(b & 127) << (7 * n);
+        n++;
+        if (!(b & 128))
+            break;
+    }
+    *l = v;
+    *nbytes = n;
+    return true;
+}
+
+/* Offset of the entry that ends just before end (a back-length list). */
+static size_t entry_before(const unsigned char *lp, size_t end)
+{
+    size_t l = 0, nb = 0;
+    (void)backlen_read(lp + end, lp + GS_LP_HDR, &l, &nb);
+    return end - nb - l;
 }
 
 void gs_lp_free(unsigned char *lp)
@@ -49,9 +119,10 @@ void gs_lp_free(unsigned char *lp)
     free(lp);
 }
 
-/* Size of an entry from its first bytes; avail bounds the read (for
- * validation); returns 0 when the entry does not fit in avail. */
-static size_t entry_size_bounded(const unsigned char *p, size_t avail)
+/* Size of an entry's encoding from its first bytes, without any
+ * back-length; avail bounds the read (for validation); returns 0 when
+ * the entry does not fit in avail. */
+static size_t enc_size_bounded(const unsigned char *p, size_t avail)
 {
     if (avail < 1)
         return 0;
@@ -86,7 +157,8 @@ static size_t entry_size_bounded(const unsigned char *p, size_t avail)
 
 size_t gs_lp_entry_size(const unsigned char *lp, size_t off)
 {
-    return entry_size_bounded(lp + off, SIZE_MAX);
+    size_t n = enc_size_bounded(lp + off, SIZE_MAX);
+    return gs_lp_has_backlen(lp) ? n + backlen_size(n) : n;
 }
 
 size_t gs_lp_first(const unsigned char *lp)
@@ -100,11 +172,25 @@ size_t gs_lp_next(const unsigned char *lp, size_t off)
     return n < gs_lp_bytes(lp) ? n : 0;
 }
 
+size_t gs_lp_prev(const unsigned char *lp, size_t off)
+{
+    if (off <= GS_LP_HDR)
+        return 0;
+    if (gs_lp_has_backlen(lp))
+        return entry_before(lp, off);
+    size_t o = GS_LP_HDR, n;
+    while ((n = o + gs_lp_entry_size(lp, o)) < off)
+        o = n;
+    return o;
+}
+
 size_t gs_lp_last(const unsigned char *lp)
 {
-    size_t off = gs_lp_first(lp), n;
-    if (!off)
+    if (!gs_lp_count(lp))
         return 0;
+    if (gs_lp_has_backlen(lp))
+        return entry_before(lp, gs_lp_bytes(lp));
+    size_t off = GS_LP_HDR, n;
     while ((n = gs_lp_next(lp, off)) != 0)
         off = n;
     return off;
@@ -112,8 +198,15 @@ size_t gs_lp_last(const unsigned char *lp)
 
 size_t gs_lp_seek(const unsigned char *lp, uint32_t i)
 {
-    if (i >= gs_lp_count(lp))
+    uint32_t count = gs_lp_count(lp);
+    if (i >= count)
         return 0;
+    if (gs_lp_has_backlen(lp) && i >= count / 2) { /* nearer the tail */
+        size_t off = gs_lp_bytes(lp);
+        for (uint32_t back = count - i; back > 0; back--)
+            off = entry_before(lp, off);
+        return off;
+    }
     size_t off = GS_LP_HDR;
     while (i--)
         off += gs_lp_entry_size(lp, off);
@@ -305,6 +398,12 @@ size_t gs_lp_encoded_size(const char *s, size_t slen)
     return encode(NULL, s, slen);
 }
 
+size_t gs_lp_entry_bytes(const unsigned char *lp, const char *s, size_t slen)
+{
+    size_t n = encode(NULL, s, slen);
+    return gs_lp_has_backlen(lp) ? n + backlen_size(n) : n;
+}
+
 /* Replace del bytes at off with the encoding of s (s NULL: nothing),
  * adjusting the count by dcount. */
 static int splice(unsigned char **plp, size_t off, size_t del, const char *s, size_t slen,
@@ -312,7 +411,8 @@ static int splice(unsigned char **plp, size_t off, size_t del, const char *s, si
 {
     unsigned char *lp = *plp;
     size_t total = gs_lp_bytes(lp);
-    size_t ins = s ? encode(NULL, s, slen) : 0;
+    size_t enc = s ? encode(NULL, s, slen) : 0;
+    size_t ins = enc && gs_lp_has_backlen(lp) ? enc + backlen_size(enc) : enc;
     if (slen > UINT32_MAX - 16 || total - del + ins > UINT32_MAX)
         return CORE_ETOOBIG;
     size_t ntotal = total - del + ins;
@@ -323,15 +423,18 @@ static int splice(unsigned char **plp, size_t off, size_t del, const char *s, si
         lp = n;
     }
     memmove(lp + off + ins, lp + off + del, total - off - del);
-    if (s)
+    if (s) {
         encode(lp + off, s, slen);
+        if (ins > enc)
+            backlen_write(lp + off + enc, enc);
+    }
     if (ntotal < total) {
         unsigned char *n = realloc(lp, ntotal);
         if (n)
             lp = n;
     }
     wr32(lp, (uint32_t)ntotal);
-    wr32(lp + 4, (uint32_t)((int64_t)gs_lp_count(lp) + dcount));
+    set_count(lp, (uint32_t)((int64_t)gs_lp_count(lp) + dcount));
     *plp = lp;
     return 0;
 }
@@ -372,10 +475,10 @@ int gs_lp_split(unsigned char **plp, size_t off, unsigned char **tail)
     if (!t)
         return CORE_ENOMEM;
     wr32(t, (uint32_t)(GS_LP_HDR + moved));
-    wr32(t + 4, n);
+    wr32(t + 4, n | (rd32(lp + 4) & BL_FLAG)); /* the same form as lp */
     memcpy(t + GS_LP_HDR, lp + off, moved);
     wr32(lp, (uint32_t)off);
-    wr32(lp + 4, gs_lp_count(lp) - n);
+    set_count(lp, gs_lp_count(lp) - n);
     unsigned char *shrunk = realloc(lp, off);
     if (shrunk)
         lp = shrunk;
@@ -388,12 +491,21 @@ bool gs_lp_validate(const unsigned char *lp, size_t len)
 {
     if (len < GS_LP_HDR || gs_lp_bytes(lp) != len)
         return false;
+    bool bl = gs_lp_has_backlen(lp);
     size_t off = GS_LP_HDR;
     uint32_t n = 0;
     while (off < len) {
-        size_t sz = entry_size_bounded(lp + off, len - off);
+        size_t sz = enc_size_bounded(lp + off, len - off);
         if (sz == 0)
             return false;
+        if (bl) { /* the back-length must follow and name exactly sz */
+            size_t want = backlen_size(sz), l, nb;
+            if (len - off - sz < want ||
+                !backlen_read(lp + off + sz + want, lp + off + sz, &l, &nb) || nb != want ||
+                l != sz)
+                return false;
+            sz += want;
+        }
         off += sz;
         n++;
     }

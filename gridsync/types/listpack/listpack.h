@@ -2,11 +2,18 @@
  * A listpack: a sequence of entries (binary-safe strings, or integers
  * when the string is a canonical decimal int64) packed into ONE
  * allocation, for the small form of hashes (and later sets, sorted sets
- * and list chunks). Redis's listpack entry encodings, without the
- * per-entry back-length: the users here walk forward only, so those
- * bytes are not paid for.
+ * and list chunks). Redis's listpack entry encodings; the per-entry
+ * back-length is optional, chosen when the listpack is created: a list's
+ * nodes have it (RPOP, LINDEX -1 and LRANGE from the tail step backwards
+ * in O(1) per entry, as in Redis), while hashes and sorted sets, which
+ * walk forward only, do not pay for those bytes.
  *
- * Layout:  [u32 total bytes][u32 entry count] entry entry ...
+ * Layout:  [u32 total bytes][u32 entry count | 0x80000000 if back-lengths]
+ *          entry entry ...
+ * With back-lengths every entry is followed by the size of its encoding
+ * (first byte to last data byte) in 1 to 5 bytes that read from the
+ * right (Redis's lpEncodeBacklen): the rightmost byte holds the low 7
+ * bits, and a byte's top bit says that more bytes follow to its left.
  * Entry encodings (first byte):
  *   0xxxxxxx                 7-bit unsigned int
  *   10xxxxxx + bytes         string, length < 64
@@ -34,8 +41,12 @@
 /* Room a caller passes to gs_lp_get for an integer entry's digits. */
 #define GS_LP_INTBUF 21
 
-/* A new empty listpack, or NULL when out of memory. */
+/* A new empty listpack, or NULL when out of memory; _backlen: one whose
+ * entries carry back-lengths (the form is kept for its life, and by
+ * gs_lp_split's tail). */
 unsigned char *gs_lp_new(void);
+unsigned char *gs_lp_new_backlen(void);
+bool gs_lp_has_backlen(const unsigned char *lp);
 void gs_lp_free(unsigned char *lp);
 
 size_t gs_lp_bytes(const unsigned char *lp);
@@ -45,12 +56,16 @@ uint32_t gs_lp_count(const unsigned char *lp);
 size_t gs_lp_first(const unsigned char *lp);
 /* Offset of the entry after the one at off, or 0 at the end. */
 size_t gs_lp_next(const unsigned char *lp, size_t off);
-/* Offset of the last entry, or 0 when empty (walks the entries: a
- * listpack here has no back-lengths). */
+/* Offset of the entry before the one at off, or 0 at the first. O(1)
+ * with back-lengths, else a walk from the first entry. */
+size_t gs_lp_prev(const unsigned char *lp, size_t off);
+/* Offset of the last entry, or 0 when empty: O(1) with back-lengths,
+ * else a walk over the entries. */
 size_t gs_lp_last(const unsigned char *lp);
-/* Offset of the entry at index i (0-based), or 0 when past the end. */
+/* Offset of the entry at index i (0-based), or 0 when past the end. With
+ * back-lengths an index in the second half is reached from the tail. */
 size_t gs_lp_seek(const unsigned char *lp, uint32_t i);
-/* Size in bytes of the entry at off. */
+/* Size in bytes of the entry at off (its back-length included). */
 size_t gs_lp_entry_size(const unsigned char *lp, size_t off);
 
 /* The entry at off as a string. For an integer entry the digits are
@@ -81,10 +96,15 @@ void gs_lp_delete(unsigned char **lp, size_t off, uint32_t n);
 int gs_lp_split(unsigned char **lp, size_t off, unsigned char **tail);
 
 /* Validate a listpack received from outside (a snapshot): the header,
- * every entry inside the buffer, the count. For decoders; O(n). */
+ * every entry inside the buffer, each back-length (when the listpack has
+ * them) equal to its entry's encoding size, the count. For decoders and
+ * checks; O(n). */
 bool gs_lp_validate(const unsigned char *lp, size_t len);
 
-/* The encoded size of s as one entry (to check limits before inserting). */
+/* The encoded size of s as one entry, without a back-length. */
 size_t gs_lp_encoded_size(const char *s, size_t slen);
+/* What inserting s adds to lp's bytes (its back-length included when lp
+ * has them): to check a size limit before inserting. */
+size_t gs_lp_entry_bytes(const unsigned char *lp, const char *s, size_t slen);
 
 #endif

@@ -109,7 +109,9 @@ static int lp_edit(struct gs_quicklist *ql, struct gs_qnode *n, enum lp_op op, s
 static int new_node_with(struct gs_quicklist *ql, struct gs_qnode *after, const char *s, size_t len,
                          struct gs_qnode **out)
 {
-    unsigned char *lp = gs_lp_new();
+    /* Back-lengths: the tail is reached, and walked backwards, in O(1)
+     * per entry (RPOP, LINDEX -1, LRANGE and LPOS from the tail). */
+    unsigned char *lp = gs_lp_new_backlen();
     if (!lp)
         return CORE_ENOMEM;
     if (gs_lp_append(&lp, s, len) != 0) {
@@ -130,7 +132,7 @@ int gs_ql_push(struct gs_quicklist *ql, bool head, const char *s, size_t len)
 {
     struct gs_qnode *n = head ? ql->head : ql->tail;
     int rc;
-    if (n && node_allows(ql, n, gs_lp_encoded_size(s, len))) {
+    if (n && node_allows(ql, n, gs_lp_entry_bytes(n->lp, s, len))) {
         rc = lp_edit(ql, n, head ? LP_INSERT : LP_APPEND, GS_LP_HDR, s, len);
     } else {
         rc = new_node_with(ql, head ? NULL : ql->tail, s, len, NULL);
@@ -190,11 +192,7 @@ struct gs_ql_pos gs_ql_prev(const struct gs_quicklist *ql, struct gs_ql_pos p)
 {
     (void)ql;
     if (p.off > GS_LP_HDR) {
-        /* No back-lengths: walk from the node's start (a node is small). */
-        size_t off = GS_LP_HDR, n;
-        while ((n = off + gs_lp_entry_size(p.node->lp, off)) < p.off)
-            off = n;
-        p.off = off;
+        p.off = gs_lp_prev(p.node->lp, p.off);
         return p;
     }
     p.node = p.node->prev;
@@ -262,7 +260,7 @@ int gs_ql_insert(struct gs_quicklist *ql, struct gs_ql_pos p, bool after, const 
     struct gs_qnode *n = p.node;
     size_t at = after ? p.off + gs_lp_entry_size(n->lp, p.off) : p.off;
     int rc;
-    if (node_allows(ql, n, gs_lp_encoded_size(s, len))) {
+    if (node_allows(ql, n, gs_lp_entry_bytes(n->lp, s, len))) {
         rc = lp_edit(ql, n, LP_INSERT, at, s, len);
     } else if (at == GS_LP_HDR) { /* before a full node's first: a new node */
         rc = new_node_with(ql, n->prev, s, len, NULL);

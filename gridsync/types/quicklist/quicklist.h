@@ -5,6 +5,9 @@
  * value -1..-5 caps a node at 4, 8, 16, 32 or 64 KB, a positive one at
  * that many elements (and 8 KB, Redis's safety limit). Pushes at either
  * end touch one node; an insert into a full node splits it.
+ * The nodes' listpacks carry back-lengths (counted in their bytes, and so
+ * in the size limit, as Redis's are), so the tail and every step
+ * backwards are O(1) within a node.
  *
  * Positions are (node, byte offset) pairs, valid until the list changes
  * (except as each function says). Memory: `mem` is always the sum over

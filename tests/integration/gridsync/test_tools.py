@@ -41,6 +41,32 @@ def test_redis_cli(server):
     assert out.stdout.decode() == "PONG\nhello\n"
 
 
+def test_redis_cli_bigkeys_and_hotkeys(server):
+    """--bigkeys (SCAN, TYPE, STRLEN/LLEN/...) finds the biggest key of each
+    type; --hotkeys asks OBJECT FREQ, which answers Redis's "no LFU policy"
+    error here as Redis does under an LRU policy, and redis-cli says so."""
+    c = server.client()
+    c.set("s1", "hello")
+    c.set("s2", "x" * 100)
+    c.rpush("l1", "a", "b", "c")
+    c.hset("h1", mapping={"a": "1", "b": "2"})
+    c.sadd("st", "a")
+    c.zadd("z", {"a": 1, "b": 2, "c": 3, "d": 4})
+    rc, out = cli(server, "--bigkeys")
+    assert rc == 0, out
+    assert "Sampled 6 keys in the keyspace!" in out
+    for line in ('Biggest string found \'"s2"\' has 100 bytes',
+                 'Biggest   list found \'"l1"\' has 3 items',
+                 'Biggest   hash found \'"h1"\' has 2 fields',
+                 'Biggest    set found \'"st"\' has 1 members',
+                 'Biggest   zset found \'"z"\' has 4 members'):
+        assert line in out, out
+    out = subprocess.run([tool("redis-cli"), "-p", str(server.port), "--hotkeys"],
+                         capture_output=True, timeout=30)
+    err = out.stderr.decode(errors="replace") + out.stdout.decode(errors="replace")
+    assert "An LFU maxmemory policy is not selected" in err, err
+
+
 @pytest.mark.parametrize("pipeline", ["1", "16"])
 def test_redis_benchmark(server, pipeline):
     out = subprocess.run([tool("redis-benchmark"), "-p", str(server.port), "-q", "-n", "2000",

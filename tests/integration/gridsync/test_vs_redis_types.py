@@ -9,6 +9,7 @@ HSCAN replies are compared as multisets of fields (each server's table
 order is its own). Random choices (HRANDFIELD with elements to pick) cannot
 match byte for byte; their properties are tested on GridSync alone."""
 import random
+import time
 
 import pytest
 
@@ -151,6 +152,18 @@ case("object-and-memory-errors",
      ["MEMORY", "USAGE", "h", "SAMPLES", "x"], ["MEMORY", "USAGE", "h", "SAMPLES", "-1"],
      ["MEMORY", "USAGE", "nokey", "SAMPLES", "0"], ["MEMORY", "USAGE", "h", "FOO"],
      ["MEMORY", "NOSUCH"])
+# OBJECT IDLETIME right after a write, inside one transaction: neither
+# server's clock moves between the commands of an EXEC, so 0 is certain.
+# No value is an integer below 10000: Redis shares those objects (and
+# their access clock) among keys (docs/gridsync.md).
+IDLE_AFTER_WRITES = [
+    ["MULTI"], ["SET", "s", "v"], ["HSET", "h", "a", "1"], ["RPUSH", "l", "x"],
+    ["SADD", "t", "m"], ["ZADD", "z", "1", "m"], ["INCRBY", "n", "20000"], ["OBJECT", "IDLETIME", "s"],
+    ["OBJECT", "IDLETIME", "h"], ["OBJECT", "IDLETIME", "l"], ["OBJECT", "IDLETIME", "t"],
+    ["OBJECT", "IDLETIME", "z"], ["OBJECT", "IDLETIME", "n"], ["OBJECT", "IDLETIME", "nokey"],
+    ["OBJECT", "FREQ", "s"], ["OBJECT", "FREQ", "nokey"], ["EXEC"],
+    ["OBJECT", "IDLETIME"], ["OBJECT", "IDLETIME", "s", "x"], ["OBJECT", "FREQ"]]
+case("object-idletime-after-write", *IDLE_AFTER_WRITES)
 case("hrandfield-deterministic",
      ["HRANDFIELD", "nokey"], ["HRANDFIELD", "nokey", "3"], ["HRANDFIELD", "nokey", "-3"],
      ["HRANDFIELD", "nokey", "3", "WITHVALUES"], ["HSET", "h", "a", "1"], ["HRANDFIELD", "h"],
@@ -169,6 +182,26 @@ case("hscan-small",
      ["HSCAN", "h", "0", "MATCH"], ["HSCAN", "h", "0", "TYPE", "hash"], ["HSCAN", "h", "x"],
      ["HSCAN", "h", "-1"], ["HSCAN", "h", " 0"], ["HSCAN", "nokey", "0"],
      ["HSCAN", "nokey", "0", "COUNT", "0"], ["HSCAN", "h", "18446744073709551616"])
+# The SCAN family and the RANDMEMBER family share their parsers
+# (gs_parse_scan_opts, gs_scan_value, gs_parse_random_count): the order of
+# their checks, family by family, and SCAN's TYPE (the last one wins).
+case("scan-and-random-count-check-order",
+     ["HSET", "h", "a", "1"], ["SADD", "s", "m"], ["ZADD", "z", "1", "m"], ["SET", "str", "v"],
+     ["HSCAN", "str", "x"], ["SSCAN", "str", "0"], ["ZSCAN", "str", "0", "FOO"],
+     ["ZSCAN", "nokey", "0", "FOO"], ["SSCAN", "nokey", "x"], ["SSCAN", "s", "0", "TYPE", "set"],
+     ["ZSCAN", "z", "0", "COUNT", "1", "MATCH"], ["SSCAN", "s", "0", "COUNT", "x", "COUNT", "0"],
+     ["HSCAN", "h", "0", "MATCH", "*", "COUNT", "5"], ["ZSCAN", "z", "0", "MATCH", "n*"],
+     ["SSCAN", "s", "0", "match", "m", "count", "10", "match", "x"],
+     ["SCAN", "0", "TYPE", "string", "TYPE", "nosuch"],
+     ["SCAN", "0", "TYPE", "nosuch", "TYPE", "zset", "COUNT", "100"],
+     ["SCAN", "0", "COUNT", "100", "TYPE"], ["SCAN", "0", "type", "SET", "match", "s"],
+     ["SRANDMEMBER", "s", "x", "y"], ["SRANDMEMBER", "str", "x"], ["SRANDMEMBER", "s", "-2"],
+     ["ZRANDMEMBER", "z", "x", "FOO"], ["ZRANDMEMBER", "nokey", "x", "WITHSCORES"],
+     ["ZRANDMEMBER", "z", "-4611686018427387904", "WITHSCORES"],
+     ["ZRANDMEMBER", "str", "1", "WITHSCORES"], ["ZRANDMEMBER", "z", "2", "WITHSCORES"],
+     ["HRANDFIELD", "h", MIN, "FOO"], ["HRANDFIELD", "nokey", "1", "FOO"],
+     ["HRANDFIELD", "str", BIG, "WITHVALUES"], ["HRANDFIELD", "h", "-2", "WITHVALUES"],
+     ["HRANDFIELD", "h", "1", "withscores"], ["ZRANDMEMBER", "z", "1", "withvalues"])
 
 
 # ------------------------------------------------------------------ lists
@@ -328,7 +361,7 @@ def test_random_hash_commands_same_as_redis(pair, seed, resp3):
         name = rnd.choice(RANDOM_HASH_COMMANDS)
         args = [rnd.choice(RANDOM_ARGS) for _ in range(rnd.randint(0, 6))]
         if name == "object":
-            args = ["ENCODING", rnd.choice(RANDOM_KEYS)]
+            args = [rnd.choice(["ENCODING", "IDLETIME", "FREQ"]), rnd.choice(RANDOM_KEYS)]
         elif rnd.random() < 0.9:
             args.insert(0, rnd.choice(RANDOM_KEYS))
         if name in ("rename", "copy") and len(args) > 1 and rnd.random() < 0.8:
@@ -339,6 +372,9 @@ def test_random_hash_commands_same_as_redis(pair, seed, resp3):
         norm = UNORDERED.get(name.upper())
         if name == "object":  # embstr/raw: Redis decides when writing (docs/gridsync.md)
             norm = lambda raw: raw.replace(b"$6\r\nembstr", b"$3\r\nraw")
+            if args[0] == "IDLETIME":  # a second may tick between two round trips, and
+                # Redis's small integers share one clock (docs/gridsync.md)
+                norm = lambda raw: b":n\r\n" if raw[:1] == b":" else raw
         if (name == "hscan" and len(args) > 1 and args[1] != "0" and not a.startswith(b"-")
                 and r.cmd("OBJECT", "ENCODING", args[0]) == b"$9\r\nhashtable\r\n"):
             # a cursor into a hash table names a bucket of that server's own
@@ -353,6 +389,74 @@ def test_random_hash_commands_same_as_redis(pair, seed, resp3):
                 if probe[0] == "HGETALL" and not a.startswith(b"-"):
                     a, b = pairs_unordered(a), pairs_unordered(b)
                 assert a == b, f"after {i} {cmd!r}, {probe!r}:\n  gridsync: {a!r}\n  redis: {b!r}"
+
+
+@pytest.mark.parametrize("policy", ["noeviction", "allkeys-lru"])
+def test_object_idletime_freq_under_each_policy(pair, policy):
+    """Under the policies both servers accept, the same replies: IDLETIME
+    0 after a write, FREQ's "no LFU policy" error; then a key left alone
+    ages on both, commands that do not touch it (OBJECT, TYPE, EXISTS,
+    TTL, MEMORY USAGE, SCAN) keep its age, and a read, TOUCH or a write
+    command that finds it (even one that changes nothing) brings it back
+    to 0. GridSync's own default (slru) answers as Redis's LRU does."""
+    g, r = pair
+    try:
+        for c in (g, r):
+            assert c.cmd("CONFIG", "SET", "maxmemory-policy", policy) == b"+OK\r\n"
+        compare(pair, IDLE_AFTER_WRITES)
+        idle = {}
+        for c in (g, r):
+            c.cmd("SET", "old", "v")
+            c.cmd("HSET", "oldh", "a", "1")
+        deadline = time.monotonic() + 30
+        while True:  # poll: both keys on both servers at least 1 s idle
+            idle = {(n, k): int(c.cmd("OBJECT", "IDLETIME", k)[1:])
+                    for n, c in (("g", g), ("r", r)) for k in ("old", "oldh")}
+            if min(idle.values()) >= 1:
+                break
+            assert time.monotonic() < deadline, idle
+            time.sleep(0.05)
+        for c in (g, r):
+            for cmd in (["OBJECT", "ENCODING", "old"], ["TYPE", "old"], ["EXISTS", "old"],
+                        ["TTL", "old"], ["MEMORY", "USAGE", "old"], ["SCAN", "0"],
+                        ["OBJECT", "FREQ", "old"], ["TYPE", "oldh"]):
+                c.cmd(*cmd)
+            for k in ("old", "oldh"):
+                assert int(c.cmd("OBJECT", "IDLETIME", k)[1:]) >= 1, k
+        compare(pair, [["MULTI"], ["GET", "old"], ["OBJECT", "IDLETIME", "old"],
+                       ["HDEL", "oldh", "nosuchfield"], ["OBJECT", "IDLETIME", "oldh"], ["EXEC"]])
+        for c in (g, r):
+            c.cmd("SET", "old2", "v")
+        deadline = time.monotonic() + 30
+        while min(int(c.cmd("OBJECT", "IDLETIME", "old2")[1:]) for c in (g, r)) < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        compare(pair, [["MULTI"], ["TOUCH", "old2", "nokey"], ["OBJECT", "IDLETIME", "old2"],
+                       ["EXEC"]])
+    finally:
+        assert g.cmd("CONFIG", "SET", "maxmemory-policy", "slru") == b"+OK\r\n"
+        assert r.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction") == b"+OK\r\n"
+
+
+def test_object_freq_idletime_under_lfu_redis_only_policy(pair):
+    """Redis's LFU policies are not accepted here (CONFIG SET fails and the
+    policy stays), so IDLETIME keeps working; Redis under allkeys-lfu
+    answers IDLETIME with its error and FREQ with the counter."""
+    g, r = pair
+    try:
+        assert g.cmd("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu").startswith(b"-ERR")
+        assert g.cmd("CONFIG", "GET", "maxmemory-policy").endswith(b"$4\r\nslru\r\n")
+        assert r.cmd("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu") == b"+OK\r\n"
+        for c in (g, r):
+            c.cmd("SET", "k", "v")
+        assert g.cmd("OBJECT", "IDLETIME", "k")[:1] == b":"
+        assert r.cmd("OBJECT", "IDLETIME", "k") == (
+            b"-ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that "
+            b"when switching between policies at runtime LRU and LFU data will take some time "
+            b"to adjust.\r\n")
+        assert r.cmd("OBJECT", "FREQ", "k")[:1] == b":"
+    finally:
+        assert r.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction") == b"+OK\r\n"
 
 
 def test_hrandfield_properties(server):
@@ -426,19 +530,36 @@ LIST_ARGS = ["a", "b", "c", "0", "1", "-1", "2", "-2", "10", "LEFT", "RIGHT", "B
              "RANK", "COUNT", "MAXLEN", "", "x", BIG, "1.5", "z" * 70]
 
 
-@pytest.mark.parametrize("seed,resp3", [(11, False), (12, True)])
-def test_random_list_commands_same_as_redis(pair, seed, resp3):
+@pytest.mark.parametrize("seed,resp3,fill", [(11, False, None), (12, True, None), (13, False, "2"),
+                                            (14, False, "-1")])
+def test_random_list_commands_same_as_redis(pair, seed, resp3, fill):
     """Random list commands (and a few of other types on the same keys)
     with random arguments: every reply, and after each command each key's
-    TYPE and whole list, must be Redis's."""
+    TYPE, whole list and tail (LINDEX -1/-2, LRANGE -3 -1: the walk back
+    from the last entry), must be Redis's. With a small
+    list-max-listpack-size the lists span many nodes, so tail reads and
+    RPOP/LMOVE RIGHT cross node boundaries and entries of 130 bytes need
+    2-byte back-lengths."""
     rnd = random.Random(seed)
     g, r = pair
     if resp3:
         g.cmd("HELLO", "3")
         r.cmd("HELLO", "3")
+    if fill:
+        for c in (g, r):
+            assert c.cmd("CONFIG", "SET", "list-max-listpack-size", fill) == b"+OK\r\n"
+    try:
+        random_list_commands(g, r, rnd, fill)
+    finally:
+        for c in (g, r):
+            assert c.cmd("CONFIG", "SET", "list-max-listpack-size", "-2") == b"+OK\r\n"
+
+
+def random_list_commands(g, r, rnd, fill):
+    args_pool = LIST_ARGS + (["y" * 130, "w" * 300, "12345678901"] * 3 if fill else [])
     for i in range(3000):
         name = rnd.choice(RANDOM_LIST_COMMANDS)
-        args = [rnd.choice(LIST_ARGS) for _ in range(rnd.randint(0, 5))]
+        args = [rnd.choice(args_pool) for _ in range(rnd.randint(0, 5))]
         if name == "lmpop":
             args = [str(rnd.randint(0, 3))] + [rnd.choice(LIST_KEYS) for _ in range(rnd.randint(0, 3))] + args
         elif rnd.random() < 0.9:
@@ -449,7 +570,8 @@ def test_random_list_commands_same_as_redis(pair, seed, resp3):
         a, b = g.cmd(*cmd), r.cmd(*cmd)
         assert a == b, f"command {i} {cmd!r}:\n  gridsync: {a!r}\n  redis:    {b!r}"
         for k in LIST_KEYS:
-            for probe in (["TYPE", k], ["LRANGE", k, "0", "-1"]):
+            for probe in (["TYPE", k], ["LRANGE", k, "0", "-1"], ["LINDEX", k, "-1"],
+                          ["LINDEX", k, "-2"], ["LRANGE", k, "-3", "-1"]):
                 a, b = g.cmd(*probe), r.cmd(*probe)
                 assert a == b, f"after {i} {cmd!r}, {probe!r}:\n  gridsync: {a!r}\n  redis: {b!r}"
 

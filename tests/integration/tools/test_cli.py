@@ -113,5 +113,16 @@ def test_unknown_log_level_is_refused_everywhere(prefix, tmp_path):
         assert os.listdir(tmp_path) == []
 
 
+def test_engine_market_data_keeps_the_best_level(prefix, tmp_path):
+    # SYMBOLS answers the best bid and offer from the MD lines: a depth of
+    # 0 levels would leave every session without them, so it is refused
+    out = subprocess.run([str(prefix / "bin" / "edumatcher-engine"), "--md-depth", "0"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 2, out.stderr
+    assert "md-depth" in out.stderr
+    assert os.listdir(tmp_path) == []
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))

@@ -201,7 +201,7 @@ def alf(port, lines):
 
 
 def test_edumatcher_restarts_a_killed_engine(tmp_path):
-    base = free_base([1, 2, 100, 101, 102, 103, 180, 181])
+    base = free_base([1, 2, 3, 100, 101, 102, 103, 180, 181])
     la = Launcher([os.path.join(ROOT, "scripts", "edumatcher"), "up", "--ports", str(base)],
                   tmp_path)
     try:
@@ -219,6 +219,9 @@ def test_edumatcher_restarts_a_killed_engine(tmp_path):
             alf(base + 1, ["LOGIN gw=GW2", "NEW cl=a2 sym=ABC side=B qty=10 px=99.00"])),
             "the gateway serves through the restarted engine")
         assert "ACK cl=a2 oid=2" in out, out
+        # the engine's own ALF port (hosted sessions) is back with it
+        out = alf(base + 3, ["LOGIN gw=GW3", "NEW cl=a3 sym=ABC side=B qty=10 px=98.00"])
+        assert "ACK cl=a3 oid=3" in out, out
         assert la.proc.poll() is None
     finally:
         la.stop()
@@ -226,7 +229,7 @@ def test_edumatcher_restarts_a_killed_engine(tmp_path):
 
 def test_launcher_start_up_failure_exits_non_zero(tmp_path):
     # The gateway's port is taken: the launcher reports it and exits 1.
-    base = free_base([1, 2, 100, 101, 102, 103, 180, 181])
+    base = free_base([1, 2, 3, 100, 101, 102, 103, 180, 181])
     with socket.socket() as s:
         s.bind(("127.0.0.1", base + 1))
         s.listen()

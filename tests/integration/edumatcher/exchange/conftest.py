@@ -220,11 +220,14 @@ def frames(payload):
 
 
 class Exchange:
-    """Engine + gateway (+ optional clearing and monitor) on free ports."""
+    """Engine + gateway (+ optional clearing and monitor) on free ports.
+    hosted=True: no gateway process; the traders' sessions are hosted by the
+    engine (--alf-port), which gets the gateway's arguments."""
 
     def __init__(self, procs, workdir, gateway_args=(), engine_args=(), clearing=False,
-                 monitor=False, extra_symbols="", gateway_query=False):
+                 monitor=False, extra_symbols="", gateway_query=False, hosted=False):
         self.procs = procs
+        self.hosted = hosted
         self.dir = workdir
         self.pub = f"tcp://127.0.0.1:{free_port()}"
         self.health = f"tcp://127.0.0.1:{free_port()}"
@@ -239,6 +242,10 @@ class Exchange:
         with open(self.tokens, "w") as f:
             f.write(f"OPS {OPS_TOKEN}\n")
         self.engine_args = list(engine_args)
+        self.port = free_port()
+        if hosted:
+            self.engine_args += ["--alf-port", str(self.port), "--tokens-file", self.tokens,
+                                 *gateway_args]
         self.monitor_port = None
         if monitor:
             self.monitor_port = free_port()
@@ -246,19 +253,23 @@ class Exchange:
                          "--health", self.health, "--beacon-ms", "100",
                          "--engine-pub", self.pub])
         self.engine = self.start_engine()
-        self.port = free_port()
-        self.gateway = procs.start([binary("edumatcher-gateway"), "--port", str(self.port),
+        self.gateway = None
+        if not hosted:
+            self.start_gateway(gateway_args, gateway_query)
+        self.clearing_port = None
+        self.clearing = None
+        if clearing:
+            self.clearing_port = free_port()
+            self.clearing = self.start_clearing()
+
+    def start_gateway(self, gateway_args, gateway_query):
+        self.gateway = self.procs.start([binary("edumatcher-gateway"), "--port", str(self.port),
                                     "--engine-orders", self.orders, "--engine-pub", self.pub,
                                     "--health", self.health, "--tokens-file", self.tokens,
                                     "--beacon-ms", "100",
                                     *(["--engine-query", self.query] if gateway_query else []),
                                     *gateway_args])
         assert self.gateway.ready.startswith("edumatcher-gateway"), self.gateway.stderr()
-        self.clearing_port = None
-        self.clearing = None
-        if clearing:
-            self.clearing_port = free_port()
-            self.clearing = self.start_clearing()
 
     def start_clearing(self):
         c = self.procs.start([binary("edumatcher-clearing"), "--engine-pub", self.pub,
@@ -283,6 +294,8 @@ class Exchange:
                               "--symbols-file", self.symbols, "--beacon-ms", "100",
                               *self.engine_args])
         assert e.ready.startswith("edumatcher-engine"), e.stderr()
+        if self.hosted:
+            assert e.ready.split()[-2:] == ["alf", f"127.0.0.1:{self.port}"], e.ready
         return e
 
     def trader(self, gw=None, token=None):
@@ -298,6 +311,19 @@ def exchange(procs, workdir):
         made.append(x)
         return x
 
+    return make
+
+
+@pytest.fixture(params=["gateway", "hosted"])
+def exchange_both(request, exchange):
+    """As `exchange`, once with a gateway process and once with the sessions
+    hosted by the engine (--alf-port): the same scenario both ways."""
+    hosted = request.param == "hosted"
+
+    def make(**kw):
+        return exchange(hosted=hosted, **kw)
+
+    make.hosted = hosted
     return make
 
 

@@ -42,10 +42,10 @@ def scenario(rng, n):
     return steps
 
 
-def test_gateway_events_match_replay(exchange):
+def test_gateway_events_match_replay(exchange_both):
     """Orders through gateway and engine produce, per trader, exactly the
     events edumatcher-replay prints for the same input."""
-    x = exchange()
+    x = exchange_both()
     traders = {gw: x.trader(gw) for gw in ("GW1", "GW2")}
     live = {"GW1": [], "GW2": []}
     replay_in = ["GW1 LOGIN gw=GW1", "GW2 LOGIN gw=GW2"]
@@ -124,8 +124,8 @@ def test_trades_and_throttled_market_data_on_the_bus(exchange, zctx):
     assert acc["GW1"]["position"] + acc["GW2"]["position"] == 0
 
 
-def test_cancel_on_disconnect(exchange):
-    x = exchange()
+def test_cancel_on_disconnect(exchange_both):
+    x = exchange_both()
     a = x.trader("GW1")
     a.send("NEW cl=r1 sym=ABC side=S qty=5 px=100.00 tif=GTC",
            "NEW cl=r2 sym=ABC side=S qty=5 px=100.01")
@@ -145,8 +145,8 @@ def test_cancel_on_disconnect(exchange):
     assert a2.until_pong() == ["REJECT cl=r1 reason=UNKNOWN_ORDER"]
 
 
-def test_disabled_gateway_and_operator_session(exchange):
-    x = exchange()
+def test_disabled_gateway_and_operator_session(exchange_both):
+    x = exchange_both()
     t = x.trader("GW5")
     t.send("NEW cl=k1 sym=ABC side=B qty=1 px=99.00")
     assert t.until_pong()[0].startswith("ACK cl=k1")
@@ -167,8 +167,8 @@ def test_disabled_gateway_and_operator_session(exchange):
     assert t.until_pong() == ["REJECT reason=AUTH"]
 
 
-def test_rate_limit(exchange):
-    x = exchange(gateway_args=["--rate-limit", "10", "--rate-burst", "5"])
+def test_rate_limit(exchange_both):
+    x = exchange_both(gateway_args=["--rate-limit", "10", "--rate-burst", "5"])
     t = x.trader("GW1")
     t.send(*[f"NEW cl=q{i} sym=ABC side=B qty=1 px=99.00" for i in range(40)])
     lines = []
@@ -183,8 +183,8 @@ def test_rate_limit(exchange):
     assert wait_until(lambda: t.until_pong() == [], timeout=10, step=0.2) is not None
 
 
-def test_malformed_lines_get_rejects_and_the_session_survives(exchange):
-    x = exchange()
+def test_malformed_lines_get_rejects_and_the_session_survives(exchange_both):
+    x = exchange_both()
     t = x.trader()
     t.send("NEW cl=early sym=ABC side=B qty=1 px=99.00")
     assert t.line() == "REJECT cl=early reason=NOT_LOGGED_IN"
@@ -466,10 +466,10 @@ def test_two_gateways_share_one_engine(exchange):
     assert a.until_pong() == []
 
 
-def test_em_load_against_the_real_gateway(exchange):
+def test_em_load_against_the_real_gateway(exchange_both):
     """em-load logs in its connections, sends its mix and matches every
     reply to its request (short runs, open and closed loop)."""
-    x = exchange(gateway_args=["--rate-limit", "0"])
+    x = exchange_both(gateway_args=["--rate-limit", "0"])
     for args in (["--rate", "2000"], ["--rate", "0", "--depth", "8"]):
         r = subprocess.run([binary("em-load"), "--port", str(x.port), "--conns", "3",
                             "--duration", "1", "--warmup", "0", "--symbols", "ABC",
@@ -485,13 +485,13 @@ def test_em_load_against_the_real_gateway(exchange):
             assert f"REJECT {reason}:" not in r.stdout, r.stdout
 
 
-def test_bursts_larger_than_one_bus_message_keep_every_event_in_order(exchange):
+def test_bursts_larger_than_one_bus_message_keep_every_event_in_order(exchange_both):
     """The gateway packs what one read brings into one bus message and the
     engine one trader's events of a batch into one; both are bounded in
     size, so a big burst spans several. Every order is still answered once,
     in order, and one aggressor's fills arrive complete and in time
     priority."""
-    x = exchange()
+    x = exchange_both()
     a, b = x.trader("GW1"), x.trader("GW2")
     n = 300
     a.send(*[f"NEW cl=p{i} sym=ABC side=S qty=1 px=100.00" for i in range(n)])
@@ -505,3 +505,90 @@ def test_bursts_larger_than_one_bus_message_keep_every_event_in_order(exchange):
     fills = a.until_pong()
     assert all(l.startswith("FILL ") for l in fills), fills[:3]
     assert [l.split()[1] for l in fills] == [f"cl=p{i}" for i in range(n)]
+
+
+def test_hosted_sessions_beside_a_gateway(exchange):
+    """A trader on the engine's own ALF port and one on a separate gateway
+    process trade with each other; each gets its own events only, and the
+    engine's beacon counts the hosted session."""
+    x = exchange(hosted=True, monitor=True)
+    port2 = x.add_gateway("gateway2")
+    a = x.trader("GW1")  # hosted
+    b = Trader(port2, "GW2")
+    a.send("NEW cl=a1 sym=ABC side=B qty=5 px=100.00")
+    assert a.until_pong() == ["ACK cl=a1 oid=1"]
+    b.send("NEW cl=b1 sym=ABC side=S qty=5 px=100.00")
+    assert b.until_pong() == ["ACK cl=b1 oid=2",
+                              "FILL cl=b1 oid=2 tid=1 px=100.00 qty=5 leaves=0 cum=5"]
+    assert a.line() == "FILL cl=a1 oid=1 tid=1 px=100.00 qty=5 leaves=0 cum=5"
+    assert a.until_pong() == []
+    # the other way round: the gateway's resting order, the hosted aggressor
+    b.send("NEW cl=b2 sym=ABC side=S qty=2 px=100.01")
+    assert b.until_pong() == ["ACK cl=b2 oid=3"]
+    a.send("NEW cl=a2 sym=ABC side=B qty=2 px=100.01")
+    assert a.until_pong() == ["ACK cl=a2 oid=4",
+                              "FILL cl=a2 oid=4 tid=2 px=100.01 qty=2 leaves=0 cum=2"]
+    assert b.line() == "FILL cl=b2 oid=3 tid=2 px=100.01 qty=2 leaves=0 cum=2"
+
+    def counted():
+        d = json.loads(http_get(x.monitor_port, "/metrics.json")[2])
+        eng = {p["proc"]: p for p in d["processes"]}.get("engine")
+        if not eng or "gw_sessions" not in eng["gauges"]:
+            return None
+        return eng if eng["counters"]["gw_msgs_in"]["total"] >= 6 else None
+    eng = wait_until(counted, timeout=15, step=0.2)
+    assert eng, "the engine's beacon has no hosted-session counters"
+    assert eng["gauges"]["gw_sessions"] >= 1
+
+
+def test_hosted_crash_recovery(exchange):
+    """kill -9 the engine that hosts the sessions: the traders' connections
+    go with it. After the restart (same port) every order acknowledged
+    before the crash is still in the book, and ids continue."""
+    x = exchange(hosted=True, engine_args=["--snapshot-records", "50"])
+    t = x.trader("GW3")
+    t.send(*[f"NEW cl=x{i} sym=XYZ side=B qty=1 px={10 + i * 0.5:.1f}" for i in range(300)])
+    time.sleep(0.01)
+    x.engine.p.send_signal(signal.SIGKILL)
+    x.engine.p.wait()
+    acked, max_oid = [], 0
+    while True:
+        try:
+            l = t.line(timeout=5)
+        except (OSError, EOFError):
+            break
+        if l.startswith("ACK"):
+            w = dict(kv.split("=", 1) for kv in l.split()[1:])
+            acked.append(w["cl"])
+            max_oid = max(max_oid, int(w["oid"]))
+    x.engine = x.start_engine()
+    t = x.trader("GW3")  # same port; a new session, the orders are the gw's
+    t.send(*[f"CANCEL cl={cl}" for cl in acked])
+    got = t.until_pong()
+    assert len(got) == len(acked)
+    assert all(l.startswith("CANCELED") and l.endswith("reason=USER") for l in got), got[:3]
+    t.send("NEW cl=after sym=ABC side=B qty=1 px=90.00")
+    (ack,) = t.until_pong()
+    assert ack.startswith("ACK cl=after") and int(ack.split("oid=")[1]) > max_oid, ack
+
+
+def test_hosted_operator_and_symbols(exchange):
+    """Hosted sessions answer SYMBOLS themselves (every symbol known from the
+    start), and OPS logs in with its token as on a gateway."""
+    x = exchange(hosted=True)
+    a = x.trader("GWA")
+    a.send("SYMBOLS sym=XYZ")
+    assert a.line().startswith("SYMBOL sym=XYZ tick=0.5 lot=1 decimals=1 ")
+    assert a.line() == "ENDSYMBOLS n=1"
+    a.send("NEW cl=s1 sym=ABC side=S qty=5 px=101.00")
+    a.until_pong()
+
+    def best_ask():
+        a.send("SYMBOLS sym=ABC")
+        line = a.line()
+        assert a.line() == "ENDSYMBOLS n=1"
+        return " ask=101.00 askqty=5 " in line and line
+    assert wait_until(best_ask, timeout=10, step=0.1), "market data did not reach SYMBOLS"
+    ops = x.trader("OPS", OPS_TOKEN)
+    ops.send("HALT sym=ABC")
+    assert ops.until_pong() == ["OK"]

@@ -764,6 +764,57 @@ static void test_modified_hook(void **state)
     gs_store_free(s);
 }
 
+/* The access clock (entry.h E5, OBJECT IDLETIME): stamped by a write, a
+ * touching lookup and a GS_LOOKUP_WRITE one; kept by NOTOUCH lookups, a
+ * resize (both ways, in place and moving) and a new TTL; Redis's
+ * wrap-around rule past 2^24 seconds. */
+static void test_access_clock(void **state)
+{
+    struct gs_store *s = new_store(0, GS_EVICT_SLRU);
+    const int64_t t0 = 1700000000000;
+    gs_store_tick(s, t0);
+    struct gs_entry *e;
+    assert_int_equal(gs_store_set(s, "k", 1, "v", 1, -1, &e), 0);
+    assert_int_equal(gs_store_idle_seconds(s, e), 0);
+    gs_store_tick(s, t0 + 5999); /* 5.999 s later: 5 whole clock seconds */
+    e = gs_store_lookup(s, "k", 1, t0 + 5999, GS_LOOKUP_NOTOUCH);
+    assert_int_equal(gs_store_idle_seconds(s, e), 5);
+    /* A resize and a TTL keep the stamp, even when the entry moves. */
+    assert_non_null(gs_store_resize_value(s, &e, 4000));
+    assert_int_equal(gs_store_idle_seconds(s, e), 5);
+    assert_non_null(gs_store_resize_value(s, &e, 2));
+    assert_int_equal(gs_store_idle_seconds(s, e), 5);
+    assert_int_equal(gs_store_set_expire(s, &e, t0 + 100000), 0);
+    assert_int_equal(gs_store_idle_seconds(s, e), 5);
+    assert_int_equal(gs_store_set_expire(s, &e, -1), 0);
+    assert_int_equal(gs_store_idle_seconds(s, e), 5);
+    /* A lookup stamps the time it is given. */
+    e = gs_store_lookup(s, "k", 1, t0 + 7000, GS_LOOKUP_WRITE);
+    assert_int_equal(gs_store_idle_seconds(s, e), 0);
+    gs_store_tick(s, t0 + 9000);
+    assert_int_equal(gs_store_idle_seconds(s, e), 2);
+    e = gs_store_lookup(s, "k", 1, t0 + 9000, 0);
+    assert_int_equal(gs_store_idle_seconds(s, e), 0);
+    /* An overwrite stamps the clock; other keys keep theirs. */
+    assert_int_equal(gs_store_set(s, "o", 1, "v", 1, -1, NULL), 0);
+    gs_store_tick(s, t0 + 12000);
+    assert_int_equal(gs_store_set(s, "k", 1, "longer value", 12, -1, &e), 0);
+    assert_int_equal(gs_store_idle_seconds(s, e), 0);
+    e = gs_store_lookup(s, "o", 1, t0 + 12000, GS_LOOKUP_NOTOUCH);
+    assert_int_equal(gs_store_idle_seconds(s, e), 3);
+    /* Wrap-around: stamped at clock 2^24 - 2, read 3 s later at clock 1.
+     * Redis's estimateObjectIdleTime says 1 + (2^24 - 1 - (2^24 - 2)) = 2. */
+    const int64_t wrap = ((int64_t)1 << 24) * 1000 * 101; /* clock 0 */
+    gs_store_tick(s, wrap - 2000);
+    assert_int_equal(gs_store_set(s, "w", 1, "v", 1, -1, &e), 0);
+    assert_int_equal(gs_store_idle_seconds(s, e), 0);
+    gs_store_tick(s, wrap + 1000);
+    e = gs_store_lookup(s, "w", 1, wrap + 1000, GS_LOOKUP_NOTOUCH);
+    assert_int_equal(gs_store_idle_seconds(s, e), 2);
+    assert_int_equal(gs_store_check(s), 0);
+    gs_store_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -786,6 +837,7 @@ int main(void)
         cmocka_unit_test(test_random_ops_against_model),
         cmocka_unit_test(test_random_ops_with_eviction),
         cmocka_unit_test(test_modified_hook),
+        cmocka_unit_test(test_access_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,6 +56,19 @@ static void check(const struct gs_quicklist *ql, const struct model *m)
         assert_true(gs_ql_eq(p, m->v[i], strlen(m->v[i])));
     }
     assert_int_equal(i, 0);
+    /* an index from the tail names the same element as from the head */
+    size_t ks[] = {1, 2, m->n / 3, m->n / 2, m->n - 1, m->n};
+    for (size_t j = 0; j < sizeof(ks) / sizeof(ks[0]); j++) {
+        if (ks[j] < 1 || ks[j] > m->n)
+            continue;
+        struct gs_ql_pos a = gs_ql_index(ql, -(int64_t)ks[j]);
+        struct gs_ql_pos b = gs_ql_index(ql, (int64_t)(m->n - ks[j]));
+        assert_ptr_equal(a.node, b.node);
+        assert_int_equal(a.off, b.off);
+    }
+    assert_null(gs_ql_index(ql, -(int64_t)m->n - 1).node);
+    for (const struct gs_qnode *n = ql->head; n; n = n->next)
+        assert_true(gs_lp_has_backlen(n->lp));
 }
 
 static void random_value(char *v, size_t cap)
@@ -146,9 +159,25 @@ static void test_node_limits(void **state)
     memset(v, 'v', sizeof(v));
     for (int i = 0; i < 100; i++)
         assert_int_equal(gs_ql_push(ql, true, v, sizeof(v)), 0);
-    assert_true(ql->nodes >= 3 && ql->nodes <= 4);
-    for (struct gs_qnode *n = ql->head; n; n = n->next)
+    /* each entry is 2 + 100 bytes and a 1-byte back-length: 39 fit in
+     * 4096 - 8, as in Redis, whose listpack counts back-lengths too */
+    assert_int_equal(ql->nodes, 3);
+    for (struct gs_qnode *n = ql->head; n; n = n->next) {
+        assert_true(gs_lp_has_backlen(n->lp));
         assert_true(gs_lp_bytes(n->lp) <= 4096);
+        assert_int_equal(gs_lp_count(n->lp),
+                         n == ql->head ? 100 - 2 * 39 : 39); /* pushed at the head */
+    }
+    /* the tail and the step back from it, across the node boundary */
+    char buf[GS_LP_INTBUF];
+    size_t len;
+    assert_int_equal(gs_ql_push(ql, false, "last", 4), 0);
+    struct gs_ql_pos p = gs_ql_index(ql, -1);
+    assert_ptr_equal(p.node, ql->tail);
+    assert_memory_equal(gs_ql_get(p, buf, &len), "last", 4);
+    p = gs_ql_prev(ql, p);
+    assert_int_equal(gs_ql_get(p, buf, &len)[0], 'v');
+    assert_int_equal(len, 100);
     gs_ql_free(ql);
 }
 
