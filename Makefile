@@ -91,15 +91,17 @@ clean:
 
 # The GridSync fault campaign (tests/faults/campaign.py), long: prints faults
 # by kind, operations, lost acknowledged writes, duplicates, anomalies and
-# the time writes took to recover after each leader loss. Partitions need
+# the time writes took to recover after each leader loss, and the joins and
+# leaves (FAULTS_CHANGES, alternating) run meanwhile. Partitions need
 # root (network namespaces); without, they are skipped with a message.
 FAULTS       ?= 1000
 FAULTS_NODES ?= 3
 FAULTS_SEED  ?= $(shell date -u +%Y%m%d)
+FAULTS_CHANGES ?= 10
 
 faults-long: build
 	@for mode in lease barrier; do \
 	    BUILD_DIR=$(abspath $(BUILD)) /usr/bin/python3 tests/faults/campaign.py --mode $$mode \
 	        --faults $(FAULTS) --nodes $(FAULTS_NODES) --seed $(FAULTS_SEED) --keys 20 --clients 6 --think 0.02 \
-	        --verbose || exit 1; \
+	        --changes $(FAULTS_CHANGES) --change-gap-min 10 --change-gap-max 90 --verbose || exit 1; \
 	done

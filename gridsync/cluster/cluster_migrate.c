@@ -205,8 +205,18 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
             for (long long s = a; s <= b; s++) {
                 if (grp->slot_state)
                     grp->slot_state[s] = SLOT_SERVING; /* it may have left earlier */
-                if (cl->target &&
-                    cl->tmap[gs_ring_owner_of_slot(cl->target, (unsigned)s)] == grp->g)
+                if (!cl->target)
+                    continue;
+                if (cl->tmap[gs_ring_owner_of_slot(cl->target, (unsigned)s)] == grp->g)
+                    cl->serve[s] = (uint16_t)grp->g;
+                else if (cl->rmap[gs_ring_owner_of_slot(cl->ring, (unsigned)s)] == grp->g)
+                    /* An earlier change's OWN, replayed (a restart, or a
+                     * new member catching up): the slot came back to this
+                     * group then, so a SWITCH replayed before it no longer
+                     * routes it away. That switch may name the group this
+                     * change gives the slot to (an address added again),
+                     * whose node would otherwise serve the slot, empty,
+                     * before this change has moved its keys. */
                     cl->serve[s] = (uint16_t)grp->g;
             }
         }
@@ -306,6 +316,21 @@ static size_t slot_ranges(struct gs_cluster *cl, unsigned src, int dst, bool wit
         start = s;
     }
     return n;
+}
+
+/* Is this change's BEGIN of grp applied here: is every slot still served
+ * by grp that the target gives another group blocked? A state left by an
+ * earlier change (its slots gone, or blocked by a replay) does not count:
+ * only this change's slots decide. */
+static bool begin_applied(const struct gs_cluster *cl, const struct cgroup *grp)
+{
+    for (unsigned s = 0; s < GS_SLOTS; s++) {
+        if (cl->serve[s] != grp->g || cl->tmap[gs_ring_owner_of_slot(cl->target, s)] == grp->g)
+            continue;
+        if (!grp->slot_state || grp->slot_state[s] != SLOT_BLOCKED)
+            return false;
+    }
+    return true;
 }
 
 struct export_ctx {
@@ -579,14 +604,15 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
             gs_error(c, "ERR invalid cursor");
             return true;
         }
+        if (!begin_applied(cl, grp)) {
+            /* BEGIN is not applied here yet (a leader elected since may
+             * not have applied it): an answer now would miss the keys,
+             * and SWITCH would then delete them. */
+            gs_error(c, "TRYAGAIN no slot of this group is blocked here yet");
+            return true;
+        }
         if (!grp->slot_state) {
-            /* Nothing leaves this group, or BEGIN is not applied here yet
-             * (then an empty answer would lose keys). */
-            if (slot_ranges(cl, grp->g, -1, true, &words) != 0) {
-                core_buf_free(&words);
-                gs_error(c, "TRYAGAIN no slot of this group is blocked here yet");
-                return true;
-            }
+            /* Nothing leaves this group. */
             gs_reply_array(&c->w, 2);
             gs_reply_bulk_cstr(&c->w, "0");
             gs_reply_array(&c->w, 0);

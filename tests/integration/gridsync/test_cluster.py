@@ -76,6 +76,10 @@ class Node:
         self.dir = os.path.join(cluster.dir, f"node-{i}-{self.port}")
         self.proc = None
         self.log = None
+        # A node being added to a running cluster: its own peer list (the
+        # members, then itself) and --cluster-join yes.
+        self.peers = None
+        self.join = False
 
     def start(self):
         c = self.cluster
@@ -83,8 +87,8 @@ class Node:
         self.proc = subprocess.Popen(
             self.prefix +
             [find_binary("gridsync-server"), "--bind", self.host, "--port", str(self.port),
-             "--cluster-enabled", "yes",
-             "--cluster-peers", c.peers, "--cluster-replicas", str(c.replicas),
+             "--cluster-enabled", "yes", *(["--cluster-join", "yes"] if self.join else []),
+             "--cluster-peers", self.peers or c.peers, "--cluster-replicas", str(c.replicas),
              "--dir", self.dir, *c.extra, *(c.node_extra(self) if c.node_extra else [])],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 20

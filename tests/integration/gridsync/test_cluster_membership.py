@@ -24,7 +24,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from conftest import find_binary
-from test_cluster import SLOTS, Node, make_cluster, pick_base  # noqa: F401 (fixture)
+from test_cluster import SLOTS, Node, key_slot, make_cluster, pick_base  # noqa: F401 (fixture)
 from test_cluster_join import RESHARD, JoiningNode, Writer, settled_owners
 
 
@@ -323,3 +323,137 @@ def test_two_changes_requested_back_to_back(make_cluster):
         w.join(timeout=120)
     assert w.failure is None, w.failure
     check_acked(w, c, c.nodes[0])
+
+
+def test_export_waits_for_this_changes_begin(make_cluster):
+    """A group that already lost slots in an earlier change keeps that
+    change's slot state (its slots marked gone). In the next change, MIGRATE
+    EXPORT at a leader that has not applied this change's BEGIN (a leader
+    elected since may not have) must answer -TRYAGAIN, not an empty list:
+    the script would copy nothing and SWITCH would then delete the keys
+    (found by the fault campaign: counters back to 0 after a second join
+    under faults)."""
+    base = pick_base(5, 3)
+    c = make_cluster(3, addrs=[("127.0.0.1", base + i) for i in range(3)])
+    c.wait_settled()
+    owners0 = settled_owners(c, c.nodes)
+    rc = RedisCluster(host="127.0.0.1", port=c.nodes[0].port, decode_responses=True,
+                      cluster_error_retry_attempts=10)
+    try:
+        for i in range(600):
+            assert rc.set(f"e:{i}", f"v{i}")
+    finally:
+        rc.close()
+    members = [name(nd) for nd in c.nodes]
+    # A first change: every group that loses slots keeps a slot state.
+    first = JoiningNode(c, 3, "127.0.0.1", base + 3)
+    c.nodes.append(first)
+    first.start()
+    run_reshard("add", name(first), members)
+    members.append(name(first))
+    owners1 = settled_owners(c, c.nodes, timeout=120)
+
+    # The second: targets and replica sets, but no BEGIN yet.
+    c.peers = ",".join(members)
+    second = JoiningNode(c, 4, "127.0.0.1", base + 4)
+    c.nodes.append(second)
+    second.start()
+    mod = load_reshard()
+    r = mod.Reshard(members + [name(second)], 90)
+    r.on_every(members + [name(second)], "CLUSTER", "ADDNODE", name(second))
+    r.wait_converged(members + [name(second)])
+    answer = {}
+    for src in members:
+        nd = next(x for x in c.nodes if name(x) == src)
+        try:
+            reply = nd.client().execute_command("CLUSTER", "MIGRATE", "EXPORT", src, 0)
+            assert reply[1] == [], f"{src} exported before BEGIN: {reply}"
+            answer[src] = "empty"
+        except redis.ResponseError as e:
+            answer[src] = str(e).split()[0]
+    refused = [src for src, a in answer.items() if a == "TRYAGAIN"]
+    assert refused, f"no source group refused EXPORT before its BEGIN: {answer}"
+    # After BEGIN the same leader exports the keys of the moving slots.
+    src = refused[0]
+    r.on_leader(src, "CLUSTER", "MIGRATE", "BEGIN", src)
+    _, (_, items) = r.on_leader(src, "CLUSTER", "MIGRATE", "EXPORT", src, 0)
+    assert items, f"{src} exported nothing after BEGIN"
+    for conn in r.conns.values():
+        conn.close()
+    # The script completes the change from there; every key reads back.
+    run_reshard("add", name(second), members)
+    owners2 = settled_owners(c, c.nodes, timeout=120)
+    # Every group that gave slots away refused (the ones that had given
+    # some away in the first change too, whose state was left).
+    lost1 = {f"127.0.0.1:{owners0[s]}" for s in range(SLOTS) if owners0[s] != owners1[s]}
+    lost2 = {f"127.0.0.1:{owners1[s]}" for s in range(SLOTS) if owners1[s] != owners2[s]}
+    assert lost1 & lost2, (lost1, lost2)
+    assert all(answer[g] == "TRYAGAIN" for g in lost2), (answer, lost2)
+    rc = RedisCluster(host="127.0.0.1", port=c.nodes[0].port, decode_responses=True,
+                      cluster_error_retry_attempts=10)
+    try:
+        wrong = {i: rc.get(f"e:{i}") for i in range(600) if rc.get(f"e:{i}") != f"v{i}"}
+    finally:
+        rc.close()
+    assert not wrong, f"{len(wrong)} keys lost, e.g. {list(wrong.items())[:5]}"
+
+
+def test_readded_address_serves_nothing_before_the_move(make_cluster):
+    """Add D, remove D, add D again (same address, fresh data directory).
+    Once every group has its replica set for the second join, and before
+    any BEGIN, D must not serve a key of a slot coming to its group: the
+    keys are still in the old groups (it must answer -MOVED/-TRYAGAIN/-ASK,
+    or the key's value). D catches up the source groups' logs, which hold
+    the earlier join's SWITCH naming the same destination, then the leave's
+    OWN giving the slots back: before the fix it routed the slots to its
+    empty new group, and a write there was kept over the import (found by
+    the fault campaign: counters back to 0 after a second join)."""
+    base = pick_base(4, 3)
+    c = make_cluster(3, addrs=[("127.0.0.1", base + i) for i in range(3)])
+    c.wait_settled()
+    rc = RedisCluster(host="127.0.0.1", port=c.nodes[0].port, decode_responses=True,
+                      cluster_error_retry_attempts=10)
+    try:
+        for i in range(400):
+            assert rc.set(f"d:{i}", f"v{i}")
+    finally:
+        rc.close()
+    members = [name(nd) for nd in c.nodes]
+    d = JoiningNode(c, 3, "127.0.0.1", base + 3)
+    c.nodes.append(d)
+    d.start()
+    run_reshard("add", name(d), members)
+    owners = settled_owners(c, c.nodes, timeout=120)
+    mine = [i for i in range(400) if owners[key_slot(f"d:{i}")] == d.port]
+    assert mine
+    run_reshard("remove", name(d), members + [name(d)])
+    assert d.stop() == 0
+    c.nodes.remove(d)
+    settled_owners(c, c.nodes, timeout=120)
+
+    again = JoiningNode(c, 3, "127.0.0.1", base + 3)
+    again.dir = tempfile.mkdtemp(dir=c.dir)
+    c.nodes.append(again)
+    again.start()
+    mod = load_reshard()
+    everyone = members + [name(again)]
+    r = mod.Reshard(everyone, 90)
+    r.on_every(everyone, "CLUSTER", "ADDNODE", name(again))
+    r.wait_converged(everyone)
+    for conn in r.conns.values():
+        conn.close()
+    served = {}
+    cli = again.client(decode_responses=True)
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and not served:
+        for i in mine:
+            try:
+                got = cli.get(f"d:{i}")
+            except redis.ResponseError:
+                continue  # redirected or refused: right
+            if got != f"v{i}":
+                served[f"d:{i}"] = got
+        time.sleep(0.2)
+    cli.close()
+    run_reshard("add", name(again), members)
+    assert not served, f"{len(served)} keys served wrong before BEGIN, e.g. {list(served.items())[:3]}"

@@ -35,6 +35,9 @@ SCRIPTS = ["scripts/install-deps", "scripts/run", "scripts/run-fuzz", "scripts/g
            "bench/edumatcher/snapshot-restart", "bench/gridsync/compare",
            "bench/gridsync/cluster-compare", "bench/gridsync/origin-storm",
            "bench/gridsync/origin-storm-cost", "bench/gridsync/store-mem-vs-redis",
+           "bench/gridsync/types-vs-redis", "bench/gridsync/raft-store-compare",
+           "bench/gridsync/seed-bench", "bench/gridsync/snapshot-stall",
+           "bench/edumatcher/path-compare", "bench/edumatcher/snapshot-latency",
            "tests/scenarios/run", "tests/differential/diff.py", "tests/differential/mutants.py"]
 
 
