@@ -461,17 +461,27 @@ size_t em_frame_build_fill(uint8_t *buf, const char *cl, uint64_t oid, uint64_t 
     return len;
 }
 
-size_t em_frame_append_seq(uint8_t *buf, size_t len, uint64_t seq)
+size_t em_frame_append_id(uint8_t *buf, size_t len, unsigned field, uint64_t v)
 {
-    if (len < 7 || buf[2] == EM_MSG__NONE || buf[2] >= EM_MSG__COUNT)
+    if (len < 7 || buf[2] == EM_MSG__NONE || buf[2] >= EM_MSG__COUNT || len + 8 > EM_FRAME_MAX)
         return 0;
     const struct em_msg_info *mi = &em_msgs[buf[2]];
     uint32_t present = (uint32_t)core_get_le(buf + 3, 4);
-    if (mi->nargs == 0 || mi->args[mi->nargs - 1] != EM_F_seq || (present & EM_BIT(seq)) ||
-        len + 8 > EM_FRAME_MAX)
+    unsigned i = 0;
+    while (i < mi->nargs && mi->args[i] != field)
+        i++;
+    if (i == mi->nargs || em_fields[field].vtype != EM_VT_ID || (present & (1u << field)))
         return 0;
-    core_put_le(buf + 3, present | EM_BIT(seq), 4);
-    core_put_le(buf + len, seq, 8);
+    for (unsigned k = i + 1; k < mi->nargs; k++)
+        if (present & (1u << mi->args[k]))
+            return 0; /* a later field is there: the value would go before it */
+    core_put_le(buf + 3, present | (1u << field), 4);
+    core_put_le(buf + len, v, 8);
     core_put_le(buf, len + 8, 2);
     return len + 8;
+}
+
+size_t em_frame_append_seq(uint8_t *buf, size_t len, uint64_t seq)
+{
+    return em_frame_append_id(buf, len, EM_F_seq, seq);
 }

@@ -232,6 +232,9 @@ int em_msg_check_rules(const struct em_msg *m);
  * first replies the engine keeps per gateway id to answer them again
  * (field seq; docs/alf.md I): the same bound on both sides. */
 #define EM_RESEND_WINDOW 4096
+/* Events the engine keeps per gateway id to send again after a RESYNC
+ * (field eseq; docs/alf.md I.6). */
+#define EM_EVENT_WINDOW 1024
 
 /* ---- binary frames ---- */
 #define EM_FRAME_MAX 512
@@ -253,10 +256,13 @@ int em_frame_decode(const uint8_t *buf, size_t len, struct em_msg *out);
 size_t em_frame_build_ack(uint8_t *buf, const char *cl, uint64_t oid);
 size_t em_frame_build_fill(uint8_t *buf, const char *cl, uint64_t oid, uint64_t tid,
                            struct em_price px, uint32_t qty, uint64_t leaves, uint64_t cum);
-/* Add field seq to the encoded frame buf[0..len) (its kind has seq as the
- * last of its fields, and it is not present yet): the same bytes as
- * encoding the message with seq set. buf holds at least len + 8 bytes.
- * Returns the new length, or 0 (the kind has no seq, or it is present). */
+/* Add the ID field `field` (EM_F_seq, EM_F_eseq) with value v to the
+ * encoded frame buf[0..len): the same bytes as encoding the message with
+ * it set. buf holds at least len + 8 bytes. Returns the new length, or 0
+ * (the kind has no such field, it is present, a field after it in wire
+ * order is present, or the frame would exceed EM_FRAME_MAX). */
+size_t em_frame_append_id(uint8_t *buf, size_t len, unsigned field, uint64_t v);
+/* em_frame_append_id(buf, len, EM_F_seq, seq). */
 size_t em_frame_append_seq(uint8_t *buf, size_t len, uint64_t seq);
 
 #endif

@@ -58,13 +58,17 @@ static void on_md_batch(struct em_bus_sock *b, unsigned handled, void *data)
     (void)data;
 }
 
-/* The link came back after a loss: the engine may have restarted without
- * what was in flight, so the sessions resend their unanswered messages
- * now (docs/alf.md I) instead of waiting for a RESEND or their timeout. */
+/* The link is lost: the sessions queue their RESYNC first, ahead of what
+ * is sent while it is down (docs/alf.md I.6). It came back after a loss:
+ * the engine may have restarted without what was in flight, so the
+ * sessions resend their unanswered messages now (docs/alf.md I) instead
+ * of waiting for a RESEND or their timeout. */
 static void on_link_state(void *ctx, bool up)
 {
     struct em_gw_link *l = ctx;
     if (!up) {
+        if (!l->was_down)
+            em_gw_engine_lost(l->gw);
         l->was_down = true;
         return;
     }

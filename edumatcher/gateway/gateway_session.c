@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/list.h"
 #include "core/hash.h"
 #include "edumatcher/bus/zmq_bus.h"   /* EM_BUS_PAYLOAD_MAX, EM_BUS_TOPIC_MAX */
@@ -55,6 +56,12 @@ struct em_gw_session {
     struct pend *pend;
     uint32_t pend_cap;
     uint64_t next_seq, head_seq, resent_to;
+    /* Events (docs/alf.md I.6): the last number delivered; a RESYNC
+     * asking for what follows resync_from is unanswered; events were lost
+     * (the session ends once lost_until, the engine's last then, is
+     * delivered) */
+    uint64_t ev_last, resync_from, lost_until;
+    bool resync_pending, ev_lost;
     struct em_gw_session *hnext; /* hash chain */
     struct core_list login;      /* in em_gw.logging_in while S_LOGGING_IN */
 };
@@ -185,6 +192,11 @@ void em_gw_flush(struct em_gw *g)
         int n = em_frame_decode(g->batch + off, len - off, &m);
         if (n <= 0)
             break;
+        if (m.kind == EM_MSG_RESYNC) { /* not sent: the next gap or link loss asks */
+            s->resync_pending = false;
+            off += (size_t)n;
+            continue;
+        }
         if (m.present & EM_BIT(seq))
             answered(s, m.seq); /* here, at once: nothing to resend */
         if (m.kind != EM_MSG_LOGIN && m.kind != EM_MSG_DISCONNECT && m.kind != EM_MSG_LOGOUT)
@@ -349,12 +361,38 @@ static void send_login(struct em_gw_session *s)
     s->login_sent_ns = now_ns(s->g);
 }
 
-void em_gw_engine_restarted(struct em_gw *g)
+/* Ask the engine for the events after the last delivered (queued: it goes
+ * before a resend, which flushes first). */
+static void request_resync(struct em_gw_session *s)
+{
+    struct em_msg m = {.kind = EM_MSG_RESYNC, .present = EM_BIT(eseq)};
+    m.eseq = s->ev_last;
+    forward(s, &m);
+    s->resync_from = s->ev_last;
+    s->resync_pending = true;
+    s->g->st.resyncs++;
+}
+
+void em_gw_engine_lost(struct em_gw *g)
 {
     for (unsigned b = 0; b < HASH_BUCKETS; b++)
         for (struct em_gw_session *s = g->by_gw[b]; s; s = s->hnext)
-            if (s->state == S_LIVE && s->head_seq < s->next_seq && !closing(s))
+            if (s->state == S_LIVE && !closing(s))
+                request_resync(s);
+    em_gw_flush(g);
+}
+
+void em_gw_engine_restarted(struct em_gw *g)
+{
+    for (unsigned b = 0; b < HASH_BUCKETS; b++)
+        for (struct em_gw_session *s = g->by_gw[b]; s; s = s->hnext) {
+            if (s->state != S_LIVE || closing(s))
+                continue;
+            if (!s->resync_pending)
+                request_resync(s); /* em_gw_engine_lost queued none */
+            if (s->head_seq < s->next_seq)
                 resend(s);
+        }
 }
 
 void em_gw_tick(struct em_gw *g)
@@ -529,7 +567,8 @@ void em_gw_session_input(struct em_gw_session *s, const struct em_msg *m, int co
         if ((oper && !s->ops) || (client && s->ops && m->kind != EM_MSG_PING &&
                                   m->kind != EM_MSG_LOGOUT && m->kind != EM_MSG_LOGIN))
             code = EM_REJ_AUTH;
-        if (em_msgs[m->kind].cls == EM_CLASS_EVENT || m->kind == EM_MSG_DISCONNECT)
+        if (em_msgs[m->kind].cls == EM_CLASS_EVENT || m->kind == EM_MSG_DISCONNECT ||
+            m->kind == EM_MSG_RESYNC)
             code = EM_REJ_SYNTAX; /* not something a trader sends */
     }
     if (code) {
@@ -635,6 +674,51 @@ static void go_live(struct em_gw_session *s)
     s->front->live(s->fctx); /* input held while logging in, in order */
 }
 
+/* An event with eseq: the next number (true: deliver it), one delivered
+ * before (a RESYNC's answer crossing the original) or one after a gap
+ * (false: dropped; the events between come again after a RESYNC). */
+static bool event_in_order(struct em_gw_session *s, const struct em_msg *ev)
+{
+    if (ev->eseq <= s->ev_last) {
+        s->g->st.event_duplicates++;
+        return false;
+    }
+    if (ev->eseq > s->ev_last + 1) {
+        if (!s->resync_pending)
+            request_resync(s); /* sent at the next em_gw_flush */
+        return false;
+    }
+    s->ev_last = ev->eseq;
+    if (s->ev_lost)
+        mark_dirty(s); /* the batch's end may end the session (resync_answer) */
+    return true;
+}
+
+/* The engine's answer to the session's latest RESYNC: the events
+ * next..last follow. next == eseq + 1: none missing. Otherwise the engine
+ * no longer holds some the trader missed (or holds fewer than it
+ * delivered): take its numbers from here, deliver what follows and end
+ * the session once `last` is delivered (em_gw_bus_batch_end). */
+static void resync_answer(struct em_gw_session *s, const struct em_msg *ev)
+{
+    uint32_t both = EM_BIT(next) | EM_BIT(last);
+    if (!s->resync_pending || ev->eseq != s->resync_from || (ev->present & both) != both)
+        return; /* the answer to an earlier request: the latest's follows */
+    s->resync_pending = false;
+    if (ev->next == ev->eseq + 1)
+        return;
+    s->ev_last = ev->next - 1;
+    s->lost_until = ev->last;
+    if (!s->ev_lost) {
+        s->ev_lost = true;
+        s->g->st.events_lost++;
+        CORE_WARN("gateway: %s: events %llu..%llu are no longer held by the engine; "
+                  "ending the session",
+                  s->gw, (unsigned long long)ev->eseq + 1, (unsigned long long)ev->next - 1);
+    }
+    mark_dirty(s);
+}
+
 /* One event for session s. */
 static void handle_event(struct em_gw_session *s, const struct em_msg *ev)
 {
@@ -643,11 +727,19 @@ static void handle_event(struct em_gw_session *s, const struct em_msg *ev)
          * operator's with REJECT AUTH (LOGIN is a client message, docs/alf.md
          * C.4): either proves the path. */
         mark_dirty(s); /* first: go_live may end the session (a held LOGOUT) */
-        if (s->state == S_LOGGING_IN)
+        if (s->state == S_LOGGING_IN) {
+            s->ev_last = ev->present & EM_BIT(eseq) ? ev->eseq : 0; /* the first: 1 */
             go_live(s);
+        }
         return; /* a re-sent LOGIN's extra answers are dropped */
     }
     if (s->state != S_LIVE)
+        return;
+    if (ev->kind == EM_MSG_RESYNC) {
+        resync_answer(s, ev);
+        return;
+    }
+    if ((ev->present & EM_BIT(eseq)) && !event_in_order(s, ev))
         return;
     if (s->ops && ev->kind == EM_MSG_REJECT && ev->rej == EM_REJ_AUTH &&
         !(ev->present & EM_BIT(cl)))
@@ -659,6 +751,11 @@ static void handle_event(struct em_gw_session *s, const struct em_msg *ev)
             return;
         plain = *ev; /* the trader's line has no seq (ALF §4) */
         plain.present &= ~EM_BIT(seq);
+        ev = &plain;
+    }
+    if (ev->present & EM_BIT(eseq)) {
+        plain = *ev; /* nor eseq */
+        plain.present &= ~EM_BIT(eseq);
         ev = &plain;
     }
     if (ev->kind == EM_MSG_REJECT && (s->pings & 1))
@@ -737,6 +834,8 @@ void em_gw_bus_batch_end(struct em_gw *g)
             continue;
         s->dirty = false;
         s->front->flush(s->fctx);
+        if (s->ev_lost && s->ev_last >= s->lost_until && s->state == S_LIVE && !closing(s))
+            s->front->close(s->fctx, true); /* after what was delivered */
     }
     g->ndirty = 0;
 }

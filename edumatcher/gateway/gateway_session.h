@@ -52,6 +52,21 @@
  * kept or handled then. Answers that come twice are dropped; the trader
  * never sees seq or RESEND.
  *
+ * No event lost (docs/alf.md I.6): the engine numbers the events it sends
+ * a gw (field eseq, from 1 at LOGIN); the session delivers each number
+ * once and in order, and remembers the last. When the way to the engine
+ * is lost (em_gw_engine_lost) or comes back (em_gw_engine_restarted), or
+ * a number arrives after a gap, it sends RESYNC eseq=<last> (before its
+ * resends) and drops what comes
+ * out of order until the answer, RESYNC next=<f>, followed by the events
+ * from f that the engine kept: the FILLs and CANCELEDs that were in
+ * flight, or published while the link was down, reach the trader once.
+ * When f is not last + 1 the engine no longer has every event the trader
+ * missed: the session delivers what came, then ends as on a disconnect
+ * (its orders are canceled, ALF §8), so that no order of the trader
+ * rests in a state it does not know; it counts events_lost. The trader
+ * never sees eseq or RESYNC.
+ *
  * Market data: bus messages on `md.<SYM>` (the front end's main subscribes
  * to "md.") go to a table of the latest MD line per symbol (em_mkt, at most
  * EM_MKT_SYMS symbols), which the front ends read to answer SYMBOLS
@@ -119,6 +134,9 @@ struct em_gw_stats {
     /* numbered messages sent again; the engine's RESEND requests; answers
      * dropped because the message had been answered already */
     uint64_t resent, resend_requests, duplicates;
+    /* RESYNC requests sent; events dropped as delivered before; sessions
+     * ended because events were no longer held by the engine */
+    uint64_t resyncs, event_duplicates, events_lost;
     int64_t sessions;
     /* REJECTs written to traders by reason (enum em_rejcode): the
      * gateway's own and the engine's */
@@ -177,8 +195,15 @@ void em_gw_bus_message(struct em_gw *g, const char *topic, size_t tl, const void
 void em_gw_bus_batch_end(struct em_gw *g);
 /* Send the pending batch to the engine (call once per loop turn). */
 void em_gw_flush(struct em_gw *g);
+/* The way to the engine is lost: every live session queues its RESYNC
+ * now, so that it reaches the engine before what is sent while the way is
+ * down (a bus that queues then, as the order link does): the events the
+ * engine makes for those messages come after the ones missed, and the
+ * RESYNC asks for few. */
+void em_gw_engine_lost(struct em_gw *g);
 /* The way to the engine came back after it was lost (a new connection):
- * every live session resends its unanswered numbered messages now. */
+ * every live session asks for the events it missed (RESYNC, unless one is
+ * queued already) and resends its unanswered numbered messages, now. */
 void em_gw_engine_restarted(struct em_gw *g);
 /* Re-send LOGIN for the sessions whose login_retry_ms has passed, and the
  * numbered messages of sessions whose oldest unanswered one has waited

@@ -263,8 +263,8 @@ static void on_trade(void *ctx, const struct em_trade *t)
 static void sink(void *ctx, uint16_t gw, const struct em_msg *ev)
 {
     struct em_host *h = ctx;
-    if (h->replaying && !h->cur_dd)
-        return; /* on replay only a first reply is kept (resends) */
+    /* On replay too: the first reply is kept (resends) and the event
+     * numbered and kept (RESYNC), as they were live. */
     /* ACK and FILL are most events: the unchecked builders write the same
      * bytes as em_frame_encode for exactly these fields (test_msg pins it),
      * at a fraction of its cost. */
@@ -282,6 +282,8 @@ static void sink(void *ctx, uint16_t gw, const struct em_msg *ev)
         n = em_frame_encode(ev, frame, sizeof frame);
     if (n > 0 && h->cur_dd)
         n = (int)emh_dedup_first_reply(h, gw, ev->kind, frame, (size_t)n);
+    if (n > 0)
+        n = (int)emh_events_number(h, gw, frame, (size_t)n);
     if (h->replaying)
         return;
     const struct em_bus_topic *t = emh_ack_topic(h, gw);
@@ -301,6 +303,13 @@ static int handle_msg(struct em_host *h, const uint8_t *rec, size_t len, struct 
         return CORE_EPROTO;
     if (h->failed)
         return h->failed;
+    /* a gateway asking for the events it missed: answered from what is
+     * kept, never journaled (engine_host_dedup.c) */
+    if (m->kind == EM_MSG_RESYNC) {
+        if (!h->replaying)
+            emh_events_resync(h, (uint16_t)gw, m->eseq);
+        return 0;
+    }
     /* a resent message handled before, or one after a gap: answered,
      * neither journaled nor handled (engine_host_dedup.c) */
     bool numbered = m->present & EM_BIT(seq);
@@ -748,11 +757,12 @@ int em_host_open(struct em_host **out, const struct em_host_config *cfg)
     h->chain_gen = calloc(MAX_GW, sizeof *h->chain_gen);
     h->chain_tail = calloc(MAX_GW, sizeof *h->chain_tail);
     h->dedup = calloc(MAX_GW, sizeof *h->dedup);
+    h->events = calloc(MAX_GW, sizeof *h->events);
     struct em_engine_config ec = {.sink = sink, .sink_ctx = h, .on_trade = on_trade};
     if (h->arena && h->ack_topics)
         h->e = em_engine_new(&ec);
     if (!h->arena || !h->gw_topic || !h->ack_topics || !h->chain_gen || !h->chain_tail ||
-        !h->dedup || !h->e)
+        !h->dedup || !h->events || !h->e)
         goto fail_mem;
     em_topic_cache_init(h->ack_topics, "order.ack.");
     em_bus_topic_set(&h->trade_topic, "trade.executed", "", 0);

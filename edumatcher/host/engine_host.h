@@ -67,6 +67,9 @@ struct em_host_stats {
     uint64_t journal_errors, snapshots, snapshot_failures, queries;
     uint64_t duplicates;      /* resent messages answered from the kept first reply */
     uint64_t resend_requests; /* numbered messages after a gap: REJECT RESEND */
+    uint64_t resyncs;         /* RESYNC requests answered */
+    uint64_t events_resent;   /* events sent again for them */
+    uint64_t resyncs_short;   /* of which some asked for were no longer kept */
     int64_t open_orders;      /* as of the last em_host_stats call */
     int64_t last_batch;       /* messages in the last batch */
     int64_t snapshot_seq, restored_seq;
@@ -127,7 +130,8 @@ size_t em_host_query(struct em_host *h, const char *topic, size_t tl, const void
 
 /* A snapshot blob starts with the host's section (the resend state of
  * docs/alf.md I: per gateway id the highest message number handled and
- * the first replies kept), then the engine's bytes (em_engine_restore).
+ * the first replies kept; the last event number and the events kept),
+ * then the engine's bytes (em_engine_restore).
  * Checks the section of data[0..len): 0 and *engine_off (where the
  * engine's bytes start), or CORE_EPROTO. For tools and the fuzzer;
  * em_host_open reads it itself. */

@@ -43,7 +43,9 @@ struct sym_pub {
 };
 
 #define DD_FRAME 80 /* a first reply with seq (REPLACED, the longest, is 77 bytes) */
+#define EV_FRAME 96 /* an event with eseq (FILL, the longest, is 93 bytes) */
 struct em_host_dedup;
+struct em_host_events;
 
 struct em_host {
     struct em_host_config cfg;
@@ -87,6 +89,9 @@ struct em_host {
      * sends a numbered message; the message being handled */
     struct em_host_dedup **dedup;
     struct em_host_dedup *cur_dd; /* until its first reply is kept */
+    /* events sent per gateway id, numbered (eseq) and the last
+     * EM_EVENT_WINDOW kept: NULL until it gets its first event */
+    struct em_host_events **events;
     uint16_t cur_gw;
     uint64_t cur_seq;
     pid_t snap_child;        /* > 0: a child is writing the snapshot of snap_child_seq */
@@ -112,8 +117,15 @@ void emh_dedup_end(struct em_host *h);
  * message being handled, add its seq and keep it; returns the length. */
 size_t emh_dedup_first_reply(struct em_host *h, uint16_t gw, uint8_t kind, uint8_t *frame,
                              size_t n);
-/* A LOGIN of gw: its next session numbers from 1. */
+/* A LOGIN of gw: its next session numbers from 1 (messages and events). */
 void emh_dedup_login(struct em_host *h, uint16_t gw);
+/* From the sink, live and on replay: number the event frame[0..n) of gw
+ * (append eseq; frame holds EM_FRAME_MAX bytes) and keep it; returns the
+ * new length (n unchanged when it cannot be numbered). */
+size_t emh_events_number(struct em_host *h, uint16_t gw, uint8_t *frame, size_t n);
+/* A RESYNC of gw asking for the events after eseq: its answer and the
+ * events kept, staged. */
+void emh_events_resync(struct em_host *h, uint16_t gw, uint64_t eseq);
 /* The snapshot section before the engine's bytes, and its restore (which
  * restores the engine's bytes after it too). */
 int emh_dedup_snapshot(struct em_host *h, int (*add)(void *ctx, const void *data, size_t len),

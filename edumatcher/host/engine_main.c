@@ -500,6 +500,9 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "snapshots", &st->snapshots);
     core_metrics_counter(mt, "duplicates", &st->duplicates);
     core_metrics_counter(mt, "resend_requests", &st->resend_requests);
+    core_metrics_counter(mt, "resyncs", &st->resyncs);
+    core_metrics_counter(mt, "resyncs_short", &st->resyncs_short);
+    core_metrics_counter(mt, "events_resent", &st->events_resent);
     core_metrics_counter(mt, "snapshot_failures", &st->snapshot_failures);
     core_metrics_gauge(mt, "snapshot_seq", &st->snapshot_seq);
     core_metrics_gauge(mt, "restored_seq", &st->restored_seq);

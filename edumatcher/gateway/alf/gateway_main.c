@@ -221,6 +221,9 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "resent", &st->resent);
     core_metrics_counter(mt, "resend_requests", &st->resend_requests);
     core_metrics_counter(mt, "duplicates", &st->duplicates);
+    core_metrics_counter(mt, "resyncs", &st->resyncs);
+    core_metrics_counter(mt, "event_duplicates", &st->event_duplicates);
+    core_metrics_counter(mt, "events_lost", &st->events_lost);
     core_metrics_counter(mt, "events_out", &st->events_out);
     core_metrics_counter(mt, "rejects", &st->rejects);
     core_metrics_counter(mt, "rate_limited", &st->rate_limited);

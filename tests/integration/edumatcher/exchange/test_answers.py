@@ -2,11 +2,14 @@
 times while traders stream orders through the real gateway; after each
 restart the gateway resends what was not answered and the engine answers
 each number once, from its journaled state. At the end every order sent
-has exactly one first answer (ACK or REJECT), and every acknowledged order
+has exactly one first answer (ACK or REJECT), every acknowledged order
 is whole: its quantity is what the engine's trades (by order id, from its
-trade log) filled plus what a final MASSCANCEL cancels."""
+trade log) filled plus what a final MASSCANCEL cancels, and each trader got
+the FILL of each of those trades once (I.6: the events in flight at a kill
+are sent again after RESYNC)."""
 import os
 import random
+from collections import Counter
 import signal
 import threading
 
@@ -152,11 +155,19 @@ def test_every_order_answered_across_engine_kills(exchange, zctx):
     # Every acknowledged order is whole: filled by the engine's trades plus
     # what is still open (canceled now).
     filled = {}
-    for t in all_trades(zctx, x.query):
-        f = fields(t)
+    trades = [fields(t) for t in all_trades(zctx, x.query)]
+    for f in trades:
         for side in ("buy_oid", "sell_oid"):
             filled[int(f[side])] = filled.get(int(f[side]), 0) + int(f["qty"])
     assert set(filled) <= set(acked), set(filled) - set(acked)
+    # And each trader got every FILL of its orders exactly once, the ones
+    # in flight at a kill too (docs/alf.md I.6): (tid, oid) as in the log.
+    for gw in names:
+        got = Counter((int(f["tid"]), int(f["oid"])) for f in
+                      (fields(l) for l in readers[gw].snapshot() if l.startswith("FILL")))
+        want = Counter((int(f["tid"]), int(f[side])) for f in trades
+                       for side in ("buy_oid", "sell_oid") if acked.get(int(f[side]), ("",))[0] == gw)
+        assert got == want, (gw, got - want, want - got)
     marks = {gw: len(readers[gw].snapshot()) for gw in names}
     for gw in names:
         readers[gw].t.send("MASSCANCEL", "PING")

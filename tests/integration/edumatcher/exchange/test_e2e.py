@@ -257,7 +257,13 @@ def test_engine_refuses_an_event_frame_with_syntax(exchange):
         gw, payload = link.record()
         assert gw == b"GW9"
         (f,) = frames(payload)
-        return kinds[f[2] - 1], reasons[f[-1] - 1]
+        # REJECT's fields in order: cl (when present: u8 length, bytes),
+        # the reason, then seq / eseq (the engine's event number)
+        (present,) = struct.unpack_from("<I", f, 3)
+        at = 7
+        if present & (1 << msg_def_names("EM_FIELD").index("cl")):
+            at += 1 + f[7]
+        return kinds[f[2] - 1], reasons[f[at] - 1]
 
     link.send(b"GW9", frame("LOGIN", ("gw", b"\x03GW9")))
     gw, payload = link.record()

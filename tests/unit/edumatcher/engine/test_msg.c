@@ -44,6 +44,11 @@ static const char *const samples[] = {
     "TRIGGERED cl=a oid=3",
     "PONG",
     "OK",
+    "ACK cl=a oid=1 seq=3 eseq=9",
+    "FILL cl=a oid=1 tid=2 px=10.00 qty=5 leaves=0 cum=5 eseq=999999999999999999",
+    "PONG seq=1 eseq=2",
+    "RESYNC eseq=0",
+    "RESYNC eseq=7 next=8 last=9",
 };
 
 static void test_every_kind_has_a_sample(void **state)
@@ -218,12 +223,37 @@ static void test_fast_builders_match_encoder(void **state)
         assert_int_equal((size_t)n, f);
         assert_memory_equal(a, b, f);
 
+        /* the engine's number appended: as encoded with it */
+        m.eseq = x >> 7;
+        m.present |= EM_BIT(eseq);
+        n = em_frame_encode(&m, a, sizeof a);
+        f = em_frame_append_id(b, f, EM_F_eseq, m.eseq);
+        assert_int_equal((size_t)n, f);
+        assert_memory_equal(a, b, f);
+        assert_true(f <= 93); /* the longest event the host keeps (EV_FRAME 96) */
+
         m.kind = EM_MSG_ACK;
         m.present = EM_BIT(cl) | EM_BIT(oid);
         n = em_frame_encode(&m, a, sizeof a);
         f = em_frame_build_ack(b, m.cl, m.oid);
         assert_int_equal((size_t)n, f);
         assert_memory_equal(a, b, f);
+
+        /* seq, then eseq after it; not seq after eseq, nor twice */
+        m.seq = x >> 9;
+        m.present |= EM_BIT(seq) | EM_BIT(eseq);
+        n = em_frame_encode(&m, a, sizeof a);
+        f = em_frame_append_seq(b, f, m.seq);
+        f = em_frame_append_id(b, f, EM_F_eseq, m.eseq);
+        assert_int_equal((size_t)n, f);
+        assert_memory_equal(a, b, f);
+        assert_int_equal(em_frame_append_seq(b, f, m.seq), 0);
+        assert_int_equal(em_frame_append_id(b, f, EM_F_eseq, 1), 0);
+        f = em_frame_build_ack(b, m.cl, m.oid);
+        f = em_frame_append_id(b, f, EM_F_eseq, m.eseq);
+        assert_int_equal(em_frame_append_seq(b, f, m.seq), 0);
+        assert_int_equal(em_frame_append_id(b, f, EM_F_oid, 1), 0); /* present */
+        assert_int_equal(em_frame_append_id(b, f, EM_F_tid, 1), 0); /* not an ACK's */
     }
 }
 

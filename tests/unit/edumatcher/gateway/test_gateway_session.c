@@ -317,6 +317,151 @@ static void test_resend(void **state)
     em_gw_free(g);
 }
 
+/* The engine sends lines[] ('|'-separated events) to gw in one bus message. */
+static void engine_sends(struct em_gw *g, const char *gw, const char *lines)
+{
+    uint8_t buf[4096];
+    size_t len = 0;
+    for (const char *p = lines; *p;) {
+        const char *end = strchr(p, '|');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        struct em_msg m;
+        assert_int_equal(em_alf_parse(p, n, &m), 0);
+        int k = em_frame_encode(&m, buf + len, sizeof buf - len);
+        assert_true(k > 0);
+        len += (size_t)k;
+        p += n + (end ? 1 : 0);
+    }
+    char topic[64];
+    int tl = snprintf(topic, sizeof topic, "order.ack.%s", gw);
+    em_gw_bus_message(g, topic, (size_t)tl, buf, len);
+    em_gw_bus_batch_end(g);
+}
+
+/* Events (docs/alf.md I.6): each number delivered once and in order;
+ * after the link comes back RESYNC goes first, what comes out of order
+ * waits for its answer; the events the engine no longer holds end the
+ * session once what it still had is delivered. */
+static void test_event_resync(void **state)
+{
+    struct em_gw *g = new_gw(0, 1);
+    struct fake_conn c = {0};
+    struct em_gw_session *s = em_gw_session_open(g, &front, &c);
+    input(s, "LOGIN gw=GW1");
+    em_gw_flush(g);
+    engine_says(g, "GW1", "LOGGEDIN gw=GW1 eseq=1");
+    assert_true(em_gw_session_live(s));
+    assert_int_equal(c.nout, 1);
+    assert_string_equal(c.out[0], "LOGGEDIN gw=GW1");
+    input(s, "NEW cl=a sym=ABC side=B qty=2 px=1");
+    engine_sends(g, "GW1",
+                 "ACK cl=a oid=1 seq=1 eseq=2|FILL cl=a oid=1 tid=1 px=1 qty=1 "
+                 "leaves=1 cum=1 eseq=3");
+    engine_says(g, "GW1", "FILL cl=a oid=1 tid=1 px=1 qty=1 leaves=1 cum=1 eseq=3");
+    assert_int_equal(c.nout, 3);
+    assert_string_equal(c.out[1], "ACK cl=a oid=1");
+    assert_string_equal(c.out[2], "FILL cl=a oid=1 tid=1 px=1 qty=1 leaves=1 cum=1");
+    assert_int_equal(em_gw_stats(g)->event_duplicates, 1);
+    /* a trader may not ask */
+    input(s, "RESYNC eseq=1");
+    assert_string_equal(c.out[3], "REJECT reason=SYNTAX");
+
+    /* the link came back: RESYNC, then the unanswered message */
+    input(s, "NEW cl=b sym=ABC side=B qty=1 px=1");
+    em_gw_flush(g);
+    unsigned sent = B.nsent;
+    em_gw_engine_restarted(g);
+    assert_int_equal(B.nsent, sent + 2);
+    assert_string_equal(B.sent[sent], "RESYNC eseq=3");
+    assert_string_equal(B.sent[sent + 1], "NEW cl=b sym=ABC side=B qty=1 px=1 seq=2");
+    /* an event after a gap before the answer: dropped, asked already */
+    engine_says(g, "GW1", "FILL cl=a oid=1 tid=3 px=1 qty=1 leaves=0 cum=2 eseq=6");
+    em_gw_flush(g);
+    assert_int_equal(B.nsent, sent + 2);
+    assert_int_equal(c.nout, 4);
+    /* an earlier request's answer is not this one's */
+    engine_sends(g, "GW1", "RESYNC eseq=1 next=2 last=6");
+    /* the answer and what was missed, in order; the duplicate answer of
+     * the resent NEW (no number) and the crossing FILL are dropped */
+    engine_sends(g, "GW1",
+                 "RESYNC eseq=3 next=4 last=6|CANCELED cl=z oid=9 qty=1 cum=0 reason=IOC "
+                 "eseq=4|ACK cl=b oid=2 seq=2 eseq=5|FILL cl=a oid=1 tid=3 px=1 qty=1 leaves=0 "
+                 "cum=2 eseq=6");
+    engine_sends(g, "GW1",
+                 "ACK cl=b oid=2 seq=2|FILL cl=a oid=1 tid=3 px=1 qty=1 leaves=0 "
+                 "cum=2 eseq=6");
+    assert_int_equal(c.nout, 7);
+    assert_string_equal(c.out[4], "CANCELED cl=z oid=9 qty=1 cum=0 reason=IOC");
+    assert_string_equal(c.out[5], "ACK cl=b oid=2");
+    assert_string_equal(c.out[6], "FILL cl=a oid=1 tid=3 px=1 qty=1 leaves=0 cum=2");
+    assert_int_equal(c.closed, 0);
+
+    /* a gap with no request out: asked now */
+    sent = B.nsent;
+    engine_says(g, "GW1", "PONG eseq=9");
+    em_gw_flush(g);
+    assert_int_equal(B.nsent, sent + 1);
+    assert_string_equal(B.sent[sent], "RESYNC eseq=6");
+    assert_int_equal(em_gw_stats(g)->resyncs, 2);
+    /* the engine no longer holds 7: what it has is delivered, then the
+     * session ends (its orders are canceled, as on a disconnect) */
+    engine_sends(g, "GW1", "RESYNC eseq=6 next=8 last=9|TRIGGERED cl=t oid=4 eseq=8");
+    assert_int_equal(c.nout, 8);
+    assert_string_equal(c.out[7], "TRIGGERED cl=t oid=4");
+    assert_int_equal(c.closed, 0); /* 9 is still to come */
+    engine_sends(g, "GW1", "PONG eseq=9");
+    assert_int_equal(c.closed, 2);
+    assert_int_equal(c.nout, 9);
+    assert_string_equal(c.out[8], "PONG");
+    assert_int_equal(em_gw_stats(g)->events_lost, 1);
+    sent = B.nsent;
+    em_gw_session_close(s);
+    assert_string_equal(B.sent[sent], "DISCONNECT");
+
+    /* an engine with fewer events than delivered (its journal lost): the
+     * session ends at once */
+    struct fake_conn c2 = {0};
+    s = em_gw_session_open(g, &front, &c2);
+    input(s, "LOGIN gw=GW2");
+    em_gw_flush(g);
+    engine_says(g, "GW2", "LOGGEDIN gw=GW2 eseq=1");
+    engine_says(g, "GW2", "PONG eseq=2");
+    em_gw_engine_restarted(g);
+    engine_sends(g, "GW2", "RESYNC eseq=2 next=2 last=1");
+    assert_int_equal(c2.closed, 2);
+    em_gw_session_close(s);
+
+    /* the link lost: RESYNC is queued at once, ahead of what the trader
+     * sends meanwhile; when it is back only the resend goes */
+    struct fake_conn c3 = {0};
+    s = em_gw_session_open(g, &front, &c3);
+    input(s, "LOGIN gw=GW3");
+    em_gw_flush(g);
+    engine_says(g, "GW3", "LOGGEDIN gw=GW3 eseq=1");
+    sent = B.nsent;
+    em_gw_engine_lost(g);
+    input(s, "NEW cl=c sym=ABC side=B qty=1 px=1");
+    em_gw_flush(g);
+    em_gw_engine_restarted(g);
+    assert_int_equal(B.nsent, sent + 3);
+    assert_string_equal(B.sent[sent], "RESYNC eseq=1");
+    assert_string_equal(B.sent[sent + 1], "NEW cl=c sym=ABC side=B qty=1 px=1 seq=1");
+    assert_string_equal(B.sent[sent + 2], "NEW cl=c sym=ABC side=B qty=1 px=1 seq=1");
+    /* a RESYNC the bus refused is not waited for: the next gap asks again */
+    B.send_rc = CORE_EAGAIN;
+    engine_sends(g, "GW3", "RESYNC eseq=1 next=2 last=1|ACK cl=c oid=5 seq=1 eseq=2");
+    unsigned nout = c3.nout;
+    engine_says(g, "GW3", "PONG eseq=4");
+    em_gw_flush(g);
+    B.send_rc = 0;
+    engine_says(g, "GW3", "PONG eseq=4");
+    em_gw_flush(g);
+    assert_string_equal(B.sent[B.nsent - 1], "RESYNC eseq=2");
+    assert_int_equal(c3.nout, nout); /* no RATE_LIMIT for it: the trader sent none */
+    em_gw_session_close(s);
+    em_gw_free(g);
+}
+
 static void test_rate_limit(void **state)
 {
     struct em_gw *g = new_gw(1, 2); /* 1 message a second, burst 2 */
@@ -517,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_logout_and_disconnect),
         cmocka_unit_test(test_refuse_and_tokens_file),
         cmocka_unit_test(test_resend),
+        cmocka_unit_test(test_event_resync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

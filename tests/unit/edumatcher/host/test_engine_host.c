@@ -30,6 +30,9 @@ static struct {
     uint64_t now;
     struct pub p[MAXPUB];
     unsigned n;
+    bool eseq;       /* show the events' numbers (off: the lines a trader gets) */
+    unsigned heads;  /* > 0: format only the first `heads` frames of a message */
+    unsigned frames; /* order.ack frames published (a count the test resets) */
 } B;
 
 static int publish(void *ctx, const struct em_bus_topic *topic, const void *data, size_t len)
@@ -45,14 +48,18 @@ static int publish(void *ctx, const struct em_bus_topic *topic, const void *data
         return 0;
     }
     size_t at = 0;
-    for (size_t off = 0; off < len;) {
+    for (unsigned k = 0, off = 0; off < len; k++, B.frames++) {
         struct em_msg m;
         int n = em_frame_decode((const uint8_t *)data + off, len - off, &m);
         assert_true(n > 0);
+        off += (size_t)n;
+        if (B.heads && k >= B.heads)
+            continue;
+        if (!B.eseq)
+            m.present &= ~EM_BIT(eseq);
         if (at)
             p->text[at++] = '|';
         at += em_alf_format(&m, p->text + at);
-        off += (size_t)n;
     }
     p->text[at] = 0;
     return 0;
@@ -410,6 +417,121 @@ static void test_resent_messages(void **state)
     remove_dir();
 }
 
+/* Events (engine_host_dedup.c, docs/alf.md I.6): numbered per gateway id
+ * from its LOGIN, on replay as live; RESYNC answered from the window, not
+ * journaled; the numbers and the window survive a restart by replay and
+ * by the snapshot; older than the window, or beyond the last: told so. */
+static void resync_round(struct em_host *h, uint64_t records)
+{
+    unsigned from = B.n;
+    from_gw(h, "S1", "RESYNC eseq=1");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    assert_string_equal(published("order.ack.S1", from),
+                        "RESYNC eseq=1 next=2 last=3|ACK cl=s1 oid=1 seq=1 eseq=2|FILL cl=s1 oid=1 "
+                        "tid=1 px=10.01 qty=4 leaves=6 cum=4 eseq=3");
+    from = B.n;
+    from_gw(h, "B1", "RESYNC eseq=3");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    assert_string_equal(published("order.ack.B1", from), "RESYNC eseq=3 next=4 last=3");
+    assert_int_equal(em_host_journal(h)->next_seq - 1, records); /* never journaled */
+}
+
+static void test_event_resync(void **state)
+{
+    make_dir();
+    memset(&B, 0, sizeof B);
+    B.eseq = true;
+    struct em_host *h = open_host(0);
+    symbols_file(h);
+    unsigned from = B.n;
+    from_gw(h, "S1", "LOGIN gw=S1|NEW cl=s1 sym=ABC side=S qty=10 px=10.01 seq=1");
+    from_gw(h, "B1", "LOGIN gw=B1|NEW cl=b1 sym=ABC side=B qty=4 px=10.01 seq=1");
+    assert_int_equal(em_host_batch_end(h, 2), 0);
+    /* a number per event of the gw, after seq on a first reply */
+    assert_string_equal(published("order.ack.S1", from),
+                        "LOGGEDIN gw=S1 eseq=1|ACK cl=s1 oid=1 seq=1 eseq=2|FILL cl=s1 oid=1 "
+                        "tid=1 px=10.01 qty=4 leaves=6 cum=4 eseq=3");
+    assert_string_equal(published("order.ack.B1", from),
+                        "LOGGEDIN gw=B1 eseq=1|ACK cl=b1 oid=2 seq=1 eseq=2|FILL cl=b1 oid=2 "
+                        "tid=1 px=10.01 qty=4 leaves=0 cum=4 eseq=3");
+    uint64_t records = em_host_journal(h)->next_seq - 1;
+    resync_round(h, records);
+    /* the answer to a duplicate is the kept first reply, without a number:
+     * not an event of its own */
+    from = B.n;
+    from_gw(h, "S1", "NEW cl=s1 sym=ABC side=S qty=10 px=10.01 seq=1");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    assert_string_equal(published("order.ack.S1", from), "ACK cl=s1 oid=1 seq=1");
+    assert_int_equal(em_host_stats(h)->resyncs, 2);
+    assert_int_equal(em_host_stats(h)->events_resent, 2);
+    em_host_close(h);
+
+    /* rebuilt by replay: the same numbers, the next continues them */
+    memset(&B, 0, sizeof B);
+    B.eseq = true;
+    h = open_host(0);
+    resync_round(h, records);
+    from = B.n;
+    from_gw(h, "S1", "CANCEL cl=s1 seq=2");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    assert_string_equal(published("order.ack.S1", from),
+                        "CANCELED cl=s1 oid=1 qty=6 cum=4 reason=USER seq=2 eseq=4");
+    records++;
+    em_host_close(h);
+
+    /* and by a snapshot (taken at the first batch) */
+    memset(&B, 0, sizeof B);
+    B.eseq = true;
+    h = open_host(1);
+    from_gw(h, "OPS", "TICK ms=1");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    assert_int_equal(em_host_stats(h)->snapshots, 1);
+    em_host_close(h);
+    memset(&B, 0, sizeof B);
+    B.eseq = true;
+    h = open_host(0);
+    assert_int_equal(em_host_stats(h)->replayed, 0);
+    from = B.n;
+    from_gw(h, "S1", "RESYNC eseq=3");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    assert_string_equal(published("order.ack.S1", from),
+                        "RESYNC eseq=3 next=4 last=4|CANCELED cl=s1 oid=1 qty=6 cum=4 reason=USER "
+                        "seq=2 eseq=4");
+
+    /* more than the window since: the oldest kept comes first, next says
+     * where; beyond the last: next is the last + 1, nothing follows */
+    B.heads = 2;
+    for (int i = 0; i < EM_EVENT_WINDOW + 10; i++)
+        from_gw(h, "S1", "PING");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    from = B.n;
+    B.frames = 0;
+    from_gw(h, "S1", "RESYNC eseq=4");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    char want[128];
+    snprintf(want, sizeof want, "RESYNC eseq=4 next=15 last=%d|PONG eseq=15",
+             4 + EM_EVENT_WINDOW + 10);
+    assert_string_equal(published("order.ack.S1", from), want);
+    assert_int_equal(B.frames, 1 + EM_EVENT_WINDOW);
+    assert_int_equal(em_host_stats(h)->resyncs_short, 1);
+    from = B.n;
+    B.frames = 0;
+    from_gw(h, "S1", "RESYNC eseq=5000");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    snprintf(want, sizeof want, "RESYNC eseq=5000 next=%d last=%d", 4 + EM_EVENT_WINDOW + 10 + 1,
+             4 + EM_EVENT_WINDOW + 10);
+    assert_string_equal(published("order.ack.S1", from), want);
+    assert_int_equal(B.frames, 1);
+    /* a LOGIN numbers from 1 again */
+    B.heads = 0;
+    from = B.n;
+    from_gw(h, "S1", "LOGIN gw=S1");
+    assert_int_equal(em_host_batch_end(h, 1), 0);
+    assert_string_equal(published("order.ack.S1", from), "LOGGEDIN gw=S1 eseq=1");
+    em_host_close(h);
+    remove_dir();
+}
+
 /* ---- the older snapshot format: the host's section, then engine v1 ---- */
 
 struct bytes {
@@ -524,6 +646,7 @@ int main(void)
         cmocka_unit_test(test_journal_before_publish), cmocka_unit_test(test_clock_and_schedule),
         cmocka_unit_test(test_snapshot_and_restore),   cmocka_unit_test(test_snapshot_forked),
         cmocka_unit_test(test_legacy_snapshot),        cmocka_unit_test(test_resent_messages),
+        cmocka_unit_test(test_event_resync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
