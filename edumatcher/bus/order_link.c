@@ -138,6 +138,7 @@ struct lconn {
 
 struct route {
     struct lconn *lc;
+    bool gone; /* its connection just ended: on_gone is due */
     uint8_t len;
     char name[EM_LINK_GW_MAX];
 };
@@ -151,6 +152,7 @@ struct em_link_server {
     struct core_server *srv;
     uv_check_t check;
     unsigned handled; /* records since the last on_batch */
+    bool stopping;    /* em_link_server_stop: no on_gone */
     struct route *routes;
     unsigned nroutes;
     struct lconn **dirty;
@@ -258,9 +260,20 @@ static void srv_on_close(struct core_conn *c)
 {
     struct lconn *lc = core_conn_data(c);
     struct em_link_server *s = lc->s;
+    /* every route off the connection first, so that what on_gone causes
+     * (replies for those gws) finds none of them pointing here */
+    bool notify = !s->stopping && s->cfg.on_gone;
     for (unsigned i = 0; i < ROUTES; i++)
-        if (s->routes[i].lc == lc)
+        if (s->routes[i].lc == lc) {
             s->routes[i].lc = NULL;
+            s->routes[i].gone = notify;
+        }
+    for (unsigned i = 0; notify && i < ROUTES; i++)
+        if (s->routes[i].gone) {
+            s->routes[i].gone = false;
+            s->cfg.on_gone(s->cfg.ctx, s->routes[i].name, s->routes[i].len);
+            s->handled++; /* on_batch writes what on_gone caused */
+        }
     if (lc->dirty)
         for (size_t i = 0; i < s->ndirty; i++)
             if (s->dirty[i] == lc) {
@@ -391,6 +404,7 @@ void em_link_server_stop(struct em_link_server *s)
 {
     if (!s || !s->srv || uv_is_closing((uv_handle_t *)&s->check))
         return;
+    s->stopping = true; /* before the flush: a write failing now is no gateway gone */
     em_link_server_flush(s);
     core_server_stop(s->srv);
     uv_close((uv_handle_t *)&s->check, NULL);

@@ -31,6 +31,14 @@
  * whose connection has gone are dropped and counted (`unrouted`), as a
  * PUB drops what no subscriber asked for.
  *
+ * A gateway gone: when a connection ends while the server runs (its peer
+ * closed it or died, a write to it failed, a record did not decode), the
+ * server calls on_gone once for every gw whose route was that connection
+ * (its traders' connections went with their gateway: the engine cancels
+ * their orders as for a DISCONNECT, docs/alf.md C.3), then on_batch at
+ * the end of the loop turn. em_link_server_stop calls no on_gone: an
+ * engine that stops keeps the books for the sessions it comes back to.
+ *
  * Batching: what every connection brought during one loop turn is handed
  * to on_record, then on_batch runs once (where the engine flushes its
  * journal and stages its replies), then every connection written to is
@@ -78,6 +86,8 @@ typedef void (*em_link_record_cb)(void *ctx, const char *gw, size_t gwlen, const
                                   size_t len);
 /* Called once after the records of one loop turn (handled: how many). */
 typedef void (*em_link_batch_cb)(void *ctx, unsigned handled);
+/* The connection gw's records came on has ended (see "A gateway gone"). */
+typedef void (*em_link_gone_cb)(void *ctx, const char *gw, size_t gwlen);
 
 struct em_link_stats {
     uint64_t accepted, refused; /* connections: kept, closed for auth */
@@ -98,6 +108,7 @@ struct em_link_server_config {
     size_t keylen;
     em_link_record_cb on_record;
     em_link_batch_cb on_batch;
+    em_link_gone_cb on_gone; /* optional */
     void *ctx;
 };
 

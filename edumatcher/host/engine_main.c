@@ -204,6 +204,21 @@ static void on_inbound(void *ctx, const char *gw, size_t gwlen, const void *payl
     check(em_host_inbound(P.host, gw, gwlen, payload, len));
 }
 
+/* A gateway's link ended while we run (it stopped or died): its traders'
+ * connections are gone with it, so each gw it carried is disconnected as
+ * its own DISCONNECT would (cancel-on-disconnect, docs/alf.md C.3),
+ * journaled like any message. A gateway that stopped cleanly sent those
+ * DISCONNECTs itself: the second finds nothing to cancel. */
+static void on_link_gone(void *ctx, const char *gw, size_t gwlen)
+{
+    struct em_msg m = {.kind = EM_MSG_DISCONNECT};
+    uint8_t frame[EM_FRAME_MAX];
+    int n = em_frame_encode(&m, frame, sizeof frame);
+    if (n > 0)
+        check(em_host_inbound(P.host, gw, gwlen, frame, (size_t)n));
+    CORE_INFO("engine: the link of %.*s ended: its orders are canceled", (int)gwlen, gw);
+}
+
 /* Once per loop turn after the link's reads: journal, then the replies
  * (written by the link right after). */
 static void on_batch(void *ctx, unsigned handled)
@@ -235,8 +250,10 @@ static int parse_uids(const char *list, uint32_t *uids, unsigned *n)
 
 static void open_link(void)
 {
-    struct em_link_server_config lc = {
-        .endpoint = P.orders, .on_record = on_inbound, .on_batch = on_batch};
+    struct em_link_server_config lc = {.endpoint = P.orders,
+                                       .on_record = on_inbound,
+                                       .on_batch = on_batch,
+                                       .on_gone = on_link_gone};
     char *end;
     long mode = strtol(orders_mode, &end, 8);
     if (*end || end == orders_mode || mode <= 0 || mode > 0777 || (mode & 0007)) {

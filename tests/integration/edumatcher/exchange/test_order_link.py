@@ -4,6 +4,7 @@ mode 0600, peer uid checked; order acks never go on the PUB. A foreign
 client cannot place, cancel or see orders; gateways, clearing and
 market-data subscribers still work."""
 import os
+import signal
 import socket
 import stat
 import struct
@@ -135,6 +136,30 @@ def test_a_gateway_gone_with_replies_due_leaves_the_engine_running(exchange):
     assert t.line().startswith("ACK cl=a1 ")
     assert x.engine.p.poll() is None, x.engine.stderr()
     link.close()
+
+
+def test_a_gateway_killed_takes_its_traders_orders_with_it(exchange):
+    """kill -9 of a gateway: its traders' connections are gone with it, so
+    the engine cancels their orders as for their own DISCONNECT (docs/alf.md
+    C.3) when the gateway's link ends. Another gateway's trader is
+    unaffected."""
+    x = exchange()
+    port2 = x.add_gateway("gateway2")
+    a = x.trader("GW1")
+    b = Trader(port2, "GW2")
+    a.send("NEW cl=a1 sym=ABC side=B qty=5 px=100.00 tif=GTC")
+    assert a.until_pong() == ["ACK cl=a1 oid=1"]
+    b.send("NEW cl=b1 sym=ABC side=B qty=5 px=99.00 tif=GTC")
+    assert b.until_pong() == ["ACK cl=b1 oid=2"]
+    x.gateway.stop(signal.SIGKILL)
+    assert wait_until(lambda: "the link of GW1 ended" in x.engine.stderr(), 20), \
+        x.engine.stderr()
+    # GW1's bid is gone: a sell at 99 trades with GW2's bid at 99, not 100
+    b.send("NEW cl=b2 sym=ABC side=S qty=5 px=99.00 tif=IOC")
+    got = b.until_pong()
+    assert got[0].startswith("ACK cl=b2 "), got
+    assert any(l.startswith("FILL cl=b2 ") and " px=99.00 " in l for l in got), got
+    assert not any(" px=100.00 " in l for l in got), got
 
 
 def test_foreign_subscriber_sees_market_data_but_no_order(exchange, zctx):
