@@ -18,6 +18,7 @@
 
 #include "core/buf.h"
 #include "core/byte.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -138,7 +139,7 @@ struct lconn {
 
 struct route {
     struct lconn *lc;
-    bool gone; /* its connection just ended: on_gone is due */
+    uint64_t gone_ns; /* its connection ended: on_gone at this time, unless it is back (0: none) */
     uint8_t len;
     char name[EM_LINK_GW_MAX];
 };
@@ -153,6 +154,9 @@ struct em_link_server {
     uv_check_t check;
     unsigned handled; /* records since the last on_batch */
     bool stopping;    /* em_link_server_stop: no on_gone */
+    uv_timer_t gone_timer;
+    uint32_t *pending; /* route indexes with gone_ns set (maybe stale) */
+    size_t npending, pending_cap;
     struct route *routes;
     unsigned nroutes;
     struct lconn **dirty;
@@ -248,6 +252,7 @@ static size_t srv_on_data(struct core_conn *c, char *data, size_t len)
                 s->nroutes++;
             }
             rt->lc = lc;
+            rt->gone_ns = 0; /* back within the grace: not gone */
         }
         s->st.records_in++;
         s->handled++;
@@ -256,24 +261,65 @@ static size_t srv_on_data(struct core_conn *c, char *data, size_t len)
     return off;
 }
 
+static bool gone_push(struct em_link_server *s, uint32_t i)
+{
+    if (s->npending == s->pending_cap) {
+        size_t cap = s->pending_cap ? s->pending_cap * 2 : 16;
+        uint32_t *p = realloc(s->pending, cap * sizeof *p);
+        if (!p)
+            return false; /* that gw is never reported gone (logged) */
+        s->pending = p;
+        s->pending_cap = cap;
+    }
+    s->pending[s->npending++] = i;
+    return true;
+}
+
+/* The routes whose grace ended without their gw coming back: on_gone for
+ * each (then on_batch, at the loop turn's check). */
+static void on_gone_timer(uv_timer_t *t)
+{
+    struct em_link_server *s = t->data;
+    uint64_t now = core_now_ns();
+    size_t keep = 0;
+    for (size_t k = 0; k < s->npending; k++) {
+        struct route *r = &s->routes[s->pending[k]];
+        if (!r->gone_ns || r->lc) { /* it came back */
+            r->gone_ns = 0;
+            continue;
+        }
+        if (now < r->gone_ns) {
+            s->pending[keep++] = s->pending[k];
+            continue;
+        }
+        r->gone_ns = 0;
+        s->cfg.on_gone(s->cfg.ctx, r->name, r->len);
+        s->handled++;
+    }
+    s->npending = keep;
+    if (!keep)
+        uv_timer_stop(t);
+}
+
 static void srv_on_close(struct core_conn *c)
 {
     struct lconn *lc = core_conn_data(c);
     struct em_link_server *s = lc->s;
-    /* every route off the connection first, so that what on_gone causes
-     * (replies for those gws) finds none of them pointing here */
+    /* the connection's routes are emptied, and on_gone is due for each
+     * after the grace (gone_due): a gateway that only lost its link comes
+     * back by then and sends for its gws again, which cancels it */
     bool notify = !s->stopping && s->cfg.on_gone;
-    for (unsigned i = 0; i < ROUTES; i++)
-        if (s->routes[i].lc == lc) {
-            s->routes[i].lc = NULL;
-            s->routes[i].gone = notify;
-        }
-    for (unsigned i = 0; notify && i < ROUTES; i++)
-        if (s->routes[i].gone) {
-            s->routes[i].gone = false;
-            s->cfg.on_gone(s->cfg.ctx, s->routes[i].name, s->routes[i].len);
-            s->handled++; /* on_batch writes what on_gone caused */
-        }
+    uint64_t due = core_now_ns() + s->cfg.gone_grace_ms * 1000000u;
+    for (unsigned i = 0; i < ROUTES; i++) {
+        struct route *r = &s->routes[i];
+        if (r->lc != lc)
+            continue;
+        r->lc = NULL;
+        if (notify && !r->gone_ns && gone_push(s, i))
+            r->gone_ns = due;
+    }
+    if (s->npending && !uv_is_active((uv_handle_t *)&s->gone_timer))
+        uv_timer_start(&s->gone_timer, on_gone_timer, s->cfg.gone_grace_ms, 50);
     if (lc->dirty)
         for (size_t i = 0; i < s->ndirty; i++)
             if (s->dirty[i] == lc) {
@@ -386,6 +432,8 @@ int em_link_server_open(struct em_link_server **out, uv_loop_t *loop,
     uv_check_init(loop, &s->check);
     s->check.data = s;
     uv_check_start(&s->check, on_check);
+    uv_timer_init(loop, &s->gone_timer);
+    s->gone_timer.data = s;
     if (rc) {
         em_link_server_stop(s);
         *out = s; /* freed by the caller after the loop ran the closes */
@@ -408,6 +456,7 @@ void em_link_server_stop(struct em_link_server *s)
     em_link_server_flush(s);
     core_server_stop(s->srv);
     uv_close((uv_handle_t *)&s->check, NULL);
+    uv_close((uv_handle_t *)&s->gone_timer, NULL); /* what was due is not: we stop */
     if (s->is_unix)
         unlink(s->path);
 }
@@ -419,6 +468,7 @@ void em_link_server_free(struct em_link_server *s)
     core_server_free(s->srv);
     free(s->routes);
     free(s->dirty);
+    free(s->pending);
     free(s);
 }
 

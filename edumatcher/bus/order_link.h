@@ -33,11 +33,14 @@
  *
  * A gateway gone: when a connection ends while the server runs (its peer
  * closed it or died, a write to it failed, a record did not decode), the
- * server calls on_gone once for every gw whose route was that connection
- * (its traders' connections went with their gateway: the engine cancels
- * their orders as for a DISCONNECT, docs/alf.md C.3), then on_batch at
- * the end of the loop turn. em_link_server_stop calls no on_gone: an
- * engine that stops keeps the books for the sessions it comes back to.
+ * server calls on_gone for every gw whose route was that connection and
+ * that no connection sent for within gone_grace_ms (its traders'
+ * connections went with their gateway: the engine cancels their orders as
+ * for a DISCONNECT, docs/alf.md C.3), then on_batch in that loop turn. A
+ * gateway that only lost its link reconnects and sends for its sessions
+ * (docs/alf.md I.6, RESYNC) within the grace, and nothing is called.
+ * em_link_server_stop calls no on_gone: an engine that stops keeps the
+ * books for the sessions it comes back to.
  *
  * Batching: what every connection brought during one loop turn is handed
  * to on_record, then on_batch runs once (where the engine flushes its
@@ -109,6 +112,7 @@ struct em_link_server_config {
     em_link_record_cb on_record;
     em_link_batch_cb on_batch;
     em_link_gone_cb on_gone; /* optional */
+    uint64_t gone_grace_ms;  /* see "A gateway gone" (0: at the next timer turn) */
     void *ctx;
 };
 

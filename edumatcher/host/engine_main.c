@@ -50,6 +50,7 @@
 
 static char orders_ep[CORE_OPT_STRLEN] = "";
 static char orders_mode[CORE_OPT_STRLEN] = "0600";
+static int64_t gateway_grace_ms = 2000;
 static char orders_uids[CORE_OPT_STRLEN] = "";
 static char link_key_file[CORE_OPT_STRLEN] = "";
 static char pub_ep[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
@@ -89,6 +90,9 @@ static const struct core_option options[] = {
      "permissions of the order link's socket file (octal: 0600 owner, 0660 owner and group)"},
     {"orders-uid", CORE_OPT_STRING, orders_uids, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "uids allowed on a Unix-domain order link, comma-separated (\"\": the engine's own)"},
+    {"gateway-grace-ms", CORE_OPT_INT, &gateway_grace_ms, 0, 600000, NULL, CORE_OPT_IMMUTABLE,
+     "a gateway's link that ends and is not back within this time: its traders are "
+     "disconnected (their orders canceled)"},
     {"link-key", CORE_OPT_STRING, link_key_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "a TCP order link's key file, made at first start (\"\": <journal-dir>/link.key)"},
     {"pub", CORE_OPT_STRING, pub_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -204,11 +208,12 @@ static void on_inbound(void *ctx, const char *gw, size_t gwlen, const void *payl
     check(em_host_inbound(P.host, gw, gwlen, payload, len));
 }
 
-/* A gateway's link ended while we run (it stopped or died): its traders'
- * connections are gone with it, so each gw it carried is disconnected as
- * its own DISCONNECT would (cancel-on-disconnect, docs/alf.md C.3),
- * journaled like any message. A gateway that stopped cleanly sent those
- * DISCONNECTs itself: the second finds nothing to cancel. */
+/* A gateway's link ended while we run and did not come back within
+ * --gateway-grace-ms (it stopped or died): its traders' connections are
+ * gone with it, so each gw it carried is disconnected as its own
+ * DISCONNECT would (cancel-on-disconnect, docs/alf.md C.3), journaled like
+ * any message. A gateway that stopped cleanly sent those DISCONNECTs
+ * itself: the second finds nothing to cancel. */
 static void on_link_gone(void *ctx, const char *gw, size_t gwlen)
 {
     struct em_msg m = {.kind = EM_MSG_DISCONNECT};
@@ -253,7 +258,8 @@ static void open_link(void)
     struct em_link_server_config lc = {.endpoint = P.orders,
                                        .on_record = on_inbound,
                                        .on_batch = on_batch,
-                                       .on_gone = on_link_gone};
+                                       .on_gone = on_link_gone,
+                                       .gone_grace_ms = (uint64_t)gateway_grace_ms};
     char *end;
     long mode = strtol(orders_mode, &end, 8);
     if (*end || end == orders_mode || mode <= 0 || mode > 0777 || (mode & 0007)) {
