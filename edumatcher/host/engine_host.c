@@ -70,6 +70,7 @@
 #include "core/clock.h"
 #include "core/buf.h"
 #include "core/byte.h"
+#include "core/child.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "edumatcher/engine/msg.h"
@@ -550,7 +551,9 @@ static void maybe_snapshot(struct em_host *h)
         pid_t pid = fork();
         if (pid == 0) {
             /* The child: only its copy of the engine and the journal's
-             * directory; no socket, no exit handler. */
+             * directory; no socket (closed: a restarted engine binds the
+             * ports while this child may still write), no exit handler. */
+            core_child_close_fds(h->journal.dir_fd);
             _exit(write_snapshot(h, seq, &bytes) == 0 ? 0 : 1);
         }
         if (pid > 0) {

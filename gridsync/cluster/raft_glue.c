@@ -41,6 +41,7 @@
 #include <uv.h>
 
 #include "core/clock.h"
+#include "core/child.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gridsync/store/store.h"
@@ -420,7 +421,8 @@ static int fsm_snapshot_fork(struct raft_fsm *rfsm, struct raft_buffer *bufs[], 
     if (pipe2(p, O_CLOEXEC) == 0) {
         pid = fork();
         if (pid == 0) {
-            close(p[0]);
+            /* only the pipe: no listening socket or connection of the node */
+            core_child_close_fds(p[1]);
             snapshot_child(f, p[1], now);
         }
         close(p[1]);
