@@ -1251,6 +1251,13 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "rejects", &G.fix_rejects);
     core_metrics_counter(mt, "rate_limited", &st->rate_limited);
     core_metrics_counter(mt, "bus_full", &st->bus_full);
+    /* the engine link's recovery (docs/alf.md I), as the ALF gateway's */
+    core_metrics_counter(mt, "resent", &st->resent);
+    core_metrics_counter(mt, "resend_requests", &st->resend_requests);
+    core_metrics_counter(mt, "duplicates", &st->duplicates);
+    core_metrics_counter(mt, "resyncs", &st->resyncs);
+    core_metrics_counter(mt, "event_duplicates", &st->event_duplicates);
+    core_metrics_counter(mt, "events_lost", &st->events_lost);
     core_metrics_gauge(mt, "sessions", &st->sessions);
     G.health.curve = health_curve;
     em_health_start_or_warn("fix", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms, NULL,
