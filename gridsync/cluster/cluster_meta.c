@@ -746,10 +746,15 @@ void gs_cl_meta_info(struct gs_cluster *cl, char *out, size_t outlen)
     size_t used = strlen(out);
     uint64_t term, commit, applied;
     gs_group_raft_info(mt->raft, &term, &commit, &applied);
+    /* members=0: no membership recorded yet (requests get -TRYAGAIN). */
+    struct gs_membership *m = malloc(sizeof(*m));
+    unsigned members = m && get_membership(mt->store, m) ? m->n : 0;
+    free(m);
     snprintf(out + used, outlen > used ? outlen - used : 0,
-             "meta:role=%s,term=%llu,commit=%llu,applied=%llu,queued=%llu,done=%llu\r\n",
+             "meta:role=%s,term=%llu,commit=%llu,applied=%llu,members=%u,queued=%llu,"
+             "done=%llu\r\n",
              gs_group_is_leader(mt->raft) ? "leader" : "follower", (unsigned long long)term,
-             (unsigned long long)commit, (unsigned long long)applied,
+             (unsigned long long)commit, (unsigned long long)applied, members,
              (unsigned long long)(get_pos(mt->store, KEY_NEXT) - get_pos(mt->store, KEY_HEAD)),
              (unsigned long long)(get_pos(mt->store, KEY_HEAD) - 1));
 }

@@ -11,31 +11,43 @@ Raft group, whose leader runs it; multi-process on loopback.
   node takes part in every step), every node ends with the same
   membership and version, every acknowledged write reads back.
 - Bad requests are refused with clear errors; the queue is bounded.
+- gridsync-reshard --via-cluster queues and waits; the removal of the
+  meta leader's own node is run by another voter.
 Waits are bounded; nothing asserts a duration."""
+import subprocess
 import time
 
 import redis
 
 from test_cluster import make_cluster, pick_base  # noqa: F401 (fixture)
-from test_cluster_join import JoiningNode, Writer, settled_owners
+from test_cluster_join import RESHARD, JoiningNode, Writer, settled_owners
 from test_cluster_membership import BareNode, check_acked, membership, name, restart_bare
 
 
-def meta_role(nd):
-    """'leader', 'follower' or None (no replica) from GRIDSYNC GROUPS."""
+def meta_info(nd):
+    """The meta line of GRIDSYNC GROUPS as a dict, or None (no replica)."""
     info = nd.client(decode_responses=True).execute_command("GRIDSYNC", "GROUPS")
     for line in info.splitlines():
         if line.startswith("meta:"):
-            return dict(kv.split("=") for kv in line[5:].split(","))["role"]
+            return dict(kv.split("=") for kv in line[5:].split(","))
     return None
 
 
+def meta_role(nd):
+    """'leader', 'follower' or None (no replica)."""
+    info = meta_info(nd)
+    return info and info["role"]
+
+
 def meta_leader(nodes, timeout=60):
+    """The meta leader, once it has the membership recorded (it takes
+    requests then)."""
     deadline = time.monotonic() + timeout
     while True:
         for nd in nodes:
             try:
-                if meta_role(nd) == "leader":
+                info = meta_info(nd)
+                if info and info["role"] == "leader" and int(info["members"]) > 0:
                     return nd
             except redis.RedisError:
                 pass
@@ -206,3 +218,59 @@ def test_bad_requests_are_refused(make_cluster):
     lines = queue(leader)
     assert lines[0] == "done 0" and lines[1].startswith(f"1 add 127.0.0.1:{ports[0]}"), lines
     assert len(lines) == 17
+
+
+def test_reshard_via_cluster_adds_then_removes_the_meta_leader(make_cluster):
+    """gridsync-reshard --via-cluster only queues; the removal of the meta
+    leader's own node is run by another voter (the leader hands over),
+    and the added node becomes a voter in the removed one's place."""
+    base = pick_base(4, 3)
+    c = make_cluster(3, addrs=[("127.0.0.1", base + i) for i in range(3)])
+    c.wait_settled()
+    members = [name(nd) for nd in c.nodes]
+    leader = meta_leader(c.nodes)
+    entry = next(nd for nd in c.nodes if nd is not leader)
+    w = Writer(entry, nkeys=600)
+    w.start()
+    try:
+        w.wait_for(600)
+        c.peers = ",".join(members)
+        d = JoiningNode(c, 3, "127.0.0.1", base + 3)
+        c.nodes.append(d)
+        d.start()
+        w.now = "add via cluster"
+        run_via_cluster("add", name(d), [name(entry)])
+        members.append(name(d))
+        wait_same_membership(c.nodes, members, 1)
+        w.now = "remove the meta leader via cluster"
+        run_via_cluster("remove", name(leader), [name(entry)])
+        members.remove(name(leader))
+        live = [nd for nd in c.nodes if nd is not leader]
+        wait_same_membership(live, members, 2)
+        settled_owners(c, live, timeout=120)
+        # The three left are the meta group's voters, one of them leading.
+        meta_leader(live)
+        deadline = time.monotonic() + 60
+        while meta_role(d) is None:
+            assert time.monotonic() < deadline, "the added node never joined the meta group"
+            time.sleep(0.1)
+        w.wait_for(200)
+    finally:
+        w.stop_event.set()
+        w.join(timeout=120)
+    assert w.failure is None, w.failure
+    # The removed node serves nothing; stopped only now, as redis-py 4.3's
+    # RedisCluster can fail (not retry) refreshing its map from a node
+    # that has just gone away.
+    assert leader.stop() == 0, leader.output()[-3000:]
+    c.nodes.remove(leader)
+    check_acked(w, c, entry)
+
+
+def run_via_cluster(action, node, ask):
+    out = subprocess.run(
+        ["/usr/bin/python3", RESHARD, action, node, "--via-cluster", "--nodes", ",".join(ask),
+         "--timeout", "60"],
+        capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, f"gridsync-reshard {action} {node}: {out.stdout}{out.stderr}"
+    assert "run by the cluster" in out.stdout, out.stdout
