@@ -265,6 +265,8 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
     }
     if (cl->target && (rc = gs_cl_apply_target(cl)) != 0)
         goto fail_started;
+    if ((rc = gs_cl_meta_start(cl)) != 0)
+        goto fail_started;
     /* Every read mode may park reads for a barrier (a new leader's first,
      * an expired lease's, or all of them). */
     uv_prepare_init(n->loop, &cl->barrier_prep);
@@ -294,7 +296,7 @@ fail:
     return rc;
 }
 
-static void on_group_closed(void *data)
+void gs_cl_group_closed(void *data)
 {
     struct gs_cluster *cl = data;
     if (--cl->closing == 0 && cl->mux) {
@@ -324,11 +326,12 @@ void gs_cluster_stop(struct gs_cluster *cl)
         cl->prep_started = false;
     }
     gs_cl_hints_stop(cl);
+    gs_cl_meta_stop(cl);
     for (unsigned g = 0; g < cl->n; g++) {
         if (cl->groups[g].raft) {
             cl->closing++;
             (void)gs_cl_keep_closed(cl, cl->groups[g].raft);
-            gs_group_close(cl->groups[g].raft, on_group_closed, cl);
+            gs_group_close(cl->groups[g].raft, gs_cl_group_closed, cl);
             cl->groups[g].raft = NULL;
         }
     }
@@ -356,6 +359,7 @@ void gs_cluster_free(struct gs_cluster *cl)
         cl->free_waits = w->next_free;
         free(w);
     }
+    gs_cl_meta_free(cl);
     for (unsigned i = 0; i < cl->n_closed; i++)
         gs_group_free(cl->closed[i]);
     free(cl->closed);

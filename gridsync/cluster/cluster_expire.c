@@ -68,6 +68,7 @@ static void on_expire_done(void *data, int status, const char *reply, size_t len
 void gs_cl_cron(struct gs_cluster *cl, int64_t now_ms)
 {
     gs_cl_block_cron(cl);
+    gs_cl_meta_cron(cl);
     for (unsigned g = 0; g < cl->n; g++) {
         struct cgroup *grp = &cl->groups[g];
         if (!grp->raft)

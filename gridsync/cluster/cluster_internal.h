@@ -131,6 +131,7 @@ struct gs_cluster {
     uv_prepare_t barrier_prep; /* one read barrier per group per iteration */
     bool prep_started;
     struct gs_cl_hints *hints; /* leader_hints.c, NULL when off */
+    struct gs_meta *meta;      /* cluster_meta.c */
 };
 
 /* ---- cluster_peers.c ---- */
@@ -295,6 +296,57 @@ void gs_cl_cron(struct gs_cluster *cl, int64_t now_ms);
 /* Apply an EXPIRE_ENTRY of group grp: delete each key expired at now_ms. */
 void gs_cl_apply_expire(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned nkeys,
                         const char *const *keys, const size_t *klen, struct core_buf *out);
+
+/* ---- cluster_meta.c: the metadata Raft group ---- */
+
+/* The meta group's number on Raft ports: no node's group has it
+ * (gs_cl_clashes). */
+#define META_MUX_GROUP 0x6d657461u /* "meta" */
+/* Voters: the first min(META_VOTERS, N) nodes of the membership by name. */
+#define META_VOTERS 3
+/* Requested changes waiting at once (CLUSTER MEMBERSHIP ADD refuses more). */
+#define META_QUEUE_MAX 16
+
+/* Start this node's replica of the meta group when it is a voter of the
+ * membership it serves (bootstrapped when DIR/meta holds no state). 0 or
+ * a CORE_E* code (logged). */
+int gs_cl_meta_start(struct gs_cluster *cl);
+/* Each cron tick: join the group when made a voter; at the leader, record
+ * the membership, run the queue's head (a coordinator thread), pop it
+ * once done; elsewhere stop a coordinator. */
+void gs_cl_meta_cron(struct gs_cluster *cl);
+/* Close the group (asynchronously, counted in cl->closing) and stop the
+ * coordinator. */
+void gs_cl_meta_stop(struct gs_cluster *cl);
+/* After the loop ran dry: join the coordinator, release. */
+void gs_cl_meta_free(struct gs_cluster *cl);
+/* CLUSTER MEMBERSHIP ADD|REMOVE NAME and QUEUE. False when argv is not
+ * one of them. */
+bool gs_cl_meta_command(struct gs_cluster *cl, struct gs_client *c, size_t argc,
+                        struct gs_arg *argv);
+/* A "meta:..." line for GRIDSYNC GROUPS, appended to out. */
+void gs_cl_meta_info(struct gs_cluster *cl, char *out, size_t outlen);
+
+/* ---- cluster_meta_coord.c: one change, on a thread of its own ---- */
+
+struct gs_meta_job;
+/* Run the change (add or remove node) from the membership current on a
+ * new thread. 0 (the caller owns *out: gs_meta_job_free) or CORE_ENOMEM. */
+int gs_meta_job_start(struct gs_meta_job **out, uint64_t seq, bool add, const char *node,
+                      const struct gs_membership *current);
+/* Has the thread returned (done, or stopped)? */
+bool gs_meta_job_done(struct gs_meta_job *j);
+/* Once done: true when the change completed; *version is the one FINISH
+ * gave. */
+bool gs_meta_job_result(struct gs_meta_job *j, uint64_t *version);
+/* Ask the thread to stop at its next step (it returns within one I/O
+ * timeout). */
+void gs_meta_job_stop(struct gs_meta_job *j);
+/* Stop, join and release; NULL is ignored. */
+void gs_meta_job_free(struct gs_meta_job *j);
+
+/* ---- cluster.c: a closed group's completion ---- */
+void gs_cl_group_closed(void *cl);
 
 /* ---- cluster_migrate.c ---- */
 

@@ -540,6 +540,8 @@ bool gs_cluster_admin(struct gs_cluster *cl, struct gs_client *c, size_t argc, s
             gs_reply_ok(&c->w);
         return true;
     }
+    if (gs_arg_is(&argv[1], "membership") && argc > 2)
+        return gs_cl_meta_command(cl, c, argc, argv); /* the queue (cluster_meta.c) */
     if (gs_arg_is(&argv[1], "membership") && argc == 2) {
         /* What a node started with cluster-seed learns the cluster from. */
         struct gs_membership *m = malloc(sizeof(*m));

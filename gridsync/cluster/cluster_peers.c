@@ -69,6 +69,8 @@ int gs_cl_parse_peer(struct cnode *nd, const char *s, size_t len)
  * rare, but would silently merge two nodes' traffic.) */
 bool gs_cl_clashes(const struct gs_cluster *cl, unsigned i)
 {
+    if (cl->nodes[i].mux_group == META_MUX_GROUP)
+        return true; /* the meta group's number (cluster_meta.c) */
     for (unsigned k = 0; k < i; k++)
         if (!cl->nodes[k].removed && (strcmp(cl->nodes[k].name, cl->nodes[i].name) == 0 ||
                                       cl->nodes[k].raft_id == cl->nodes[i].raft_id ||
@@ -342,6 +344,7 @@ unsigned gs_cluster_group_members(const struct gs_cluster *cl, unsigned g, unsig
 
 void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
 {
+    gs_cl_meta_info(cl, out, outlen);
     size_t used = strlen(out);
     for (unsigned g = 0; g < cl->n && used < outlen; g++) {
         struct cgroup *grp = &cl->groups[g];
