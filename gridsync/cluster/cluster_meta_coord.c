@@ -40,11 +40,15 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "gridsync/cluster/membership.h"
+#include "gridsync/protocol/resp_reply.h"
 
 #define IO_TIMEOUT_MS  5000
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 1000
 #define IMPORT_BATCH   100 /* keys per IMPORT */
+/* A reply bigger than this is a broken peer: EXPORT answers a cursor's
+ * worth of keys, far below it. */
+#define MAX_REPLY_BYTES (64u * 1024 * 1024)
 
 struct peer_conn {
     char name[GS_RING_NAME_MAX];
@@ -67,88 +71,6 @@ struct gs_meta_job {
 };
 
 /* ------------------------------------------------------- a RESP client */
-
-struct rv {
-    char type; /* + - : $ * ('$' with len -1: nil) */
-    long long len;
-    const char *p; /* into the connection's buffer */
-    struct rv *el; /* arrays: len elements */
-};
-
-static void rv_free(struct rv *v)
-{
-    if (v && v->type == '*' && v->el) {
-        for (long long i = 0; i < v->len; i++)
-            rv_free(&v->el[i]);
-        free(v->el);
-    }
-}
-
-/* Parse one reply at buf[*pos..len). 1 complete, 0 need more, -1 bad. */
-static int rv_parse(const char *buf, size_t len, size_t *pos, struct rv *out)
-{
-    memset(out, 0, sizeof(*out));
-    const char *start = buf + *pos;
-    const char *eol = memchr(start, '\r', len - *pos);
-    if (!eol || (size_t)(eol - buf) + 1 >= len)
-        return 0;
-    out->type = start[0];
-    char *end;
-    switch (out->type) {
-    case '+':
-    case '-':
-        out->p = start + 1;
-        out->len = eol - start - 1;
-        *pos = (size_t)(eol - buf) + 2;
-        return 1;
-    case ':':
-        out->len = strtoll(start + 1, &end, 10);
-        *pos = (size_t)(eol - buf) + 2;
-        return 1;
-    case '$': {
-        out->len = strtoll(start + 1, &end, 10);
-        size_t body = (size_t)(eol - buf) + 2;
-        if (out->len < 0) {
-            *pos = body;
-            return 1;
-        }
-        if (body + (size_t)out->len + 2 > len)
-            return 0;
-        out->p = buf + body;
-        *pos = body + (size_t)out->len + 2;
-        return 1;
-    }
-    case '*': {
-        out->len = strtoll(start + 1, &end, 10);
-        size_t p = (size_t)(eol - buf) + 2;
-        if (out->len <= 0) {
-            *pos = p;
-            return 1;
-        }
-        out->el = calloc((size_t)out->len, sizeof(*out->el));
-        if (!out->el)
-            return -1;
-        for (long long i = 0; i < out->len; i++) {
-            int r = rv_parse(buf, len, &p, &out->el[i]);
-            if (r <= 0) {
-                rv_free(out);
-                return r;
-            }
-        }
-        *pos = p;
-        return 1;
-    }
-    default:
-        return -1;
-    }
-}
-
-static bool rv_is(const struct rv *v, const char *s)
-{
-    size_t n = strlen(s);
-    return (v->type == '+' || v->type == '$' || v->type == '-') && v->len >= (long long)n &&
-           memcmp(v->p, s, n) == 0;
-}
 
 static void peer_close(struct peer_conn *pc)
 {
@@ -191,7 +113,7 @@ static int peer_connect(struct peer_conn *pc)
  * into pc->in until the next call). 0, or CORE_EIO (connection closed;
  * retrying reconnects), CORE_ENOMEM, CORE_EPROTO. */
 static int peer_call(struct peer_conn *pc, unsigned argc, const char *const *argv,
-                     const size_t *len, struct rv *out)
+                     const size_t *len, struct gs_resp_reply *out)
 {
     if (pc->fd < 0 && peer_connect(pc) != 0)
         return CORE_EIO;
@@ -222,7 +144,7 @@ static int peer_call(struct peer_conn *pc, unsigned argc, const char *const *arg
     pc->in.len = 0;
     for (;;) {
         size_t pos = 0;
-        int r = pc->in.len ? rv_parse(pc->in.data, pc->in.len, &pos, out) : 0;
+        int r = pc->in.len ? gs_resp_reply_parse(pc->in.data, pc->in.len, &pos, out) : 0;
         if (r == 1)
             return 0;
         if (r < 0) {
@@ -231,7 +153,8 @@ static int peer_call(struct peer_conn *pc, unsigned argc, const char *const *arg
         }
         char chunk[16384];
         ssize_t n = recv(pc->fd, chunk, sizeof(chunk), 0);
-        if (n <= 0 || core_buf_append(&pc->in, chunk, (size_t)n) != 0) {
+        if (n <= 0 || pc->in.len + (size_t)n > MAX_REPLY_BYTES ||
+            core_buf_append(&pc->in, chunk, (size_t)n) != 0) {
             peer_close(pc);
             return CORE_EIO;
         }
@@ -270,7 +193,8 @@ static struct peer_conn *conn_of(struct gs_meta_job *j, const char *name)
 }
 
 /* A command of string words (argv[argc]). */
-static int call_words(struct peer_conn *pc, unsigned argc, const char *const *argv, struct rv *out)
+static int call_words(struct peer_conn *pc, unsigned argc, const char *const *argv,
+                      struct gs_resp_reply *out)
 {
     size_t len[16];
     for (unsigned i = 0; i < argc; i++)
@@ -285,10 +209,10 @@ static bool on_every(struct gs_meta_job *j, unsigned argc, const char *const *ar
     for (unsigned i = 0; i < j->n_conns; i++) {
         unsigned wait = BACKOFF_MIN_MS, tries = 0;
         for (;;) {
-            struct rv v;
+            struct gs_resp_reply v;
             int rc = call_words(&j->conns[i], argc, argv, &v);
             if (rc == 0 && v.type != '-') {
-                rv_free(&v);
+                gs_resp_reply_free(&v);
                 break;
             }
             if (++tries % 20 == 0)
@@ -296,7 +220,7 @@ static bool on_every(struct gs_meta_job *j, unsigned argc, const char *const *ar
                           rc ? core_strerror(rc) : "", rc ? 0 : (int)(v.len > 200 ? 200 : v.len),
                           rc ? "" : v.p);
             if (rc == 0)
-                rv_free(&v);
+                gs_resp_reply_free(&v);
             if (!backoff(j, &wait))
                 return false;
         }
@@ -304,10 +228,10 @@ static bool on_every(struct gs_meta_job *j, unsigned argc, const char *const *ar
     return true;
 }
 
-static bool retryable(const struct rv *v)
+static bool retryable(const struct gs_resp_reply *v)
 {
-    return rv_is(v, "NOTLEADER") || rv_is(v, "TRYAGAIN") || rv_is(v, "MOVED") ||
-           rv_is(v, "CLUSTERDOWN");
+    return gs_resp_reply_starts(v, "NOTLEADER") || gs_resp_reply_starts(v, "TRYAGAIN") ||
+           gs_resp_reply_starts(v, "MOVED") || gs_resp_reply_starts(v, "CLUSTERDOWN");
 }
 
 /* Send the command to whichever node leads group (tried first, then the
@@ -315,7 +239,7 @@ static bool retryable(const struct rv *v)
  * *who the node (its connection buffer holds the reply). False when
  * stopped. */
 static bool on_leader(struct gs_meta_job *j, const char *group, unsigned argc,
-                      const char *const *argv, const size_t *len, struct rv *out,
+                      const char *const *argv, const size_t *len, struct gs_resp_reply *out,
                       struct peer_conn **who)
 {
     unsigned wait = BACKOFF_MIN_MS, rounds = 0;
@@ -335,7 +259,7 @@ static bool on_leader(struct gs_meta_job *j, const char *group, unsigned argc,
             if (!retryable(out) && ++rounds % 20 == 0)
                 CORE_WARN("cluster: meta: %s: %s %s: %.*s", pc->name, argv[2], group,
                           (int)(out->len > 200 ? 200 : out->len), out->p);
-            rv_free(out);
+            gs_resp_reply_free(out);
         }
         if (!backoff(j, &wait))
             return false;
@@ -348,11 +272,11 @@ static bool leader_words(struct gs_meta_job *j, const char *group, unsigned argc
     size_t len[16];
     for (unsigned i = 0; i < argc; i++)
         len[i] = strlen(argv[i]);
-    struct rv v;
+    struct gs_resp_reply v;
     struct peer_conn *who;
     if (!on_leader(j, group, argc, argv, len, &v, &who))
         return false;
-    rv_free(&v);
+    gs_resp_reply_free(&v);
     return true;
 }
 
@@ -360,11 +284,11 @@ static bool leader_words(struct gs_meta_job *j, const char *group, unsigned argc
 static bool membership_of(struct peer_conn *pc, struct gs_membership *m)
 {
     const char *argv[] = {"CLUSTER", "MEMBERSHIP"};
-    struct rv v;
+    struct gs_resp_reply v;
     if (call_words(pc, 2, argv, &v) != 0)
         return false;
     bool ok = v.type == '$' && v.len >= 0 && gs_membership_parse(m, v.p, (size_t)v.len) == 0;
-    rv_free(&v);
+    gs_resp_reply_free(&v);
     return ok;
 }
 
@@ -453,14 +377,14 @@ static int run(struct gs_meta_job *j, struct views *v, struct gs_membership *tar
                 bool seen = false;
                 for (unsigned i = 0; i < j->n_conns && !seen; i++) {
                     const char *a2[] = {"CLUSTER", "MIGRATE", "STATUS"};
-                    struct rv r;
+                    struct gs_resp_reply r;
                     if (call_words(&j->conns[i], 3, a2, &r) != 0)
                         continue;
                     for (long long e = 0; r.type == '*' && e < r.len && !seen; e++)
                         seen = r.el[e].type == '$' &&
                                r.el[e].len == (long long)strlen(target->nodes[t]) &&
                                memcmp(r.el[e].p, target->nodes[t], (size_t)r.el[e].len) == 0;
-                    rv_free(&r);
+                    gs_resp_reply_free(&r);
                 }
                 conv += seen;
             }
@@ -481,19 +405,19 @@ static int run(struct gs_meta_job *j, struct views *v, struct gs_membership *tar
             for (;;) {
                 const char *e[] = {"CLUSTER", "MIGRATE", "EXPORT", src, cursor};
                 size_t el[] = {7, 7, 6, strlen(src), strlen(cursor)};
-                struct rv r;
+                struct gs_resp_reply r;
                 struct peer_conn *who;
                 if (!on_leader(j, src, 5, e, el, &r, &who))
                     return CORE_ECLOSED;
                 if (r.type != '*' || r.len != 2 || r.el[0].type != '$' || r.el[1].type != '*' ||
                     r.el[0].len <= 0 || r.el[0].len >= (long long)sizeof(cursor)) {
-                    rv_free(&r);
+                    gs_resp_reply_free(&r);
                     return CORE_EPROTO;
                 }
                 if (leader && who != leader) {
                     /* Another leader: its cursor means something else.
                      * Start over (importing twice is harmless). */
-                    rv_free(&r);
+                    gs_resp_reply_free(&r);
                     leader = who;
                     snprintf(cursor, sizeof(cursor), "0");
                     continue;
@@ -504,15 +428,22 @@ static int run(struct gs_meta_job *j, struct views *v, struct gs_membership *tar
                 nc[r.el[0].len] = '\0';
                 /* The reply lives in who's buffer: copy the items out
                  * before using any connection again. */
-                struct rv *items = &r.el[1];
+                struct gs_resp_reply *items = &r.el[1];
                 size_t nitems = (size_t)(items->len > 0 ? items->len : 0) / 4;
+                bool bulks = true; /* dst, key, value, expiry: bulk strings */
+                for (size_t k = 0; k < nitems * 4; k++)
+                    bulks = bulks && items->el[k].type == '$' && items->el[k].len >= 0;
+                if (!bulks) {
+                    gs_resp_reply_free(&r);
+                    return CORE_EPROTO;
+                }
                 struct core_buf copy = {0};
                 for (size_t k = 0; k < nitems * 4; k++) {
                     uint32_t l = (uint32_t)items->el[k].len;
                     core_buf_append(&copy, &l, sizeof(l));
                     core_buf_append(&copy, items->el[k].p, l);
                 }
-                rv_free(&r);
+                gs_resp_reply_free(&r);
                 if (copy.oom) {
                     core_buf_free(&copy);
                     return CORE_ENOMEM;
@@ -553,12 +484,12 @@ static int run(struct gs_meta_job *j, struct views *v, struct gs_membership *tar
                         }
                         sent[q] = true;
                     }
-                    struct rv ir;
+                    struct gs_resp_reply ir;
                     struct peer_conn *iw;
                     if (!on_leader(j, dst, argc, iv, il, &ir, &iw))
                         rc = CORE_ECLOSED;
                     else
-                        rv_free(&ir);
+                        gs_resp_reply_free(&ir);
                 }
                 free(iv);
                 free(il);
