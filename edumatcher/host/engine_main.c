@@ -192,7 +192,13 @@ static int publish(void *ctx, const struct em_bus_topic *topic, const void *data
     return em_bus_send(&P.pub, topic, data, len);
 }
 
-static const struct em_host_bus bus = {.publish = publish};
+/* A door of the order link is open while its connection is. */
+static bool door_open(void *ctx, uint64_t door)
+{
+    return P.link && em_link_server_conn_open(P.link, door);
+}
+
+static const struct em_host_bus bus = {.publish = publish, .door_open = door_open};
 
 /* The host refuses to go on without its journal: neither may the process. */
 static void check(int rc)
@@ -203,9 +209,22 @@ static void check(int rc)
     }
 }
 
-static void on_inbound(void *ctx, const char *gw, size_t gwlen, const void *payload, size_t len)
+/* A record through link connection `conn` (a door, engine_host.h). One
+ * the door rules refused is answered on that connection only: gw's route
+ * stays with the door that holds it. */
+static int on_inbound(void *ctx, uint64_t conn, const char *gw, size_t gwlen, const void *payload,
+                      size_t len)
 {
-    check(em_host_inbound(P.host, gw, gwlen, payload, len));
+    int rc = em_host_inbound_at(P.host, conn, gw, gwlen, payload, len);
+    if (rc != CORE_EBUSY) {
+        check(rc);
+        return 0;
+    }
+    uint8_t frame[EM_FRAME_MAX];
+    int n = em_host_refusal(frame, sizeof frame);
+    if (n > 0)
+        em_link_reply_conn(P.link, conn, gw, gwlen, frame, (size_t)n);
+    return rc;
 }
 
 /* A gateway's link ended while we run and did not come back within

@@ -224,6 +224,7 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "resyncs", &st->resyncs);
     core_metrics_counter(mt, "event_duplicates", &st->event_duplicates);
     core_metrics_counter(mt, "events_lost", &st->events_lost);
+    core_metrics_counter(mt, "logins_refused", &st->logins_refused);
     core_metrics_counter(mt, "events_out", &st->events_out);
     core_metrics_counter(mt, "rejects", &st->rejects);
     core_metrics_counter(mt, "rate_limited", &st->rate_limited);
@@ -231,7 +232,9 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "bad_events", &st->bad_events);
     core_metrics_gauge(mt, "sessions", &st->sessions);
     /* rej_<reason>: what the monitor shows as rejects by reason */
-    for (unsigned r = 1; r <= EM_REJ_GATEWAY_DISABLED; r++) {
+    for (unsigned r = 1; r <= EM_REJ_LOGGED_IN_ELSEWHERE; r++) {
+        if (r == EM_REJ_RESEND)
+            continue; /* between gateway and engine only: never a trader's */
         char name[CORE_METRICS_NAME] = "rej_";
         const char *reason = em_rejcode_name(r);
         for (size_t i = 0; reason[i] && i + 5 < sizeof name; i++)
