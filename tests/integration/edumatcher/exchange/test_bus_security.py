@@ -271,3 +271,42 @@ def test_open_bus_warns_and_bad_options_exit_2(procs, workdir):
                      "--engine-key", zmq.curve_keypair()[0].decode(), "--curve-key", key])
     assert r.p.wait(timeout=10) != 0
     assert "readable by others" in r.stderr()
+
+
+def test_monitor_connect_endpoints_are_curve_clients(procs, zctx, workdir):
+    """The monitor's --connect endpoints are covered by CURVE as its other
+    subscriptions are: with --connect-key it is a CURVE client of those
+    publishers (with its --curve-key) and takes their beacons; a monitor
+    without the key cannot complete the handshake and sees none."""
+    srv_pub, srv_sec = zmq.curve_keypair()
+    pub = zctx.socket(zmq.PUB)
+    pub.setsockopt(zmq.LINGER, 0)
+    pub.curve_server = True
+    pub.curve_publickey, pub.curve_secretkey = srv_pub, srv_sec
+    port = free_port()
+    pub.bind(f"tcp://127.0.0.1:{port}")
+    mon_key, _ = keyfile(workdir, "monitor")
+
+    def monitor(*extra):
+        hport = free_port()
+        m = procs.start([binary("edumatcher-monitor"), "--http-port", str(hport),
+                         "--health", f"tcp://127.0.0.1:{free_port()}", "--beacon-ms", "100",
+                         "--connect", f"tcp://127.0.0.1:{port}", *extra])
+        assert "edumatcher-monitor" in m.ready, m.stderr()
+        return m, hport
+
+    with_key, kport = monitor("--curve-key", mon_key, "--connect-key", srv_pub.decode())
+    without, nport = monitor()
+    line = (b"health v=1 proc=curvepub pid=9 seq=1 up_ms=100 rss=1 lat_n=0 lat_p50=0 "
+            b"lat_p99=0 lat_max=0")
+
+    def procs_of(hport):
+        return {p["proc"] for p in json.loads(http_get(hport, "/metrics.json")[2])["processes"]}
+
+    def seen():
+        pub.send_multipart([b"health.curvepub", line])
+        return "curvepub" in procs_of(kport)
+    assert wait_until(seen, timeout=20, step=0.1), with_key.stderr()
+    for _ in range(10):  # as many beacons again: none reaches the keyless one
+        pub.send_multipart([b"health.curvepub", line])
+    assert "curvepub" not in procs_of(nport)
