@@ -439,6 +439,19 @@ const struct em_curve_zap_stats *em_curve_zap_stats(const struct em_curve_zap *z
     return &z->stats;
 }
 
+int em_curve_zap_metrics(const struct em_curve_zap *z, struct core_metrics *m)
+{
+    /* written by the handler's thread (relaxed atomics), read by the
+     * beacon: a rough figure, as the header says */
+    const struct em_curve_zap_stats *st = em_curve_zap_stats(z);
+    int rc = core_metrics_counter(m, "zap_allowed", &st->allowed);
+    if (rc == 0)
+        rc = core_metrics_counter(m, "zap_denied", &st->denied);
+    if (rc == 0)
+        rc = core_metrics_counter(m, "zap_reloads", &st->reloads);
+    return rc;
+}
+
 void em_curve_zap_free(struct em_curve_zap *z)
 {
     if (!z)

@@ -50,6 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/metrics.h"
+
 #define EM_CURVE_Z85_LEN  40   /* a 32-byte key in Z85 */
 #define EM_CURVE_MAX_KEYS 1024 /* entries in one allow-list */
 
@@ -147,6 +149,11 @@ struct em_curve_zap_stats {
     uint64_t allowed, denied, reloads;
 };
 const struct em_curve_zap_stats *em_curve_zap_stats(const struct em_curve_zap *z);
+/* Register those counters with m as zap_allowed, zap_denied and
+ * zap_reloads (exported by the monitor's /metrics as
+ * edumatcher_zap_allowed_total{proc=...} and so on). z must outlive m's
+ * use. Returns 0 or core_metrics_counter's error. */
+int em_curve_zap_metrics(const struct em_curve_zap *z, struct core_metrics *m);
 
 /* Join the handler's thread and free it: call after em_bus_ctx_term of its
  * context (which makes the thread exit). NULL is ignored. */

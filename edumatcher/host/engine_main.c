@@ -544,6 +544,10 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "resend_requests", &st->resend_requests);
     core_metrics_counter(mt, "resyncs", &st->resyncs);
     core_metrics_counter(mt, "resyncs_short", &st->resyncs_short);
+    core_metrics_counter(mt, "door_refused", &st->door_refused);
+    core_metrics_counter(mt, "door_takeovers", &st->door_takeovers);
+    if (P.zap)
+        em_curve_zap_metrics(P.zap, mt);
     core_metrics_counter(mt, "events_resent", &st->events_resent);
     core_metrics_counter(mt, "snapshot_failures", &st->snapshot_failures);
     core_metrics_gauge(mt, "snapshot_seq", &st->snapshot_seq);

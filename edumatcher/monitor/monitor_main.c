@@ -387,6 +387,8 @@ int main(int argc, char **argv)
     core_metrics_counter(&m->health.metrics, "msgs_in", &m->msgs_in);
     core_metrics_counter(&m->health.metrics, "bad_beacons", &m->bad_beacons);
     core_metrics_counter(&m->health.metrics, "http_requests", &m->http_requests);
+    if (m->zap)
+        em_curve_zap_metrics(m->zap, &m->health.metrics);
     em_health_start(&m->health, m->loop, m->zctx, NULL, (uint64_t)beacon_ms, NULL, NULL);
     m->health.timer.data = m;
     uv_timer_start(&m->health.timer, on_own_beacon, 0, (uint64_t)beacon_ms);

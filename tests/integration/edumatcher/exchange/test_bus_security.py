@@ -8,6 +8,7 @@ import os
 import stat
 
 import zmq
+from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import (OPS_TOKEN, SYMBOLS, Trader, binary, free_port, http_get,
                       wait_until)
@@ -209,6 +210,26 @@ def test_only_listed_clients_on_the_bus(procs, zctx, workdir):
         body = http_get(mport, "/market.json")[2].decode()
         return "ABC" in body and "100" in body
     assert wait_until(market, timeout=10, step=0.1), m.stderr()
+
+    # The ZAP handlers' answers are counters on the monitor's /metrics
+    # (Prometheus: _total, with HELP and TYPE): the engine let the listed
+    # clients in and turned the keyless and unlisted subscribers away; the
+    # monitor turned the intruder's beacons away.
+    def zap(proc):
+        text = http_get(mport, "/metrics")[2].decode()
+        got = {}
+        for fam in text_string_to_metric_families(text):
+            for smp in fam.samples:
+                if smp.labels.get("proc") == proc and smp.name.startswith("edumatcher_zap_"):
+                    got[smp.name] = smp.value
+        return got if got.get("edumatcher_zap_denied_total", 0) >= 1 else None
+    engine_zap = wait_until(lambda: zap("engine"), timeout=10, step=0.1)
+    assert engine_zap and engine_zap["edumatcher_zap_allowed_total"] >= 3, engine_zap
+    monitor_zap = wait_until(lambda: zap("monitor"), timeout=10, step=0.1)
+    assert monitor_zap and monitor_zap["edumatcher_zap_allowed_total"] >= 4, monitor_zap
+    text = http_get(mport, "/metrics")[2].decode()
+    assert "# TYPE edumatcher_zap_allowed_total counter" in text, text
+    assert "# HELP edumatcher_zap_denied_total " in text, text
     for s in (observer, plain, unlisted, *fakes):
         s.close()
 
