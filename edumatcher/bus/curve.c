@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -458,4 +459,31 @@ void em_curve_zap_free(struct em_curve_zap *z)
         return;
     pthread_join(z->thread, NULL);
     free(z);
+}
+
+/* ---- revocation, from the process's loop ---- */
+
+void em_curve_watch_init(struct em_curve_watch *w, const char *path,
+                         const struct em_curve_allow *allow)
+{
+    snprintf(w->path, sizeof w->path, "%s", path);
+    memcpy(&w->allow, allow, sizeof w->allow);
+    if (stat(w->path, &w->seen) != 0)
+        memset(&w->seen, 0, sizeof w->seen);
+}
+
+bool em_curve_watch_revoked(struct em_curve_watch *w)
+{
+    struct stat st;
+    int line;
+    if (stat(w->path, &st) != 0 || same_file(&st, &w->seen))
+        return false;
+    w->seen = st;
+    if (em_curve_allow_load(w->path, &w->next, &line) != 0)
+        return false;
+    bool revoked = false;
+    for (unsigned i = 0; i < w->allow.count && !revoked; i++)
+        revoked = !em_curve_allowed(&w->next, w->allow.key[i]);
+    memcpy(&w->allow, &w->next, sizeof w->allow);
+    return revoked;
 }

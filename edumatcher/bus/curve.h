@@ -50,6 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/stat.h>
+
 #include "core/metrics.h"
 
 #define EM_CURVE_Z85_LEN  40   /* a 32-byte key in Z85 */
@@ -128,6 +130,27 @@ int em_curve_client_config(const char *who, const char *key_opt, const char *key
  * (ipc:// in a private directory, inproc://) say nothing. */
 void em_curve_warn_open(const char *who, const char *what, const char *endpoint);
 
+/*
+ * Revocation: the ZAP handler re-reads the allow-list only when a
+ * handshake comes, so a key removed would keep the connections already
+ * up. The process's loop watches the file too (em_curve_watch_revoked on
+ * a timer) and, when a key it allowed is gone, unbinds and rebinds its
+ * CURVE sockets (zmq_bus.h em_bus_unbind): every client reconnects
+ * through ZAP, and the removed one is refused.
+ */
+struct em_curve_watch {
+    char path[4096];
+    struct stat seen;
+    struct em_curve_allow allow, next; /* in force; being read */
+};
+/* Start watching path, whose list in force is allow (copied). */
+void em_curve_watch_init(struct em_curve_watch *w, const char *path,
+                         const struct em_curve_allow *allow);
+/* True when the file changed since the last call and parses, and a key of
+ * the list in force is not in it (which then becomes the list in force).
+ * A file that does not parse changes nothing (the ZAP handler logs it). */
+bool em_curve_watch_revoked(struct em_curve_watch *w);
+
 struct em_curve_zap;
 
 /*
@@ -135,7 +158,8 @@ struct em_curve_zap;
  * file allow was loaded from; NULL: never), the handler re-reads the file
  * before answering a handshake when it changed since (inode, size or
  * mtime): a key added is let in without a restart, a key removed is
- * refused from its next connection on (connections already up stay). A
+ * refused from its next connection on (connections already up stay: see
+ * em_curve_watch_revoked for closing them). A
  * file that no longer parses is logged and the list in force kept. Write
  * the file by rename for an atomic change. Returns 0 and *out, CORE_EBUSY
  * (a handler is already bound in this context), CORE_ENOMEM or CORE_EIO.

@@ -6,6 +6,7 @@ to end. Keys are the real binaries' files; the foreign clients are pyzmq."""
 import json
 import os
 import stat
+import time
 
 import zmq
 from prometheus_client.parser import text_string_to_metric_families
@@ -331,3 +332,62 @@ def test_monitor_connect_endpoints_are_curve_clients(procs, zctx, workdir):
     for _ in range(10):  # as many beacons again: none reaches the keyless one
         pub.send_multipart([b"health.curvepub", line])
     assert "curvepub" not in procs_of(nport)
+
+
+def test_a_key_removed_from_the_allow_list_loses_its_open_connection(procs, zctx, workdir):
+    """Removing a subscriber's key from --curve-clients closes its
+    connection already up (the engine rebinds --pub, so every client passes
+    ZAP again): the removed subscriber stops receiving trades, the one still
+    listed reconnects by itself and keeps receiving them."""
+    keep_pub, keep_sec = zmq.curve_keypair()
+    gone_pub, gone_sec = zmq.curve_keypair()
+    clients = os.path.join(workdir, "curve-clients")
+    allow_list(clients, {"keep": keep_pub.decode(), "gone": gone_pub.decode()})
+    journal = os.path.join(workdir, "journal")
+    pub = f"tcp://127.0.0.1:{free_port()}"
+    query = f"tcp://127.0.0.1:{free_port()}"
+    alf = free_port()
+    e = start_engine(procs, workdir, journal, pub, query, "",
+                     ["--curve-clients", clients, "--alf-port", str(alf)])
+    engine_pub = read_pub(os.path.join(journal, "curve.key.pub"))
+    keep = curve_sub(zctx, pub, engine_pub, (keep_pub, keep_sec))
+    gone = curve_sub(zctx, pub, engine_pub, (gone_pub, gone_sec))
+    b, s = Trader(alf, "GW1"), Trader(alf, "GW2")
+    n = [0]
+
+    def trade():
+        n[0] += 1
+        b.send(f"NEW cl=b{n[0]} sym=ABC side=B qty=1 px=100.00")
+        s.send(f"NEW cl=s{n[0]} sym=ABC side=S qty=1 px=100.00")
+        assert b.line().startswith("ACK ") and s.line().startswith("ACK ")
+        assert s.line().startswith("FILL ") and b.line().startswith("FILL ")
+
+    def got_trade(sock, wait_ms):
+        deadline = time.time() + wait_ms / 1000
+        while time.time() < deadline:
+            if sock.poll(50) and sock.recv_multipart()[0] == b"trade.executed":
+                return True
+        return False
+
+    def both_receive():
+        trade()  # a PUB drops what no subscription asked for yet: tried again
+        return got_trade(keep, 300) and got_trade(gone, 300)
+    assert wait_until(both_receive, timeout=20, step=0.05), e.stderr()
+
+    # remove "gone" by rename, as the docs say to change the list
+    allow_list(clients + ".new", {"keep": keep_pub.decode()})
+    os.rename(clients + ".new", clients)
+    assert wait_until(lambda: "a key left" in e.stderr() and "bound again" in e.stderr(), 20), \
+        e.stderr()
+
+    def keep_receives():
+        trade()  # the kept subscriber reconnects by itself
+        return got_trade(keep, 300)
+    assert wait_until(keep_receives, timeout=20, step=0.05), e.stderr()
+    while gone.poll(100):  # what it had before the rebind
+        gone.recv_multipart()
+    trade()
+    assert got_trade(keep, 5000)
+    assert not got_trade(gone, 500)
+    for sock in (keep, gone):
+        sock.close()
