@@ -276,6 +276,22 @@ int em_curve_client_config(const char *who, const char *key_opt, const char *key
     return server_key[0] ? 0 : CORE_ENOTFOUND;
 }
 
+int em_curve_client_setup(const char *who, const char *curve_key, const char *engine_key,
+                          const char *monitor_key, struct em_curve_client *out)
+{
+    int rc = em_curve_client_config(who, "curve-key", curve_key, "engine-key", engine_key,
+                                    &out->engine_pair);
+    if (rc && rc != CORE_ENOTFOUND)
+        return rc;
+    out->engine = rc ? NULL : &out->engine_pair;
+    rc = em_curve_client_config(who, "curve-key", curve_key, "monitor-key", monitor_key,
+                                &out->monitor_pair);
+    if (rc && rc != CORE_ENOTFOUND)
+        return rc;
+    out->monitor = rc ? NULL : &out->monitor_pair;
+    return 0;
+}
+
 void em_curve_warn_open(const char *who, const char *what, const char *endpoint)
 {
     if (strncmp(endpoint, "tcp://", 6) == 0)

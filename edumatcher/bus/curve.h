@@ -125,6 +125,40 @@ int em_curve_client_config(const char *who, const char *key_opt, const char *key
                            const char *server_opt, const char *server_key,
                            struct em_curve_pair *out);
 
+/*
+ * The key options of every bus client's main (gateway, FIX gateway,
+ * clearing), as core/config.h option entries on the caller's strings:
+ * --curve-key (own key file), --engine-key (the engine's public key, for
+ * `engine_for`: the sockets it covers) and --monitor-key (for --health).
+ */
+/* One option entry per two lines, as in the mains option tables. */
+/* clang-format off */
+#define EM_CURVE_CLIENT_OPTIONS(curve_key, engine_key, monitor_key, engine_for)                    \
+    {"curve-key", CORE_OPT_STRING, curve_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,                      \
+     "this process's CURVE secret key file, made at first start (mode 0600; the public key "       \
+     "in FILE.pub goes in the engine's --curve-clients); with --engine-key"},                      \
+    {"engine-key", CORE_OPT_STRING, engine_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,                    \
+     "the engine's CURVE public key (Z85, or a file such as <journal-dir>/curve.key.pub) for "     \
+     engine_for " (\"\": no CURVE)"},                                                              \
+    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,                  \
+     "the monitor's CURVE public key (Z85 or a file) for --health; with --curve-key (\"\": "       \
+     "no CURVE)"}
+/* clang-format on */
+
+/* A client process's CURVE, from those options: toward the engine and
+ * toward the monitor (NULL: that side has no CURVE). */
+struct em_curve_client {
+    struct em_curve_pair engine_pair, monitor_pair;
+    const struct em_curve_pair *engine, *monitor;
+};
+
+/* em_curve_client_config for --engine-key and for --monitor-key, with
+ * the same --curve-key. Returns 0 (*out filled), CORE_EINVAL (a bad
+ * option, logged: the process exits 2) or a key file's CORE_E* code
+ * (logged: exit 1). */
+int em_curve_client_setup(const char *who, const char *curve_key, const char *engine_key,
+                          const char *monitor_key, struct em_curve_client *out);
+
 /* Log the start-up warning for a bound socket that is not CURVE: on
  * tcp:// anyone who reaches the port may connect. Other transports
  * (ipc:// in a private directory, inproc://) say nothing. */
