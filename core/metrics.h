@@ -33,12 +33,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CORE_METRICS_MAX          32  /* counters + gauges per process */
+#define CORE_METRICS_MAX          48  /* counters + gauges per process */
 #define CORE_METRICS_NAME         32  /* including the NUL */
 #define CORE_METRICS_SAMPLE_MASK  15u /* time one in 16 */
 #define CORE_METRICS_SAMPLE_EVERY (CORE_METRICS_SAMPLE_MASK + 1)
 #define CORE_METRICS_RING         4096 /* samples kept; a power of two */
-#define CORE_BEACON_MAX           2048 /* longest beacon line */
+#define CORE_BEACON_MAX           4096 /* longest beacon line: 48 metrics of 31-character names */
 #define CORE_METRICS_LAT_BOUNDS   16   /* histogram bucket upper bounds */
 
 /* Upper bounds (ns, inclusive, increasing) of the latency histogram's

@@ -90,11 +90,13 @@ static size_t echo_data(struct core_conn *c, char *data, size_t len)
 
 /* ---- engine: answer each record on the link ---- */
 
-static void engine_record(void *ctx, const char *gw, size_t gwlen, const void *payload, size_t len)
+static int engine_record(void *ctx, uint64_t conn, const char *gw, size_t gwlen,
+                         const void *payload, size_t len)
 {
     size_t n;
     answer_lines(payload, len, R.answer, sizeof R.answer, &n);
     em_link_reply(R.lsrv, gw, gwlen, R.answer, n);
+    return 0;
 }
 
 /* ---- gateway: connections <-> records named by connection id ---- */

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -275,6 +276,22 @@ int em_curve_client_config(const char *who, const char *key_opt, const char *key
     return server_key[0] ? 0 : CORE_ENOTFOUND;
 }
 
+int em_curve_client_setup(const char *who, const char *curve_key, const char *engine_key,
+                          const char *monitor_key, struct em_curve_client *out)
+{
+    int rc = em_curve_client_config(who, "curve-key", curve_key, "engine-key", engine_key,
+                                    &out->engine_pair);
+    if (rc && rc != CORE_ENOTFOUND)
+        return rc;
+    out->engine = rc ? NULL : &out->engine_pair;
+    rc = em_curve_client_config(who, "curve-key", curve_key, "monitor-key", monitor_key,
+                                &out->monitor_pair);
+    if (rc && rc != CORE_ENOTFOUND)
+        return rc;
+    out->monitor = rc ? NULL : &out->monitor_pair;
+    return 0;
+}
+
 void em_curve_warn_open(const char *who, const char *what, const char *endpoint)
 {
     if (strncmp(endpoint, "tcp://", 6) == 0)
@@ -439,10 +456,50 @@ const struct em_curve_zap_stats *em_curve_zap_stats(const struct em_curve_zap *z
     return &z->stats;
 }
 
+int em_curve_zap_metrics(const struct em_curve_zap *z, struct core_metrics *m)
+{
+    /* written by the handler's thread (relaxed atomics), read by the
+     * beacon: a rough figure, as the header says */
+    const struct em_curve_zap_stats *st = em_curve_zap_stats(z);
+    int rc = core_metrics_counter(m, "zap_allowed", &st->allowed);
+    if (rc == 0)
+        rc = core_metrics_counter(m, "zap_denied", &st->denied);
+    if (rc == 0)
+        rc = core_metrics_counter(m, "zap_reloads", &st->reloads);
+    return rc;
+}
+
 void em_curve_zap_free(struct em_curve_zap *z)
 {
     if (!z)
         return;
     pthread_join(z->thread, NULL);
     free(z);
+}
+
+/* ---- revocation, from the process's loop ---- */
+
+void em_curve_watch_init(struct em_curve_watch *w, const char *path,
+                         const struct em_curve_allow *allow)
+{
+    snprintf(w->path, sizeof w->path, "%s", path);
+    memcpy(&w->allow, allow, sizeof w->allow);
+    if (stat(w->path, &w->seen) != 0)
+        memset(&w->seen, 0, sizeof w->seen);
+}
+
+bool em_curve_watch_revoked(struct em_curve_watch *w)
+{
+    struct stat st;
+    int line;
+    if (stat(w->path, &st) != 0 || same_file(&st, &w->seen))
+        return false;
+    w->seen = st;
+    if (em_curve_allow_load(w->path, &w->next, &line) != 0)
+        return false;
+    bool revoked = false;
+    for (unsigned i = 0; i < w->allow.count && !revoked; i++)
+        revoked = !em_curve_allowed(&w->next, w->allow.key[i]);
+    memcpy(&w->allow, &w->next, sizeof w->allow);
+    return revoked;
 }

@@ -50,6 +50,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/stat.h>
+
+#include "core/metrics.h"
+
 #define EM_CURVE_Z85_LEN  40   /* a 32-byte key in Z85 */
 #define EM_CURVE_MAX_KEYS 1024 /* entries in one allow-list */
 
@@ -121,10 +125,65 @@ int em_curve_client_config(const char *who, const char *key_opt, const char *key
                            const char *server_opt, const char *server_key,
                            struct em_curve_pair *out);
 
+/*
+ * The key options of every bus client's main (gateway, FIX gateway,
+ * clearing), as core/config.h option entries on the caller's strings:
+ * --curve-key (own key file), --engine-key (the engine's public key, for
+ * `engine_for`: the sockets it covers) and --monitor-key (for --health).
+ */
+/* One option entry per two lines, as in the mains option tables. */
+/* clang-format off */
+#define EM_CURVE_CLIENT_OPTIONS(curve_key, engine_key, monitor_key, engine_for)                    \
+    {"curve-key", CORE_OPT_STRING, curve_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,                      \
+     "this process's CURVE secret key file, made at first start (mode 0600; the public key "       \
+     "in FILE.pub goes in the engine's --curve-clients); with --engine-key"},                      \
+    {"engine-key", CORE_OPT_STRING, engine_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,                    \
+     "the engine's CURVE public key (Z85, or a file such as <journal-dir>/curve.key.pub) for "     \
+     engine_for " (\"\": no CURVE)"},                                                              \
+    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,                  \
+     "the monitor's CURVE public key (Z85 or a file) for --health; with --curve-key (\"\": "       \
+     "no CURVE)"}
+/* clang-format on */
+
+/* A client process's CURVE, from those options: toward the engine and
+ * toward the monitor (NULL: that side has no CURVE). */
+struct em_curve_client {
+    struct em_curve_pair engine_pair, monitor_pair;
+    const struct em_curve_pair *engine, *monitor;
+};
+
+/* em_curve_client_config for --engine-key and for --monitor-key, with
+ * the same --curve-key. Returns 0 (*out filled), CORE_EINVAL (a bad
+ * option, logged: the process exits 2) or a key file's CORE_E* code
+ * (logged: exit 1). */
+int em_curve_client_setup(const char *who, const char *curve_key, const char *engine_key,
+                          const char *monitor_key, struct em_curve_client *out);
+
 /* Log the start-up warning for a bound socket that is not CURVE: on
  * tcp:// anyone who reaches the port may connect. Other transports
  * (ipc:// in a private directory, inproc://) say nothing. */
 void em_curve_warn_open(const char *who, const char *what, const char *endpoint);
+
+/*
+ * Revocation: the ZAP handler re-reads the allow-list only when a
+ * handshake comes, so a key removed would keep the connections already
+ * up. The process's loop watches the file too (em_curve_watch_revoked on
+ * a timer) and, when a key it allowed is gone, unbinds and rebinds its
+ * CURVE sockets (zmq_bus.h em_bus_unbind): every client reconnects
+ * through ZAP, and the removed one is refused.
+ */
+struct em_curve_watch {
+    char path[4096];
+    struct stat seen;
+    struct em_curve_allow allow, next; /* in force; being read */
+};
+/* Start watching path, whose list in force is allow (copied). */
+void em_curve_watch_init(struct em_curve_watch *w, const char *path,
+                         const struct em_curve_allow *allow);
+/* True when the file changed since the last call and parses, and a key of
+ * the list in force is not in it (which then becomes the list in force).
+ * A file that does not parse changes nothing (the ZAP handler logs it). */
+bool em_curve_watch_revoked(struct em_curve_watch *w);
 
 struct em_curve_zap;
 
@@ -133,7 +192,8 @@ struct em_curve_zap;
  * file allow was loaded from; NULL: never), the handler re-reads the file
  * before answering a handshake when it changed since (inode, size or
  * mtime): a key added is let in without a restart, a key removed is
- * refused from its next connection on (connections already up stay). A
+ * refused from its next connection on (connections already up stay: see
+ * em_curve_watch_revoked for closing them). A
  * file that no longer parses is logged and the list in force kept. Write
  * the file by rename for an atomic change. Returns 0 and *out, CORE_EBUSY
  * (a handler is already bound in this context), CORE_ENOMEM or CORE_EIO.
@@ -147,6 +207,11 @@ struct em_curve_zap_stats {
     uint64_t allowed, denied, reloads;
 };
 const struct em_curve_zap_stats *em_curve_zap_stats(const struct em_curve_zap *z);
+/* Register those counters with m as zap_allowed, zap_denied and
+ * zap_reloads (exported by the monitor's /metrics as
+ * edumatcher_zap_allowed_total{proc=...} and so on). z must outlive m's
+ * use. Returns 0 or core_metrics_counter's error. */
+int em_curve_zap_metrics(const struct em_curve_zap *z, struct core_metrics *m);
 
 /* Join the handler's thread and free it: call after em_bus_ctx_term of its
  * context (which makes the thread exit). NULL is ignored. */

@@ -132,6 +132,7 @@ static bool same_key(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
 
 struct lconn {
     struct core_conn *c;
+    uint64_t id; /* core_conn_id: the door the engine knows this gateway by */
     struct em_link_server *s;
     bool hello;
     bool dirty; /* in s->dirty */
@@ -205,6 +206,7 @@ static int srv_on_open(struct core_conn *c, void *app)
     if (!lc)
         return CORE_ENOMEM;
     lc->c = c;
+    lc->id = core_conn_id(c);
     lc->s = s;
     core_conn_set_data(c, lc);
     s->st.accepted++;
@@ -244,19 +246,29 @@ static size_t srv_on_data(struct core_conn *c, char *data, size_t len)
             core_conn_close(c);
             return len;
         }
+        /* routed here while on_record runs (a reply the engine publishes
+         * inside it comes here), kept only when the engine takes the
+         * record as gw's: one that another door holds leaves the route */
         struct route *rt = route_slot(s, r.gw, r.gwlen);
+        struct lconn *was_lc = NULL;
+        uint64_t was_gone = 0;
         if (rt) {
             if (rt->len == 0) {
                 memcpy(rt->name, r.gw, r.gwlen);
                 rt->len = (uint8_t)r.gwlen;
                 s->nroutes++;
             }
+            was_lc = rt->lc;
+            was_gone = rt->gone_ns;
             rt->lc = lc;
             rt->gone_ns = 0; /* back within the grace: not gone */
         }
         s->st.records_in++;
         s->handled++;
-        s->cfg.on_record(s->cfg.ctx, r.gw, r.gwlen, r.payload, r.len);
+        if (s->cfg.on_record(s->cfg.ctx, lc->id, r.gw, r.gwlen, r.payload, r.len) != 0 && rt) {
+            rt->lc = was_lc;
+            rt->gone_ns = was_gone;
+        }
     }
     return off;
 }
@@ -357,17 +369,10 @@ static void on_check(uv_check_t *h)
     em_link_server_flush(s);
 }
 
-int em_link_reply(struct em_link_server *s, const char *gw, size_t gwlen, const void *payload,
-                  size_t len)
+/* Queue one record on lc's output (written at the loop turn's end). */
+static int queue_reply(struct em_link_server *s, struct lconn *lc, const char *gw, size_t gwlen,
+                       const void *payload, size_t len)
 {
-    if (gwlen == 0 || gwlen > EM_LINK_GW_MAX || len > EM_LINK_PAYLOAD_MAX)
-        return CORE_EINVAL;
-    struct route *rt = route_slot(s, gw, gwlen);
-    struct lconn *lc = rt && rt->len ? rt->lc : NULL;
-    if (!lc || core_conn_closing(lc->c)) {
-        s->st.unrouted++;
-        return CORE_ENOTFOUND;
-    }
     if (!lc->dirty) {
         if (s->ndirty == s->dirty_cap) {
             size_t cap = s->dirty_cap ? s->dirty_cap * 2 : 16;
@@ -388,6 +393,46 @@ int em_link_reply(struct em_link_server *s, const char *gw, size_t gwlen, const 
     }
     s->st.records_out++;
     return 0;
+}
+
+int em_link_reply(struct em_link_server *s, const char *gw, size_t gwlen, const void *payload,
+                  size_t len)
+{
+    if (gwlen == 0 || gwlen > EM_LINK_GW_MAX || len > EM_LINK_PAYLOAD_MAX)
+        return CORE_EINVAL;
+    struct route *rt = route_slot(s, gw, gwlen);
+    struct lconn *lc = rt && rt->len ? rt->lc : NULL;
+    if (!lc || core_conn_closing(lc->c)) {
+        s->st.unrouted++;
+        return CORE_ENOTFOUND;
+    }
+    return queue_reply(s, lc, gw, gwlen, payload, len);
+}
+
+/* The open connection with that id (hello done), or NULL. */
+static struct lconn *conn_by_id(struct em_link_server *s, uint64_t conn)
+{
+    struct core_conn *c = s->srv && !s->stopping ? core_server_find(s->srv, conn) : NULL;
+    struct lconn *lc = c && !core_conn_closing(c) ? core_conn_data(c) : NULL;
+    return lc && lc->hello ? lc : NULL;
+}
+
+int em_link_reply_conn(struct em_link_server *s, uint64_t conn, const char *gw, size_t gwlen,
+                       const void *payload, size_t len)
+{
+    if (gwlen == 0 || gwlen > EM_LINK_GW_MAX || len > EM_LINK_PAYLOAD_MAX)
+        return CORE_EINVAL;
+    struct lconn *lc = conn_by_id(s, conn);
+    if (!lc) {
+        s->st.unrouted++;
+        return CORE_ENOTFOUND;
+    }
+    return queue_reply(s, lc, gw, gwlen, payload, len);
+}
+
+bool em_link_server_conn_open(struct em_link_server *s, uint64_t conn)
+{
+    return conn_by_id(s, conn) != NULL;
 }
 
 int em_link_server_open(struct em_link_server **out, uv_loop_t *loop,

@@ -26,8 +26,11 @@
  * a record that does not decode; it answers nothing to it.
  *
  * Routing back: the engine side remembers, per gateway id, the connection
- * that last sent a record for it (a LOGIN comes first, so the route is set
- * before any reply), and em_link_reply writes there. Replies for a gw
+ * that last sent a record for it that the engine took (on_record returned
+ * 0; a LOGIN comes first, so the route is set before any reply), and
+ * em_link_reply writes there. A record the engine refuses (the gw is held
+ * by another door, docs/alf.md C.9) leaves the route where it was; its
+ * answer goes to its own connection (em_link_reply_conn). Replies for a gw
  * whose connection has gone are dropped and counted (`unrouted`), as a
  * PUB drops what no subscriber asked for.
  *
@@ -87,6 +90,12 @@ size_t em_link_encode_header(uint8_t *out, const char *gw, size_t gwlen, size_t 
 /* Called for every record but the hello, in arrival order. */
 typedef void (*em_link_record_cb)(void *ctx, const char *gw, size_t gwlen, const void *payload,
                                   size_t len);
+/* The engine side's: a record that came on connection `conn` (its
+ * core_conn_id, never reused). Returns 0 when the record is gw's there
+ * (gw's replies go to conn from now on), nonzero when the engine refused
+ * it (the route stays where it was). */
+typedef int (*em_link_server_record_cb)(void *ctx, uint64_t conn, const char *gw, size_t gwlen,
+                                        const void *payload, size_t len);
 /* Called once after the records of one loop turn (handled: how many). */
 typedef void (*em_link_batch_cb)(void *ctx, unsigned handled);
 /* The connection gw's records came on has ended (see "A gateway gone"). */
@@ -109,7 +118,7 @@ struct em_link_server_config {
     /* the key a TCP link's hello must carry (required for TCP) */
     const uint8_t *key;
     size_t keylen;
-    em_link_record_cb on_record;
+    em_link_server_record_cb on_record;
     em_link_batch_cb on_batch;
     em_link_gone_cb on_gone; /* optional */
     uint64_t gone_grace_ms;  /* see "A gateway gone" (0: at the next timer turn) */
@@ -129,6 +138,12 @@ int em_link_server_open(struct em_link_server **out, uv_loop_t *loop,
  * by em_link_server_flush. */
 int em_link_reply(struct em_link_server *s, const char *gw, size_t gwlen, const void *payload,
                   size_t len);
+/* As em_link_reply, to connection conn rather than gw's route (the answer
+ * to a record the engine refused). CORE_ENOTFOUND: conn is not open. */
+int em_link_reply_conn(struct em_link_server *s, uint64_t conn, const char *gw, size_t gwlen,
+                       const void *payload, size_t len);
+/* True while connection conn is open (its peer has not gone). */
+bool em_link_server_conn_open(struct em_link_server *s, uint64_t conn);
 /* Write what em_link_reply queued (outside a batch: timers). */
 void em_link_server_flush(struct em_link_server *s);
 struct em_link_stats *em_link_server_stats(struct em_link_server *s);

@@ -203,6 +203,23 @@ int em_bus_connect(struct em_bus_sock *s, const char *endpoint)
     return 0;
 }
 
+int em_bus_unbind(struct em_bus_sock *s, char *endpoint, size_t cap)
+{
+    int rc = em_bus_last_endpoint(s, endpoint, cap);
+    if (rc)
+        return rc;
+    if (zmq_unbind(s->zsock, endpoint) != 0)
+        return em_bus_error(errno);
+    return 0;
+}
+
+int em_bus_bind_again(struct em_bus_sock *s, const char *endpoint)
+{
+    if (zmq_bind(s->zsock, endpoint) == 0)
+        return 0;
+    return errno == EADDRINUSE ? CORE_EBUSY : em_bus_error(errno);
+}
+
 int em_bus_last_endpoint(struct em_bus_sock *s, char *out, size_t outlen)
 {
     size_t len = outlen;

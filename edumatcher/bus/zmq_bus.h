@@ -149,6 +149,17 @@ int em_bus_open_curve(struct em_bus_sock *s, void *ctx, enum em_bus_kind kind, c
  * to several publishers). Returns 0 or CORE_EINVAL / CORE_EIO. */
 int em_bus_connect(struct em_bus_sock *s, const char *endpoint);
 
+/* Stop listening on the endpoint the socket bound (its last endpoint):
+ * libzmq closes the connections accepted there too, so every peer
+ * reconnects and goes through its handshake again (for a CURVE server:
+ * ZAP, with the allow-list as it is now). The listener closes in a ZeroMQ
+ * I/O thread, so the port may stay taken a moment: bind again with
+ * em_bus_bind_again until it returns 0. Returns 0 or a CORE_E* code. */
+int em_bus_unbind(struct em_bus_sock *s, char *endpoint, size_t cap);
+/* Bind endpoint (from em_bus_unbind) again. Returns 0, CORE_EBUSY (the
+ * port is still being released: try again later) or a CORE_E* code. */
+int em_bus_bind_again(struct em_bus_sock *s, const char *endpoint);
+
 /* For a bound tcp socket with port 0 (tcp://127.0.0.1:*): the endpoint
  * chosen, into out. Returns 0 or a CORE_E* code. */
 int em_bus_last_endpoint(struct em_bus_sock *s, char *out, size_t outlen);

@@ -53,15 +53,7 @@ static int64_t recover_ms = 1000;
 static const struct core_option options[] = {
     {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's PUB endpoint to subscribe to"},
-    {"curve-key", CORE_OPT_STRING, curve_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "this process's CURVE secret key file, made at first start (mode 0600; the public key "
-     "in FILE.pub goes in the engine's --curve-clients); with --engine-key"},
-    {"engine-key", CORE_OPT_STRING, engine_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "the engine's CURVE public key (Z85, or a file such as <journal-dir>/curve.key.pub) for "
-     "--engine-pub and --engine-query (\"\": no CURVE)"},
-    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "the monitor's CURVE public key (Z85 or a file) for --health; with --curve-key (\"\": "
-     "no CURVE)"},
+    EM_CURVE_CLIENT_OPTIONS(curve_key, engine_key, monitor_key, "--engine-pub and --engine-query"),
     {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the monitor's health endpoint (\"\": publish no beacons)"},
     {"http-host", CORE_OPT_STRING, http_host, 0, 0, NULL, CORE_OPT_IMMUTABLE, "HTTP address"},
@@ -229,18 +221,11 @@ int main(int argc, char **argv)
         return 1;
     c->loop = uv_default_loop();
     em_clearing_init(&c->book);
-    static struct em_curve_pair curve_pair;
-    int crc = em_curve_client_config("clearing", "curve-key", curve_key, "engine-key", engine_key,
-                                     &curve_pair);
-    if (crc && crc != CORE_ENOTFOUND)
+    static struct em_curve_client keys;
+    int crc = em_curve_client_setup("clearing", curve_key, engine_key, monitor_key, &keys);
+    if (crc)
         return crc == CORE_EINVAL ? 2 : 1;
-    const struct em_curve_pair *curve = crc ? NULL : &curve_pair;
-    static struct em_curve_pair health_pair;
-    crc = em_curve_client_config("clearing", "curve-key", curve_key, "monitor-key", monitor_key,
-                                 &health_pair);
-    if (crc && crc != CORE_ENOTFOUND)
-        return crc == CORE_EINVAL ? 2 : 1;
-    const struct em_curve_pair *health_curve = crc ? NULL : &health_pair;
+    const struct em_curve_pair *curve = keys.engine, *health_curve = keys.monitor;
     if (em_bus_ctx_new(&c->zctx) != 0)
         return 1;
     rc = em_bus_open_curve(&c->sub, c->zctx, EM_BUS_SUB, engine_pub, false, curve);

@@ -52,7 +52,8 @@
     X(RATE_LIMIT, "RATE_LIMIT")                                                                    \
     X(LINE_TOO_LONG, "LINE_TOO_LONG")                                                              \
     X(GATEWAY_DISABLED, "GATEWAY_DISABLED")                                                        \
-    X(RESEND, "RESEND")
+    X(RESEND, "RESEND")                                                                            \
+    X(LOGGED_IN_ELSEWHERE, "LOGGED_IN_ELSEWHERE")
 /* ALF §4 CANCELED reasons. */
 #define EM_CXLWHY_MAP(X)                                                                           \
     X(USER, "USER")                                                                                \

@@ -139,7 +139,7 @@ static void reply_reject(struct em_gw_session *s, const struct em_msg *m, int co
     }
     s->front->deliver(s->fctx, &r);
     s->g->st.rejects++;
-    if ((unsigned)code <= EM_REJ_GATEWAY_DISABLED)
+    if ((unsigned)code <= EM_REJ_LOGGED_IN_ELSEWHERE)
         s->g->st.rejects_by[code]++;
 }
 
@@ -719,9 +719,44 @@ static void resync_answer(struct em_gw_session *s, const struct em_msg *ev)
     mark_dirty(s);
 }
 
+/* The engine refused s's gw: it is logged in through another door
+ * (docs/alf.md C.9). Logging in: the trader gets the REJECT and the
+ * session is NEW again (it may LOGIN later; the front end's held input is
+ * answered as before a LOGIN). Live (only after an engine restart, when
+ * another door sent for gw first): the session ends after the REJECT. */
+static void logged_in_elsewhere(struct em_gw_session *s, const struct em_msg *ev)
+{
+    struct em_gw *g = s->g;
+    struct em_msg r = {.kind = EM_MSG_REJECT, .present = EM_BIT(rej)};
+    r.rej = ev->rej;
+    mark_dirty(s);
+    if (s->state == S_LIVE) {
+        s->front->deliver(s->fctx, &r);
+        g->st.rejects_by[r.rej]++;
+        s->front->close(s->fctx, true);
+        return;
+    }
+    login_list_remove(s);
+    hash_remove(s);
+    g->cfg.bus->unsubscribe(g->cfg.bus_ctx, s->sub_topic);
+    s->state = S_NEW;
+    s->gwlen = 0;
+    s->gw[0] = '\0';
+    g->st.logins_refused++;
+    s->front->deliver(s->fctx, &r);
+    g->st.rejects_by[r.rej]++;
+    s->front->live(s->fctx); /* last: the front end may close and free s */
+}
+
 /* One event for session s. */
 static void handle_event(struct em_gw_session *s, const struct em_msg *ev)
 {
+    if (ev->kind == EM_MSG_REJECT && ev->rej == EM_REJ_LOGGED_IN_ELSEWHERE && !s->ops &&
+        !(ev->present & (EM_BIT(seq) | EM_BIT(cl)))) {
+        if (!closing(s))
+            logged_in_elsewhere(s, ev);
+        return;
+    }
     if (ev->kind == EM_MSG_LOGGEDIN || (s->ops && s->state == S_LOGGING_IN)) {
         /* The engine answers a trader's LOGIN with LOGGEDIN, and the
          * operator's with REJECT AUTH (LOGIN is a client message, docs/alf.md
@@ -778,7 +813,7 @@ static void handle_event(struct em_gw_session *s, const struct em_msg *ev)
     }
     s->front->deliver(s->fctx, ev);
     s->g->st.events_out++;
-    if (ev->kind == EM_MSG_REJECT && ev->rej <= EM_REJ_GATEWAY_DISABLED)
+    if (ev->kind == EM_MSG_REJECT && ev->rej <= EM_REJ_LOGGED_IN_ELSEWHERE)
         s->g->st.rejects_by[ev->rej]++;
     mark_dirty(s);
 }
@@ -786,6 +821,12 @@ static void handle_event(struct em_gw_session *s, const struct em_msg *ev)
 bool em_gw_has_session(struct em_gw *g, const char *gw, size_t gwlen)
 {
     return find_gw(g, gw, gwlen) != NULL;
+}
+
+enum em_gw_presence em_gw_presence(struct em_gw *g, const char *gw, size_t gwlen)
+{
+    struct em_gw_session *s = find_gw(g, gw, gwlen);
+    return !s ? EM_GW_ABSENT : s->state == S_LOGGING_IN ? EM_GW_LOGGING_IN : EM_GW_PRESENT;
 }
 
 void em_gw_bus_message(struct em_gw *g, const char *topic, size_t tl, const void *payload,

@@ -16,12 +16,18 @@
  * Session states (functions making each transition):
  *
  *   NEW --LOGIN ok: begin_login--> LOGGING_IN --LOGGEDIN from engine--> LIVE
- *    |                                  |          (em_gw_bus_message)   |
- *    '--anything else: REJECT           '--(the front end holds input    |
- *       NOT_LOGGED_IN                      until front->live)            |
+ *    |  ^                               |          (em_gw_bus_message)   |
+ *    |  '--REJECT LOGGED_IN_ELSEWHERE---'--(the front end holds input    |
+ *    |     from the engine: front->live     until front->live)           |
+ *    '--anything else: REJECT NOT_LOGGED_IN                              |
  *   LIVE --LOGOUT: forwarded, front->close(after_reply)--> DONE          |
  *   LOGGING_IN / LIVE --em_gw_session_close--> DISCONNECT to the engine  |
  *                                              (cancel-on-disconnect)    |
+ *
+ * The engine is also the authority on where a gw is logged in (docs/alf.md
+ * C.9): it refuses the LOGIN of a gw that another door (gateway process,
+ * or its hosted port) holds, REJECT reason=LOGGED_IN_ELSEWHERE, and this
+ * gateway's own check (one session per gw here, AUTH) comes first.
  *
  * Why LOGIN goes through the engine: the bus subscription to
  * `order.ack.<gw>` (bus->subscribe at LOGIN) takes effect asynchronously.
@@ -109,8 +115,10 @@ struct em_gw_front {
     void (*deliver)(void *ctx, const struct em_msg *ev);
     /* Write what deliver buffered (after a batch of events). */
     void (*flush)(void *ctx);
-    /* The session is LIVE: handle input held while logging in (the front
-     * end may call em_gw_session_input from here). */
+    /* The session left LOGGING_IN: LIVE, or NEW again when the engine
+     * refused the LOGIN (em_gw_session_live tells): handle input held
+     * while logging in (the front end may call em_gw_session_input, or
+     * close, from here). */
     void (*live)(void *ctx);
     /* Close the connection: after the pending output (LOGOUT) or now. */
     void (*close)(void *ctx, bool after_reply);
@@ -137,10 +145,12 @@ struct em_gw_stats {
     /* RESYNC requests sent; events dropped as delivered before; sessions
      * ended because events were no longer held by the engine */
     uint64_t resyncs, event_duplicates, events_lost;
+    /* LOGINs the engine refused: the trader is logged in on another door */
+    uint64_t logins_refused;
     int64_t sessions;
     /* REJECTs written to traders by reason (enum em_rejcode): the
      * gateway's own and the engine's */
-    uint64_t rejects_by[EM_REJ_GATEWAY_DISABLED + 1];
+    uint64_t rejects_by[EM_REJ_LOGGED_IN_ELSEWHERE + 1];
 };
 
 /* A gateway with no session; NULL when out of memory. cfg is copied. */
@@ -185,6 +195,10 @@ const struct em_mkt *em_gw_market(const struct em_gw *g);
 /* True while gw[0..gwlen) has a session here (from LOGIN until LOGOUT or
  * close): where the engine's replies for that gw id belong. */
 bool em_gw_has_session(struct em_gw *g, const char *gw, size_t gwlen);
+/* As em_gw_has_session, telling a session that waits for the engine's
+ * answer to its LOGIN (EM_GW_LOGGING_IN) from one the engine took. */
+enum em_gw_presence { EM_GW_ABSENT, EM_GW_LOGGING_IN, EM_GW_PRESENT };
+enum em_gw_presence em_gw_presence(struct em_gw *g, const char *gw, size_t gwlen);
 /* One bus message from the engine: topic `order.ack.<gw>`, payload one or
  * more event frames, delivered to that session in order; or topic
  * `md.<SYM>`, payload an MD line, kept in the market table (a line older

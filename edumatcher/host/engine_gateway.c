@@ -56,9 +56,23 @@ static void hand_over(struct em_hosted *x, const char *gw, size_t gwlen, const v
                       size_t len)
 {
     x->handing = true;
-    int rc = em_host_inbound(x->h, gw, gwlen, frames, len);
+    int rc = em_host_inbound_at(x->h, EM_HOST_DOOR_HOSTED, gw, gwlen, frames, len);
     x->handing = false;
     x->handed++;
+    if (rc == CORE_EBUSY) {
+        /* gw is logged in through another door: the refusal goes to this
+         * session alone, after the check's hand-overs (never from here:
+         * the sessions may be on the stack) */
+        char topic[EM_BUS_TOPIC_MAX];
+        uint8_t frame[EM_FRAME_MAX];
+        int tl = snprintf(topic, sizeof topic, "order.ack.%.*s", (int)gwlen, gw);
+        int n = em_host_refusal(frame, sizeof frame);
+        if (n > 0 && tl > 0 && (size_t)tl < sizeof topic)
+            push(&x->replies, topic, (size_t)tl, frame, (size_t)n);
+        if (!x->in_check)
+            uv_idle_start(&x->idle, idle_stop);
+        return;
+    }
     fail(x, rc);
 }
 
@@ -110,8 +124,16 @@ bool em_hosted_publish(struct em_hosted *x, const struct em_bus_topic *topic, co
         em_gw_bus_message(x->g, topic->s, topic->len, data, len); /* SYMBOLS */
         return false;
     }
-    if (topic->len <= al || memcmp(topic->s, ack, al) != 0 ||
-        !em_gw_has_session(x->g, topic->s + al, topic->len - al))
+    if (topic->len <= al || memcmp(topic->s, ack, al) != 0)
+        return false;
+    /* a hosted session waiting for its LOGIN's answer may be for a gw
+     * another door holds (engine_host.h, "Doors"): that door's replies are
+     * not its own */
+    const char *gw = topic->s + al;
+    size_t gwlen = topic->len - al;
+    enum em_gw_presence here = em_gw_presence(x->g, gw, gwlen);
+    if (here == EM_GW_ABSENT ||
+        (here == EM_GW_LOGGING_IN && !em_host_door_holds(x->h, EM_HOST_DOOR_HOSTED, gw, gwlen)))
         return false;
     if (x->handing || x->replies.len) {
         /* published inside a hand-over (the host's arena or trade log

@@ -294,14 +294,11 @@ static void sink(void *ctx, uint16_t gw, const struct em_msg *ev)
 
 /* ---- the inbound path ---- */
 
-/* Handle one decoded message m whose journal form is rec[0..len):
- * [u8 gwlen][gw][frame]. Journals it first when `append`. */
-static int handle_msg(struct em_host *h, const uint8_t *rec, size_t len, struct em_msg *m,
-                      bool append)
+/* Handle one decoded message m of gateway id gw whose journal form is
+ * rec[0..len): [u8 gwlen][gw][frame]. Journals it first when `append`. */
+static int handle_msg_of(struct em_host *h, int gw, const uint8_t *rec, size_t len,
+                         struct em_msg *m, bool append)
 {
-    int gw = em_engine_gateway(h->e, (const char *)rec + 1, rec[0]);
-    if (gw < 0)
-        return CORE_EPROTO;
     if (h->failed)
         return h->failed;
     /* a gateway asking for the events it missed: answered from what is
@@ -334,6 +331,15 @@ static int handle_msg(struct em_host *h, const uint8_t *rec, size_t len, struct 
     emh_dedup_end(h);
     h->engine_ms = em_engine_now(h->e);
     return rc;
+}
+
+static int handle_msg(struct em_host *h, const uint8_t *rec, size_t len, struct em_msg *m,
+                      bool append)
+{
+    int gw = em_engine_gateway(h->e, (const char *)rec + 1, rec[0]);
+    if (gw < 0)
+        return CORE_EPROTO;
+    return handle_msg_of(h, gw, rec, len, m, append);
 }
 
 /* Handle one journaled-form record: [u8 gwlen][gw][frame]. */
@@ -389,8 +395,91 @@ static void advance_clock(struct em_host *h)
  * that does not decode ends the message (what follows it cannot be
  * delimited safely).
  */
-int em_host_inbound(struct em_host *h, const char *topic, size_t tl, const void *payload,
-                    size_t len)
+/* ---- doors (engine_host.h, "Doors") ---- */
+
+static bool door_open(struct em_host *h, uint64_t door)
+{
+    if (door == EM_HOST_DOOR_HOSTED)
+        return true; /* a hosted session that ends says so (DISCONNECT) */
+    return h->cfg.bus->door_open && h->cfg.bus->door_open(h->cfg.bus_ctx, door);
+}
+
+enum door_verdict { DOOR_PASS, DOOR_DROP, DOOR_REFUSE };
+
+/* Handle a DISCONNECT of gw as if its session had sent it (journaled):
+ * its orders are canceled (docs/alf.md C.3). */
+static int disconnect_gw(struct em_host *h, int gw, uint8_t *rec, size_t gl)
+{
+    struct em_msg d = {.kind = EM_MSG_DISCONNECT};
+    int n = em_frame_encode(&d, rec + 1 + gl, EM_FRAME_MAX);
+    if (n <= 0)
+        return 0;
+    h->st.msgs_in++;
+    int rc = handle_msg_of(h, gw, rec, 1 + gl + (size_t)n, &d, true);
+    return rc == CORE_EPROTO ? 0 : rc;
+}
+
+/*
+ * May message m of gw come through door? The rules (docs/alf.md C.9):
+ *  1. LOGIN: taken when no door holds gw or this one does; when the door
+ *     that holds it is open, refused (LOGGED_IN_ELSEWHERE); when that
+ *     door is gone (a gateway died, within --gateway-grace-ms), the old
+ *     session is disconnected first (journaled, its orders canceled), then
+ *     the LOGIN is taken. Either way that door holds gw from now on.
+ *  2. Anything else from the holding door is taken; DISCONNECT and LOGOUT
+ *     end the hold.
+ *  3. Anything else from another door, when the holding door is open, is
+ *     dropped (DISCONNECT and LOGOUT silently, the rest refused
+ *     LOGGED_IN_ELSEWHERE: that session is not gw's any more).
+ *  4. Anything but DISCONNECT and LOGOUT from a door, when no door holds
+ *     gw or the one that did is gone, is taken, and that door holds gw:
+ *     a gateway back on a new link (its RESYNC first), or any gateway
+ *     after an engine restart, which forgets every door.
+ * OPS is exempt: the operator has no orders, and may be logged in on
+ * several doors (the latest LOGIN's door holds it, for the replies).
+ */
+static enum door_verdict door_check(struct em_host *h, uint64_t door, int gw, uint8_t *rec,
+                                    size_t gl, const struct em_msg *m)
+{
+    uint64_t *held = &h->holder[gw];
+    bool ends = m->kind == EM_MSG_DISCONNECT || m->kind == EM_MSG_LOGOUT;
+    if (*held == door) { /* the order path: one load, one compare */
+        if (ends)
+            *held = 0;
+        return DOOR_PASS;
+    }
+    if (door == EM_HOST_DOOR_ANY) { /* the process itself (a link gone) */
+        if (ends && !door_open(h, *held))
+            *held = 0;
+        return ends && *held ? DOOR_DROP : DOOR_PASS;
+    }
+    if (gl == 3 && memcmp(rec + 1, EM_OPS_GW, 3) == 0) {
+        if (m->kind == EM_MSG_LOGIN)
+            *held = door; /* where its replies go, as before: the latest */
+        return DOOR_PASS;
+    }
+    bool open = *held && door_open(h, *held);
+    if (open) {
+        h->st.door_refused += !ends;
+        return ends ? DOOR_DROP : DOOR_REFUSE;
+    }
+    if (ends)
+        return *held ? DOOR_DROP : DOOR_PASS; /* rule 4: ends no one else's session */
+    if (*held && m->kind == EM_MSG_LOGIN) {
+        *held = 0;
+        h->st.door_takeovers++;
+        CORE_INFO("engine: %.*s logs in through another door while its gateway is gone: "
+                  "its session there is disconnected first",
+                  (int)gl, (const char *)rec + 1);
+        if (disconnect_gw(h, gw, rec, gl) != 0)
+            return DOOR_DROP; /* h->failed: the caller stops */
+    }
+    *held = door;
+    return DOOR_PASS;
+}
+
+int em_host_inbound_at(struct em_host *h, uint64_t door, const char *topic, size_t tl,
+                       const void *payload, size_t len)
 {
     struct core_metrics *mt = h->cfg.metrics;
     bool sample = mt && core_metrics_sample_due(mt);
@@ -400,9 +489,15 @@ int em_host_inbound(struct em_host *h, const char *topic, size_t tl, const void 
         h->st.bad_frames++;
         return h->failed;
     }
+    int gw = em_engine_gateway(h->e, topic, tl);
+    if (gw < 0) {
+        h->st.bad_frames++;
+        return h->failed;
+    }
     uint8_t rec[JREC_MAX];
     rec[0] = (uint8_t)tl;
     memcpy(rec + 1, topic, tl);
+    bool refused = false;
     const uint8_t *p = payload, *end = p + len;
     while (p < end) {
         struct em_msg m;
@@ -412,8 +507,16 @@ int em_host_inbound(struct em_host *h, const char *topic, size_t tl, const void 
             break;
         }
         h->st.msgs_in++;
+        enum door_verdict v = door_check(h, door, gw, rec, tl, &m);
+        if (h->failed)
+            return h->failed;
+        if (v != DOOR_PASS) {
+            refused |= v == DOOR_REFUSE;
+            p += n;
+            continue;
+        }
         memcpy(rec + 1 + tl, p, (size_t)n);
-        int rc = handle_msg(h, rec, 1 + tl + (size_t)n, &m, true);
+        int rc = handle_msg_of(h, gw, rec, 1 + tl + (size_t)n, &m, true);
         if (rc == CORE_EPROTO)
             h->st.bad_frames++;
         else if (h->failed)
@@ -422,7 +525,25 @@ int em_host_inbound(struct em_host *h, const char *topic, size_t tl, const void 
     }
     if (sample)
         core_metrics_record(mt, core_now_ns() - t0);
-    return h->failed;
+    return refused ? CORE_EBUSY : h->failed;
+}
+
+int em_host_inbound(struct em_host *h, const char *gw, size_t gwlen, const void *frames, size_t len)
+{
+    return em_host_inbound_at(h, EM_HOST_DOOR_ANY, gw, gwlen, frames, len);
+}
+
+bool em_host_door_holds(struct em_host *h, uint64_t door, const char *gw, size_t gwlen)
+{
+    int id = em_engine_gateway(h->e, gw, gwlen);
+    return id > 0 && h->holder[id] == door;
+}
+
+int em_host_refusal(uint8_t *frame, size_t cap)
+{
+    struct em_msg r = {.kind = EM_MSG_REJECT, .present = EM_BIT(rej)};
+    r.rej = EM_REJ_LOGGED_IN_ELSEWHERE;
+    return em_frame_encode(&r, frame, cap);
 }
 
 static void maybe_snapshot(struct em_host *h);
@@ -737,6 +858,7 @@ static void host_free(struct em_host *h)
     free(h->ack_topics);
     free(h->chain_gen);
     free(h->chain_tail);
+    free(h->holder);
     free(h->syms);
     free(h->sched);
     emh_dedup_free(h);
@@ -761,11 +883,12 @@ int em_host_open(struct em_host **out, const struct em_host_config *cfg)
     h->chain_tail = calloc(MAX_GW, sizeof *h->chain_tail);
     h->dedup = calloc(MAX_GW, sizeof *h->dedup);
     h->events = calloc(MAX_GW, sizeof *h->events);
+    h->holder = calloc(MAX_GW, sizeof *h->holder);
     struct em_engine_config ec = {.sink = sink, .sink_ctx = h, .on_trade = on_trade};
     if (h->arena && h->ack_topics)
         h->e = em_engine_new(&ec);
     if (!h->arena || !h->gw_topic || !h->ack_topics || !h->chain_gen || !h->chain_tail ||
-        !h->dedup || !h->events || !h->e)
+        !h->dedup || !h->events || !h->holder || !h->e)
         goto fail_mem;
     em_topic_cache_init(h->ack_topics, "order.ack.");
     em_bus_topic_set(&h->trade_topic, "trade.executed", "", 0);

@@ -48,6 +48,9 @@ struct em_host_bus {
     int (*publish)(void *ctx, const struct em_bus_topic *topic, const void *data, size_t len);
     /* Monotonic nanoseconds (clock, snapshot interval); NULL: core_now_ns. */
     uint64_t (*now_ns)(void *ctx);
+    /* True while door (an order-link connection's id, see "Doors") is
+     * open; NULL: only EM_HOST_DOOR_HOSTED is. */
+    bool (*door_open)(void *ctx, uint64_t door);
 };
 
 struct em_host_config {
@@ -70,6 +73,8 @@ struct em_host_stats {
     uint64_t resyncs;         /* RESYNC requests answered */
     uint64_t events_resent;   /* events sent again for them */
     uint64_t resyncs_short;   /* of which some asked for were no longer kept */
+    uint64_t door_refused;    /* messages of a gw held by another door: refused */
+    uint64_t door_takeovers;  /* LOGINs that ended a session whose door was gone */
     int64_t open_orders;      /* as of the last em_host_stats call */
     int64_t last_batch;       /* messages in the last batch */
     int64_t snapshot_seq, restored_seq;
@@ -95,12 +100,41 @@ bool em_host_fresh(const struct em_host *h);
  * CORE_ENOMEM or CORE_EIO. */
 int em_host_load_symbols(struct em_host *h, const char *path);
 
-/* One bus message from a gateway: topic = its gw id, payload one or more
- * binary frames of that session, each handled to completion (journaled,
- * submitted; events staged). A frame that does not decode ends the
- * message. Returns 0 or CORE_EIO. */
+/*
+ * Doors (docs/alf.md C.9): a trader's messages reach the engine through a
+ * door, the hosted sessions (EM_HOST_DOOR_HOSTED) or one order-link
+ * connection (its id, em_link_server_record_cb). The engine is the one
+ * place that sees every door, so it decides where each gw is logged in:
+ * the door whose LOGIN it took holds gw until that session's DISCONNECT
+ * or LOGOUT. A LOGIN through another door while the holding door is open
+ * is refused (LOGGED_IN_ELSEWHERE); while it is gone (the gateway died
+ * and --gateway-grace-ms has not passed) the old session is disconnected
+ * first (journaled: its orders are canceled) and the LOGIN taken. A
+ * gateway back on a new link within the grace sends for its sessions
+ * (RESYNC) without a LOGIN, and its new link holds them. The doors are
+ * not journaled: after a restart the first door to send for a gw holds
+ * it. The rules in full: door_check in engine_host.c.
+ */
+#define EM_HOST_DOOR_ANY    0          /* no door: the process itself (a link gone) */
+#define EM_HOST_DOOR_HOSTED UINT64_MAX /* the engine's hosted sessions */
+
+/* One bus message from a gateway through door: topic = its gw id, payload
+ * one or more binary frames of that session, each handled to completion
+ * (journaled, submitted; events staged) unless the door rules drop it. A
+ * frame that does not decode ends the message. Returns 0, CORE_EBUSY when
+ * a frame was refused because another door holds gw (the caller answers
+ * that door: em_host_refusal) or CORE_EIO. */
+int em_host_inbound_at(struct em_host *h, uint64_t door, const char *gw, size_t gwlen,
+                       const void *frames, size_t len);
+/* As em_host_inbound_at from EM_HOST_DOOR_ANY: its DISCONNECT ends gw's
+ * session unless an open door holds gw (another door took it over). */
 int em_host_inbound(struct em_host *h, const char *gw, size_t gwlen, const void *frames,
                     size_t len);
+/* True when door holds gw (replies for gw belong there). */
+bool em_host_door_holds(struct em_host *h, uint64_t door, const char *gw, size_t gwlen);
+/* The answer to a refused message, REJECT reason=LOGGED_IN_ELSEWHERE, into
+ * frame[0..cap); returns its length (cap >= EM_FRAME_MAX). */
+int em_host_refusal(uint8_t *frame, size_t cap);
 /* After a batch of inbound messages: flush the journal, publish what was
  * staged, snapshot when due. Returns 0 or CORE_EIO. */
 int em_host_batch_end(struct em_host *h, unsigned handled);

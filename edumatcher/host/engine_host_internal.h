@@ -94,6 +94,9 @@ struct em_host {
     struct em_host_events **events;
     uint16_t cur_gw;
     uint64_t cur_seq;
+    /* per gw id: the door that holds its session (engine_host.h, "Doors";
+     * 0: none), not journaled: a run's doors end with it */
+    uint64_t *holder;
     pid_t snap_child;        /* > 0: a child is writing the snapshot of snap_child_seq */
     uint64_t snap_child_seq; /* its last record */
     uint64_t snap_child_ns;  /* when it was forked */

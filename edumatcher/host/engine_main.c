@@ -167,6 +167,13 @@ static struct {
     bool has_query;
     struct em_health health;
     uv_timer_t tick_timer, md_timer, grace_timer;
+    /* --curve-clients: a key removed closes every connection to --pub and
+     * --query (rebind), so each client goes through ZAP again */
+    uv_timer_t revoke_timer;
+    bool revoke_on;
+    struct em_curve_watch *watch;
+    char pub_bound[256], query_bound[256];
+    bool pub_unbound, query_unbound;
     struct core_proc proc; /* signals */
     struct em_host *host;
     struct em_curve_pair curve;        /* with --curve-clients */
@@ -192,7 +199,13 @@ static int publish(void *ctx, const struct em_bus_topic *topic, const void *data
     return em_bus_send(&P.pub, topic, data, len);
 }
 
-static const struct em_host_bus bus = {.publish = publish};
+/* A door of the order link is open while its connection is. */
+static bool door_open(void *ctx, uint64_t door)
+{
+    return P.link && em_link_server_conn_open(P.link, door);
+}
+
+static const struct em_host_bus bus = {.publish = publish, .door_open = door_open};
 
 /* The host refuses to go on without its journal: neither may the process. */
 static void check(int rc)
@@ -203,9 +216,22 @@ static void check(int rc)
     }
 }
 
-static void on_inbound(void *ctx, const char *gw, size_t gwlen, const void *payload, size_t len)
+/* A record through link connection `conn` (a door, engine_host.h). One
+ * the door rules refused is answered on that connection only: gw's route
+ * stays with the door that holds it. */
+static int on_inbound(void *ctx, uint64_t conn, const char *gw, size_t gwlen, const void *payload,
+                      size_t len)
 {
-    check(em_host_inbound(P.host, gw, gwlen, payload, len));
+    int rc = em_host_inbound_at(P.host, conn, gw, gwlen, payload, len);
+    if (rc != CORE_EBUSY) {
+        check(rc);
+        return 0;
+    }
+    uint8_t frame[EM_FRAME_MAX];
+    int n = em_host_refusal(frame, sizeof frame);
+    if (n > 0)
+        em_link_reply_conn(P.link, conn, gw, gwlen, frame, (size_t)n);
+    return rc;
 }
 
 /* A gateway's link ended while we run and did not come back within
@@ -346,7 +372,48 @@ static const struct em_curve_pair *open_curve(void)
     }
     CORE_INFO("engine: CURVE on --pub and --query: %u allowed client keys, server key %s",
               allow.count, P.curve.public_key);
+    P.watch = malloc(sizeof *P.watch);
+    if (P.watch) {
+        em_curve_watch_init(P.watch, curve_clients, &allow);
+        P.revoke_on = true;
+    }
     return &P.curve;
+}
+
+/* Bind what a revocation unbound, until the port is free again. */
+static void rebind(struct em_bus_sock *s, bool *unbound, const char *ep, const char *what)
+{
+    if (!*unbound)
+        return;
+    int rc = em_bus_bind_again(s, ep);
+    if (rc == 0) {
+        *unbound = false;
+        CORE_INFO("engine: %s %s bound again", what, ep);
+    } else if (rc != CORE_EBUSY) {
+        CORE_WARN("engine: cannot bind %s again: %s", ep, core_strerror(rc));
+        exit(1);
+    }
+}
+
+/* A key left --curve-clients: its subscriber's connection, already up,
+ * must end too. Unbinding closes every connection accepted on --pub and
+ * --query; the clients reconnect (ZeroMQ does, by itself) and each passes
+ * ZAP with the list as it is now. An allowed subscriber misses what was
+ * published meanwhile: market data shows the gap in its per-symbol seq
+ * (the query `book <SYM>` gives the state), clearing asks `trades <from>`. */
+static void on_revoke_timer(uv_timer_t *t)
+{
+    (void)t;
+    if (!P.pub_unbound && !P.query_unbound && em_curve_watch_revoked(P.watch)) {
+        CORE_WARN("engine: a key left %s: closing every connection to --pub and --query; the "
+                  "allowed clients reconnect",
+                  curve_clients);
+        P.pub_unbound = em_bus_unbind(&P.pub, P.pub_bound, sizeof P.pub_bound) == 0;
+        P.query_unbound =
+            P.has_query && em_bus_unbind(&P.query, P.query_bound, sizeof P.query_bound) == 0;
+    }
+    rebind(&P.pub, &P.pub_unbound, P.pub_bound, "--pub");
+    rebind(&P.query, &P.query_unbound, P.query_bound, "--query");
 }
 
 static void on_md_timer(uv_timer_t *t)
@@ -436,6 +503,8 @@ static void on_stop(struct core_proc *p, void *data)
     em_health_stop(&P.health);
     uv_close((uv_handle_t *)&P.tick_timer, NULL);
     uv_close((uv_handle_t *)&P.md_timer, NULL);
+    if (P.revoke_on)
+        uv_close((uv_handle_t *)&P.revoke_timer, NULL);
     if (!uv_is_closing((uv_handle_t *)&P.grace_timer))
         uv_close((uv_handle_t *)&P.grace_timer, NULL);
 }
@@ -525,6 +594,10 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "resend_requests", &st->resend_requests);
     core_metrics_counter(mt, "resyncs", &st->resyncs);
     core_metrics_counter(mt, "resyncs_short", &st->resyncs_short);
+    core_metrics_counter(mt, "door_refused", &st->door_refused);
+    core_metrics_counter(mt, "door_takeovers", &st->door_takeovers);
+    if (P.zap)
+        em_curve_zap_metrics(P.zap, mt);
     core_metrics_counter(mt, "events_resent", &st->events_resent);
     core_metrics_counter(mt, "snapshot_failures", &st->snapshot_failures);
     core_metrics_gauge(mt, "snapshot_seq", &st->snapshot_seq);
@@ -553,6 +626,10 @@ int main(int argc, char **argv)
     uv_timer_start(&P.tick_timer, on_tick_timer, (uint64_t)tick_ms, (uint64_t)tick_ms);
     uv_timer_init(P.loop, &P.md_timer);
     uv_timer_start(&P.md_timer, on_md_timer, (uint64_t)md_interval_ms, (uint64_t)md_interval_ms);
+    if (P.revoke_on) {
+        uv_timer_init(P.loop, &P.revoke_timer);
+        uv_timer_start(&P.revoke_timer, on_revoke_timer, 200, 200);
+    }
     core_proc_signals_start(&P.proc, P.loop, "engine", on_stop, NULL);
 
     uv_run(P.loop, UV_RUN_DEFAULT);
@@ -563,5 +640,6 @@ int main(int argc, char **argv)
     uv_loop_close(P.loop);
     em_bus_ctx_term(P.zctx);
     em_curve_zap_free(P.zap); /* its thread ends with the context */
+    free(P.watch);
     return 0;
 }

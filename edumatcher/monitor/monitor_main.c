@@ -44,6 +44,7 @@ static char engine_pub[CORE_OPT_STRLEN] = "tcp://127.0.0.1:9101";
 static char curve_key[CORE_OPT_STRLEN] = "";
 static char engine_key[CORE_OPT_STRLEN] = "";
 static char curve_clients[CORE_OPT_STRLEN] = "";
+static char connect_key[CORE_OPT_STRLEN] = "";
 static int64_t chart_bucket_ms = 1000;
 static int64_t stale_intervals = 3;
 static int64_t queue_depth_max = 10000;
@@ -54,7 +55,11 @@ static const struct core_option options[] = {
     {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "zmq endpoint to bind for health beacons (processes connect to it)"},
     {"connect", CORE_OPT_STRING, connect_eps, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "comma-separated PUB endpoints to subscribe to as well"},
+     "comma-separated PUB endpoints to subscribe to as well (their beacons); CURVE with "
+     "--connect-key"},
+    {"connect-key", CORE_OPT_STRING, connect_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
+     "the CURVE public key (Z85, or a file such as <keyfile>.pub) of the publishers on "
+     "--connect; with --curve-key (\"\": no CURVE)"},
     {"http-host", CORE_OPT_STRING, http_host, 0, 0, NULL, CORE_OPT_IMMUTABLE, "HTTP address"},
     {"http-port", CORE_OPT_INT, &http_port, 0, 65535, NULL, CORE_OPT_IMMUTABLE,
      "HTTP port (0: any free port, printed at start)"},
@@ -98,6 +103,10 @@ struct monitor {
     struct em_rules_config rules;
     struct em_bus_sock market_sub;
     bool has_market;
+    /* --connect: a SUB of its own, a CURVE client of those publishers
+     * (the bound --health SUB is a CURVE server: one role per socket) */
+    struct em_bus_sock connect_sub;
+    bool has_connect;
     struct em_mkt market;
     struct core_buf prom; /* /metrics text, reused between requests */
     uint64_t start_ms;
@@ -249,6 +258,8 @@ static void on_stop(struct core_proc *p, void *data)
     em_bus_close(&m->sub);
     if (m->has_market)
         em_bus_close(&m->market_sub);
+    if (m->has_connect)
+        em_bus_close(&m->connect_sub);
     em_health_stop(&m->health);
 }
 
@@ -278,6 +289,12 @@ int main(int argc, char **argv)
     if (crc && crc != CORE_ENOTFOUND)
         return crc == CORE_EINVAL ? 2 : 1;
     const struct em_curve_pair *curve = crc ? NULL : &curve_pair;
+    static struct em_curve_pair connect_pair;
+    crc = em_curve_client_config("monitor", "curve-key", curve_key, "connect-key", connect_key,
+                                 &connect_pair);
+    if (crc && crc != CORE_ENOTFOUND)
+        return crc == CORE_EINVAL ? 2 : 1;
+    const struct em_curve_pair *connect_curve = crc ? NULL : &connect_pair;
     if (em_bus_ctx_new(&m->zctx) != 0)
         return 1;
     const struct em_curve_pair *server = NULL;
@@ -315,13 +332,22 @@ int main(int argc, char **argv)
         return 1;
     }
     em_bus_subscribe(&m->sub, "health.");
+    em_bus_watch(&m->sub, m->loop, 0, on_beacon, m);
     for (char *save = NULL, *ep = strtok_r(connect_eps, ",", &save); ep;
          ep = strtok_r(NULL, ",", &save)) {
-        rc = em_bus_connect(&m->sub, ep);
-        if (rc)
+        rc = m->has_connect ? em_bus_connect(&m->connect_sub, ep)
+                            : em_bus_open_curve(&m->connect_sub, m->zctx, EM_BUS_SUB, ep, false,
+                                                connect_curve);
+        if (rc) {
             CORE_WARN("monitor: cannot connect %s: %s", ep, core_strerror(rc));
+            continue;
+        }
+        if (!m->has_connect) {
+            m->has_connect = true;
+            em_bus_subscribe(&m->connect_sub, "health.");
+            em_bus_watch(&m->connect_sub, m->loop, 0, on_beacon, m);
+        }
     }
-    em_bus_watch(&m->sub, m->loop, 0, on_beacon, m);
     em_mkt_init(&m->market, (uint64_t)chart_bucket_ms);
     if (engine_pub[0]) {
         rc = em_bus_open_curve(&m->market_sub, m->zctx, EM_BUS_SUB, engine_pub, false, curve);
@@ -361,6 +387,8 @@ int main(int argc, char **argv)
     core_metrics_counter(&m->health.metrics, "msgs_in", &m->msgs_in);
     core_metrics_counter(&m->health.metrics, "bad_beacons", &m->bad_beacons);
     core_metrics_counter(&m->health.metrics, "http_requests", &m->http_requests);
+    if (m->zap)
+        em_curve_zap_metrics(m->zap, &m->health.metrics);
     em_health_start(&m->health, m->loop, m->zctx, NULL, (uint64_t)beacon_ms, NULL, NULL);
     m->health.timer.data = m;
     uv_timer_start(&m->health.timer, on_own_beacon, 0, (uint64_t)beacon_ms);

@@ -59,15 +59,7 @@ static const struct core_option options[] = {
      "a TCP order link's key file (the engine's <journal-dir>/link.key)"},
     {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's PUB endpoint"},
-    {"curve-key", CORE_OPT_STRING, curve_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "this process's CURVE secret key file, made at first start (mode 0600; the public key "
-     "in FILE.pub goes in the engine's --curve-clients); with --engine-key"},
-    {"engine-key", CORE_OPT_STRING, engine_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "the engine's CURVE public key (Z85, or a file such as <journal-dir>/curve.key.pub) for "
-     "--engine-pub and --engine-query (\"\": no CURVE)"},
-    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "the monitor's CURVE public key (Z85 or a file) for --health; with --curve-key (\"\": "
-     "no CURVE)"},
+    EM_CURVE_CLIENT_OPTIONS(curve_key, engine_key, monitor_key, "--engine-pub and --engine-query"),
     {"engine-query", CORE_OPT_STRING, engine_query, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's query endpoint: every symbol's book and rules at start, for SYMBOLS (\"\": "
      "only what the market data brings)"},
@@ -178,18 +170,11 @@ int main(int argc, char **argv)
     }
 
     G.loop = uv_default_loop();
-    static struct em_curve_pair curve_pair;
-    int crc = em_curve_client_config("gateway", "curve-key", curve_key, "engine-key", engine_key,
-                                     &curve_pair);
-    if (crc && crc != CORE_ENOTFOUND)
+    static struct em_curve_client keys;
+    int crc = em_curve_client_setup("gateway", curve_key, engine_key, monitor_key, &keys);
+    if (crc)
         return crc == CORE_EINVAL ? 2 : 1;
-    const struct em_curve_pair *curve = crc ? NULL : &curve_pair;
-    static struct em_curve_pair health_pair;
-    crc = em_curve_client_config("gateway", "curve-key", curve_key, "monitor-key", monitor_key,
-                                 &health_pair);
-    if (crc && crc != CORE_ENOTFOUND)
-        return crc == CORE_EINVAL ? 2 : 1;
-    const struct em_curve_pair *health_curve = crc ? NULL : &health_pair;
+    const struct em_curve_pair *curve = keys.engine, *health_curve = keys.monitor;
     if (em_bus_ctx_new(&G.zctx) != 0)
         return 1;
     struct em_gw_link_opts lo = {
@@ -224,6 +209,7 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "resyncs", &st->resyncs);
     core_metrics_counter(mt, "event_duplicates", &st->event_duplicates);
     core_metrics_counter(mt, "events_lost", &st->events_lost);
+    core_metrics_counter(mt, "logins_refused", &st->logins_refused);
     core_metrics_counter(mt, "events_out", &st->events_out);
     core_metrics_counter(mt, "rejects", &st->rejects);
     core_metrics_counter(mt, "rate_limited", &st->rate_limited);
@@ -231,7 +217,9 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "bad_events", &st->bad_events);
     core_metrics_gauge(mt, "sessions", &st->sessions);
     /* rej_<reason>: what the monitor shows as rejects by reason */
-    for (unsigned r = 1; r <= EM_REJ_GATEWAY_DISABLED; r++) {
+    for (unsigned r = 1; r <= EM_REJ_LOGGED_IN_ELSEWHERE; r++) {
+        if (r == EM_REJ_RESEND)
+            continue; /* between gateway and engine only: never a trader's */
         char name[CORE_METRICS_NAME] = "rej_";
         const char *reason = em_rejcode_name(r);
         for (size_t i = 0; reason[i] && i + 5 < sizeof name; i++)

@@ -19,8 +19,10 @@
  * Connection states (functions making each transition):
  *
  *   FIX AWAIT_LOGON --Logon accepted by the gateway session: on_fix_logon--> LOGIN to the
- *                     engine; application messages held (translated)
- *   held --LOGGEDIN from the engine: front_live--> LIVE (held messages go on in order)
+ *                     engine; the Logon unanswered, what follows it unread (LOGON_PENDING)
+ *   pending --LOGGEDIN from the engine: front_live--> Logon answered, LIVE (input read on)
+ *   pending --REJECT LOGGED_IN_ELSEWHERE (the trader is logged in through another door,
+ *             docs/alf.md C.9): front_live--> Logout with Text, no session
  *   LIVE --Logout / TestRequest timeout / error: on_fix_close--> connection closed
  *   any state after Logon --connection drops: on_close--> DISCONNECT to the engine
  *                                                        (cancel-on-disconnect, as ALF)
@@ -107,15 +109,7 @@ static const struct core_option options[] = {
      "a TCP order link's key file (the engine's <journal-dir>/link.key)"},
     {"engine-pub", CORE_OPT_STRING, engine_pub, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the engine's PUB endpoint"},
-    {"curve-key", CORE_OPT_STRING, curve_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "this process's CURVE secret key file, made at first start (mode 0600; the public key "
-     "in FILE.pub goes in the engine's --curve-clients); with --engine-key"},
-    {"engine-key", CORE_OPT_STRING, engine_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "the engine's CURVE public key (Z85, or a file such as <journal-dir>/curve.key.pub) for "
-     "--engine-pub (\"\": no CURVE)"},
-    {"monitor-key", CORE_OPT_STRING, monitor_key, 0, 0, NULL, CORE_OPT_IMMUTABLE,
-     "the monitor's CURVE public key (Z85 or a file) for --health; with --curve-key (\"\": "
-     "no CURVE)"},
+    EM_CURVE_CLIENT_OPTIONS(curve_key, engine_key, monitor_key, "--engine-pub"),
     {"health", CORE_OPT_STRING, health_ep, 0, 0, NULL, CORE_OPT_IMMUTABLE,
      "the monitor's health endpoint (\"\": no beacons)"},
     {"tokens-file", CORE_OPT_STRING, tokens_file, 0, 0, NULL, CORE_OPT_IMMUTABLE,
@@ -347,6 +341,8 @@ static const char *rej_words(int code)
         return "RATE_LIMIT: too many messages per second";
     case EM_REJ_GATEWAY_DISABLED:
         return "GATEWAY_DISABLED: the operator disabled this trader";
+    case EM_REJ_LOGGED_IN_ELSEWHERE:
+        return "LOGGED_IN_ELSEWHERE: this trader has a session on another gateway of the exchange";
     default:
         return "rejected";
     }
@@ -864,6 +860,12 @@ static void handle_event(struct fconn *f, const struct em_msg *ev)
         o = NULL;
     if (ev->kind == EM_MSG_REJECT) {
         if (!(ev->present & EM_BIT(cl))) {
+            if (ev->rej == EM_REJ_LOGGED_IN_ELSEWHERE) {
+                /* another door took the trader (after an engine restart):
+                 * the gateway session closes the connection after this */
+                em_fix_session_logout(&f->fs, rej_words(ev->rej));
+                return;
+            }
             if (f->mass_pending && ev->rej == EM_REJ_UNKNOWN_SYMBOL)
                 f->mass_rejected = true;
             return;
@@ -1002,9 +1004,18 @@ static void front_flush(void *ctx)
     core_conn_flush(f->conn);
 }
 
+/* The engine answered the LOGIN: the FIX Logon waiting for it is
+ * answered now (docs/fix.md: Logon only once the exchange took the
+ * trader), Logon and the input kept meanwhile, or Logout with the reason. */
 static void front_live(void *ctx)
 {
     struct fconn *f = ctx;
+    if (!em_gw_session_live(f->gs)) {
+        f->logged_on = false;
+        em_fix_session_logon_done(&f->fs, rej_words(EM_REJ_LOGGED_IN_ELSEWHERE), wall_ns());
+        core_conn_flush(f->conn);
+        return;
+    }
     f->live = true;
     /* what the trader sent while the engine login was on its way */
     for (unsigned i = 0; i < f->nheld && !core_conn_closing(f->conn); i++)
@@ -1012,6 +1023,9 @@ static void front_live(void *ctx)
     f->nheld = 0;
     free(f->held);
     f->held = NULL;
+    em_fix_session_logon_done(&f->fs, NULL, wall_ns());
+    core_conn_flush(f->conn);
+    core_conn_redeliver(f->conn); /* what came after the Logon, unread until now */
 }
 
 static void front_close(void *ctx, bool after_reply)
@@ -1086,7 +1100,9 @@ static int on_fix_logon(void *ctx, const struct em_fix_msg *m, const char **why)
     }
     memcpy(f->gw, gw, n + 1);
     f->logged_on = true;
-    return 0;
+    /* answered when the engine takes the LOGIN (front_live): it may refuse
+     * a trader logged in through another door */
+    return EM_FIX_LOGON_WAIT;
 }
 
 static void on_fix_close(void *ctx, const char *why)
@@ -1206,18 +1222,11 @@ int main(int argc, char **argv)
     G.cfg.max_heartbtint = (uint32_t)max_heartbtint;
 
     G.loop = uv_default_loop();
-    static struct em_curve_pair curve_pair;
-    int crc = em_curve_client_config("fix", "curve-key", curve_key, "engine-key", engine_key,
-                                     &curve_pair);
-    if (crc && crc != CORE_ENOTFOUND)
+    static struct em_curve_client keys;
+    int crc = em_curve_client_setup("fix", curve_key, engine_key, monitor_key, &keys);
+    if (crc)
         return crc == CORE_EINVAL ? 2 : 1;
-    const struct em_curve_pair *curve = crc ? NULL : &curve_pair;
-    static struct em_curve_pair health_pair;
-    crc = em_curve_client_config("fix", "curve-key", curve_key, "monitor-key", monitor_key,
-                                 &health_pair);
-    if (crc && crc != CORE_ENOTFOUND)
-        return crc == CORE_EINVAL ? 2 : 1;
-    const struct em_curve_pair *health_curve = crc ? NULL : &health_pair;
+    const struct em_curve_pair *curve = keys.engine, *health_curve = keys.monitor;
     if (em_bus_ctx_new(&G.zctx) != 0)
         return 1;
     struct em_gw_link_opts lo = {
@@ -1258,6 +1267,7 @@ int main(int argc, char **argv)
     core_metrics_counter(mt, "resyncs", &st->resyncs);
     core_metrics_counter(mt, "event_duplicates", &st->event_duplicates);
     core_metrics_counter(mt, "events_lost", &st->events_lost);
+    core_metrics_counter(mt, "logins_refused", &st->logins_refused);
     core_metrics_gauge(mt, "sessions", &st->sessions);
     G.health.curve = health_curve;
     em_health_start_or_warn("fix", &G.health, G.loop, G.zctx, health_ep, (uint64_t)beacon_ms, NULL,

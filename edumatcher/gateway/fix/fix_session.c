@@ -102,7 +102,7 @@ static void refuse(struct em_fix_session *s, const char *text)
 void em_fix_session_logout(struct em_fix_session *s, const char *text)
 {
     if (s->state != EM_FIX_ACTIVE) {
-        if (s->state == EM_FIX_AWAIT_LOGON)
+        if (s->state == EM_FIX_AWAIT_LOGON || s->state == EM_FIX_LOGON_PENDING)
             refuse(s, text);
         return;
     }
@@ -283,6 +283,8 @@ static void answer_resend(struct em_fix_session *s, uint64_t begin, uint64_t end
 
 /* ---- inbound ---- */
 
+static void accept_logon(struct em_fix_session *s);
+
 static void on_logon(struct em_fix_session *s, const struct em_fix_msg *m, int decoded)
 {
     const char *v;
@@ -315,25 +317,42 @@ static void on_logon(struct em_fix_session *s, const struct em_fix_msg *m, int d
         return;
     }
     const char *why = "logon refused";
-    if (s->ops->logon(s->ctx, m, &why) != 0) {
+    s->logon_hb = hb;
+    s->logon_reset = value_is(m, EM_FIX_TAG_RESETSEQNUMFLAG, "Y");
+    s->logon_seq = m->seq;
+    int verdict = s->ops->logon(s->ctx, m, &why);
+    if (verdict == EM_FIX_LOGON_WAIT) {
+        s->state = EM_FIX_LOGON_PENDING; /* em_fix_session_logon_done goes on */
+        return;
+    }
+    if (verdict != 0) {
         refuse(s, why);
         return;
     }
+    accept_logon(s);
+}
+
+/* The Logon was accepted (at once, or by em_fix_session_logon_done): open
+ * the store, check the sequence, answer Logon. */
+static void accept_logon(struct em_fix_session *s)
+{
+    uint64_t hb = s->logon_hb;
     if (em_fix_store_open(&s->store, s->cfg->store_dir, s->their_id, s->cfg->comp_id) != 0) {
         refuse(s, "session store unavailable");
         return;
     }
     s->store_open = true;
-    bool reset = value_is(m, EM_FIX_TAG_RESETSEQNUMFLAG, "Y");
+    bool reset = s->logon_reset;
     if (reset && em_fix_store_reset(&s->store) != 0) {
         refuse(s, "session store unavailable");
         return;
     }
     uint64_t expected = s->store.next_in;
-    if (m->seq < expected) {
+    uint64_t seq = s->logon_seq;
+    if (seq < expected) {
         char text[96];
         snprintf(text, sizeof text, "MsgSeqNum too low, expecting %llu but received %llu",
-                 (unsigned long long)expected, (unsigned long long)m->seq);
+                 (unsigned long long)expected, (unsigned long long)seq);
         s->state = EM_FIX_ACTIVE; /* the Logout is a sequenced message */
         em_fix_session_logout(s, text);
         do_close(s, text);
@@ -349,10 +368,10 @@ static void on_logon(struct em_fix_session *s, const struct em_fix_msg *m, int d
     send_admin(s);
     if (s->state != EM_FIX_ACTIVE)
         return;
-    if (m->seq > expected)
-        send_resend_request(s, expected, m->seq);
+    if (seq > expected)
+        send_resend_request(s, expected, seq);
     else
-        advance_in(s, m->seq + 1);
+        advance_in(s, seq + 1);
 }
 
 static void too_low(struct em_fix_session *s, const struct em_fix_msg *m)
@@ -508,11 +527,32 @@ static void on_message(struct em_fix_session *s, const char *buf, size_t len)
     }
 }
 
+void em_fix_session_logon_done(struct em_fix_session *s, const char *refused, uint64_t now_ns)
+{
+    if (s->state != EM_FIX_LOGON_PENDING)
+        return;
+    s->now_ns = now_ns;
+    s->state = EM_FIX_AWAIT_LOGON;
+    if (refused) {
+        refuse(s, refused);
+        return;
+    }
+    accept_logon(s);
+    if (s->in_dirty && s->store_open) {
+        s->in_dirty = false;
+        if (em_fix_store_set_seqs(&s->store, s->store.next_in, s->store.next_out))
+            do_close(s, "store failed");
+    }
+}
+
 size_t em_fix_session_input(struct em_fix_session *s, const char *buf, size_t len, uint64_t now_ns)
 {
     size_t used = 0;
     s->now_ns = now_ns;
-    while (used < len && s->state != EM_FIX_CLOSED) {
+    /* LOGON_PENDING: what follows the Logon stays with the caller until
+     * the answer (em_fix_session_logon_done), as a FIX engine reads
+     * nothing of a session before its Logon is accepted */
+    while (used < len && s->state != EM_FIX_CLOSED && s->state != EM_FIX_LOGON_PENDING) {
         size_t n = 0;
         int rc = em_fix_frame(buf + used, len - used, &n);
         if (rc == EM_FIX_FRAME_MORE)
@@ -538,6 +578,12 @@ void em_fix_session_tick(struct em_fix_session *s, uint64_t now_ns)
     case EM_FIX_AWAIT_LOGON:
         if (elapsed(now_ns, s->started_ns) >= s->cfg->logon_timeout_ns)
             do_close(s, "no Logon");
+        return;
+    case EM_FIX_LOGON_PENDING:
+        if (elapsed(now_ns, s->started_ns) >= 2 * s->cfg->logon_timeout_ns) {
+            s->state = EM_FIX_AWAIT_LOGON;
+            refuse(s, "the exchange did not confirm the Logon in time");
+        }
         return;
     case EM_FIX_LOGOUT_SENT:
         if (elapsed(now_ns, s->logout_ns) >= s->cfg->logout_timeout_ns)

@@ -10,7 +10,10 @@
  *
  *   AWAIT_LOGON --valid Logon(A), accepted by ops.logon: on_logon--> ACTIVE
  *        |  anything else, wrong TargetCompID, bad password:
- *        '--> Logout(5) with the reason, ops.close -----------------> CLOSED
+ *        |--> Logout(5) with the reason, ops.close -----------------> CLOSED
+ *        '--ops.logon answers EM_FIX_LOGON_WAIT--> LOGON_PENDING (input after
+ *           the Logon stays unread) --em_fix_session_logon_done: accepted--> ACTIVE
+ *                                                      refused: Logout --> CLOSED
  *   ACTIVE --peer's Logout: answered, ops.close-----------------------> CLOSED
  *   ACTIVE --em_fix_session_logout / TestRequest unanswered /
  *            MsgSeqNum too low / wrong CompID: Logout sent ---------> LOGOUT_SENT
@@ -42,6 +45,7 @@
 
 enum em_fix_state {
     EM_FIX_AWAIT_LOGON,
+    EM_FIX_LOGON_PENDING, /* the Logon waits for the exchange's answer */
     EM_FIX_ACTIVE,
     EM_FIX_LOGOUT_SENT,
     EM_FIX_CLOSED,
@@ -49,10 +53,13 @@ enum em_fix_state {
 
 struct em_fix_session;
 
+#define EM_FIX_LOGON_WAIT 1 /* ops.logon: the answer comes later */
+
 struct em_fix_session_ops {
     /* Write len bytes to the peer (copied before returning). */
     void (*send)(void *ctx, const char *buf, size_t len);
-    /* A Logon from m's SenderCompID: return 0 to accept, or nonzero and
+    /* A Logon from m's SenderCompID: return 0 to accept, EM_FIX_LOGON_WAIT
+     * to answer later (em_fix_session_logon_done), or another nonzero and
      * set *why (a static string) to refuse it with a Logout. */
     int (*logon)(void *ctx, const struct em_fix_msg *m, const char **why);
     /* An application message, in sequence (admin messages never come
@@ -86,6 +93,9 @@ struct em_fix_session {
     uint64_t testreq_count;
     uint64_t resend_asked; /* a ResendRequest is outstanding up to here */
     uint64_t now_ns;       /* time of the input or tick being handled */
+    /* the Logon being answered: HeartBtInt, ResetSeqNumFlag, MsgSeqNum */
+    uint64_t logon_hb, logon_seq;
+    bool logon_reset;
     /* the message being built by em_fix_session_begin */
     struct em_fix_out out;
     char out_buf[EM_FIX_MSG_MAX];
@@ -104,6 +114,12 @@ void em_fix_session_init(struct em_fix_session *s, const struct em_fix_session_c
  * again with more. A caller whose unconsumed rest reaches EM_FIX_MSG_MAX
  * never happens (framing drops such bytes as garbled). */
 size_t em_fix_session_input(struct em_fix_session *s, const char *buf, size_t len, uint64_t now_ns);
+
+/* The answer to a Logon left waiting (EM_FIX_LOGON_WAIT): refused NULL
+ * accepts it (Logon sent, ACTIVE: the caller then hands the input it kept
+ * to em_fix_session_input again), else Logout(5) with Text(58) = refused
+ * (a static string) and ops.close. No-op in any other state. */
+void em_fix_session_logon_done(struct em_fix_session *s, const char *refused, uint64_t now_ns);
 
 /* Timers: Heartbeat when nothing was sent for HeartBtInt, TestRequest
  * when nothing was received for HeartBtInt plus a fifth, Logout and close

@@ -6,8 +6,10 @@ to end. Keys are the real binaries' files; the foreign clients are pyzmq."""
 import json
 import os
 import stat
+import time
 
 import zmq
+from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import (OPS_TOKEN, SYMBOLS, Trader, binary, free_port, http_get,
                       wait_until)
@@ -209,6 +211,26 @@ def test_only_listed_clients_on_the_bus(procs, zctx, workdir):
         body = http_get(mport, "/market.json")[2].decode()
         return "ABC" in body and "100" in body
     assert wait_until(market, timeout=10, step=0.1), m.stderr()
+
+    # The ZAP handlers' answers are counters on the monitor's /metrics
+    # (Prometheus: _total, with HELP and TYPE): the engine let the listed
+    # clients in and turned the keyless and unlisted subscribers away; the
+    # monitor turned the intruder's beacons away.
+    def zap(proc):
+        text = http_get(mport, "/metrics")[2].decode()
+        got = {}
+        for fam in text_string_to_metric_families(text):
+            for smp in fam.samples:
+                if smp.labels.get("proc") == proc and smp.name.startswith("edumatcher_zap_"):
+                    got[smp.name] = smp.value
+        return got if got.get("edumatcher_zap_denied_total", 0) >= 1 else None
+    engine_zap = wait_until(lambda: zap("engine"), timeout=10, step=0.1)
+    assert engine_zap and engine_zap["edumatcher_zap_allowed_total"] >= 3, engine_zap
+    monitor_zap = wait_until(lambda: zap("monitor"), timeout=10, step=0.1)
+    assert monitor_zap and monitor_zap["edumatcher_zap_allowed_total"] >= 4, monitor_zap
+    text = http_get(mport, "/metrics")[2].decode()
+    assert "# TYPE edumatcher_zap_allowed_total counter" in text, text
+    assert "# HELP edumatcher_zap_denied_total " in text, text
     for s in (observer, plain, unlisted, *fakes):
         s.close()
 
@@ -271,3 +293,101 @@ def test_open_bus_warns_and_bad_options_exit_2(procs, workdir):
                      "--engine-key", zmq.curve_keypair()[0].decode(), "--curve-key", key])
     assert r.p.wait(timeout=10) != 0
     assert "readable by others" in r.stderr()
+
+
+def test_monitor_connect_endpoints_are_curve_clients(procs, zctx, workdir):
+    """The monitor's --connect endpoints are covered by CURVE as its other
+    subscriptions are: with --connect-key it is a CURVE client of those
+    publishers (with its --curve-key) and takes their beacons; a monitor
+    without the key cannot complete the handshake and sees none."""
+    srv_pub, srv_sec = zmq.curve_keypair()
+    pub = zctx.socket(zmq.PUB)
+    pub.setsockopt(zmq.LINGER, 0)
+    pub.curve_server = True
+    pub.curve_publickey, pub.curve_secretkey = srv_pub, srv_sec
+    port = free_port()
+    pub.bind(f"tcp://127.0.0.1:{port}")
+    mon_key, _ = keyfile(workdir, "monitor")
+
+    def monitor(*extra):
+        hport = free_port()
+        m = procs.start([binary("edumatcher-monitor"), "--http-port", str(hport),
+                         "--health", f"tcp://127.0.0.1:{free_port()}", "--beacon-ms", "100",
+                         "--connect", f"tcp://127.0.0.1:{port}", *extra])
+        assert "edumatcher-monitor" in m.ready, m.stderr()
+        return m, hport
+
+    with_key, kport = monitor("--curve-key", mon_key, "--connect-key", srv_pub.decode())
+    without, nport = monitor()
+    line = (b"health v=1 proc=curvepub pid=9 seq=1 up_ms=100 rss=1 lat_n=0 lat_p50=0 "
+            b"lat_p99=0 lat_max=0")
+
+    def procs_of(hport):
+        return {p["proc"] for p in json.loads(http_get(hport, "/metrics.json")[2])["processes"]}
+
+    def seen():
+        pub.send_multipart([b"health.curvepub", line])
+        return "curvepub" in procs_of(kport)
+    assert wait_until(seen, timeout=20, step=0.1), with_key.stderr()
+    for _ in range(10):  # as many beacons again: none reaches the keyless one
+        pub.send_multipart([b"health.curvepub", line])
+    assert "curvepub" not in procs_of(nport)
+
+
+def test_a_key_removed_from_the_allow_list_loses_its_open_connection(procs, zctx, workdir):
+    """Removing a subscriber's key from --curve-clients closes its
+    connection already up (the engine rebinds --pub, so every client passes
+    ZAP again): the removed subscriber stops receiving trades, the one still
+    listed reconnects by itself and keeps receiving them."""
+    keep_pub, keep_sec = zmq.curve_keypair()
+    gone_pub, gone_sec = zmq.curve_keypair()
+    clients = os.path.join(workdir, "curve-clients")
+    allow_list(clients, {"keep": keep_pub.decode(), "gone": gone_pub.decode()})
+    journal = os.path.join(workdir, "journal")
+    pub = f"tcp://127.0.0.1:{free_port()}"
+    query = f"tcp://127.0.0.1:{free_port()}"
+    alf = free_port()
+    e = start_engine(procs, workdir, journal, pub, query, "",
+                     ["--curve-clients", clients, "--alf-port", str(alf)])
+    engine_pub = read_pub(os.path.join(journal, "curve.key.pub"))
+    keep = curve_sub(zctx, pub, engine_pub, (keep_pub, keep_sec))
+    gone = curve_sub(zctx, pub, engine_pub, (gone_pub, gone_sec))
+    b, s = Trader(alf, "GW1"), Trader(alf, "GW2")
+    n = [0]
+
+    def trade():
+        n[0] += 1
+        b.send(f"NEW cl=b{n[0]} sym=ABC side=B qty=1 px=100.00")
+        s.send(f"NEW cl=s{n[0]} sym=ABC side=S qty=1 px=100.00")
+        assert b.line().startswith("ACK ") and s.line().startswith("ACK ")
+        assert s.line().startswith("FILL ") and b.line().startswith("FILL ")
+
+    def got_trade(sock, wait_ms):
+        deadline = time.time() + wait_ms / 1000
+        while time.time() < deadline:
+            if sock.poll(50) and sock.recv_multipart()[0] == b"trade.executed":
+                return True
+        return False
+
+    def both_receive():
+        trade()  # a PUB drops what no subscription asked for yet: tried again
+        return got_trade(keep, 300) and got_trade(gone, 300)
+    assert wait_until(both_receive, timeout=20, step=0.05), e.stderr()
+
+    # remove "gone" by rename, as the docs say to change the list
+    allow_list(clients + ".new", {"keep": keep_pub.decode()})
+    os.rename(clients + ".new", clients)
+    assert wait_until(lambda: "a key left" in e.stderr() and "bound again" in e.stderr(), 20), \
+        e.stderr()
+
+    def keep_receives():
+        trade()  # the kept subscriber reconnects by itself
+        return got_trade(keep, 300)
+    assert wait_until(keep_receives, timeout=20, step=0.05), e.stderr()
+    while gone.poll(100):  # what it had before the rebind
+        gone.recv_multipart()
+    trade()
+    assert got_trade(keep, 5000)
+    assert not got_trade(gone, 500)
+    for sock in (keep, gone):
+        sock.close()

@@ -4,6 +4,7 @@ unanswered TestRequest, malformed fields, garbled frames, a client that
 never reads (docs/fix.md)."""
 import os
 import socket
+import time
 
 from conftest import FIX_TOKEN, FixGateway, RawFix, fields
 
@@ -84,3 +85,35 @@ def test_a_client_that_never_reads_is_closed_and_others_go_on(fixx, workdir):
     q.send("D", t11="ok1", t55="ABC", t54="1", t38="1", t40="2", t44="90.00",
            t60="20261201-12:00:00.000")
     q.app("8", t11="ok1", t150="0")
+
+
+def test_a_trader_logged_in_on_another_door_gets_a_logout_and_no_session(fixx):
+    """The engine refuses a gw logged in through another door (docs/alf.md
+    C.1): the FIX Logon is answered only once the engine took the trader,
+    here with a Logout giving the reason, as a FIX engine answers a second
+    Logon for an active session."""
+    a = fixx.trader("FIX1", FIX_TOKEN)  # on the ALF gateway
+    r = RawFix(fixx.fix.port, "FIX1")
+    lo = r.logon(extra=f"554={FIX_TOKEN}|")
+    assert lo[35] == "5" and lo[58].startswith("LOGGED_IN_ELSEWHERE"), lo
+    assert r.read() is None
+    # the ALF session is untouched
+    a.send("NEW cl=a1 sym=ABC side=B qty=1 px=90.00")
+    assert a.line().startswith("ACK cl=a1 ")
+    # after its LOGOUT the FIX Logon is taken (tried until the engine has
+    # the LOGOUT: it came through another door)
+    a.send("LOGOUT")
+    deadline = time.time() + 20
+    while True:
+        r = RawFix(fixx.fix.port, "FIX1")
+        r.send("A", f"98=0|108=30|141=Y|554={FIX_TOKEN}|")
+        # pipelined: read by the gateway only once the Logon is taken
+        r.send("D", "11=f1|55=ABC|54=1|38=1|40=2|44=90|59=0|")
+        got = r.read()
+        if got[35] == "A" or time.time() > deadline:
+            break
+        r.close()
+        time.sleep(0.05)
+    assert got[35] == "A", got
+    er = r.read_type("8")
+    assert er[11] == "f1" and er[39] == "0", er

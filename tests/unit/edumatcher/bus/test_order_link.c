@@ -71,13 +71,16 @@ static void record(struct seen *s, const char *gw, size_t gl, const void *p, siz
     s->n++;
 }
 
-static void srv_record(void *ctx, const char *gw, size_t gl, const void *p, size_t len)
+static int srv_record(void *ctx, uint64_t conn, const char *gw, size_t gl, const void *p,
+                      size_t len)
 {
     record(&T.at_srv, gw, gl, p, len);
+    assert_true(em_link_server_conn_open(T.srv, conn));
     /* answer at once, as the engine stages its replies */
     char reply[80];
     int n = snprintf(reply, sizeof reply, "re:%.*s", (int)len, (const char *)p);
     assert_int_equal(em_link_reply(T.srv, gw, gl, reply, (size_t)n), 0);
+    return 0;
 }
 
 static void srv_batch(void *ctx, unsigned handled)

@@ -218,6 +218,48 @@ static void test_login_goes_through_the_engine(void **state)
     em_gw_free(g);
 }
 
+/* docs/alf.md C.9: the engine refuses a gw logged in through another
+ * door. A session logging in tells the trader, is not logged in any more
+ * (no DISCONNECT when it closes, no more LOGIN retries) and may LOGIN
+ * again; a live one that hears it (after an engine restart) ends. */
+static void test_logged_in_elsewhere(void **state)
+{
+    struct em_gw *g = new_gw(0, 1);
+    struct fake_conn c = {0};
+    struct em_gw_session *s = em_gw_session_open(g, &front, &c);
+    input(s, "LOGIN gw=GW1");
+    em_gw_flush(g);
+    assert_int_equal(B.nsent, 1);
+    engine_says(g, "GW1", "REJECT reason=LOGGED_IN_ELSEWHERE");
+    assert_int_equal(c.nout, 1);
+    assert_string_equal(c.out[0], "REJECT reason=LOGGED_IN_ELSEWHERE");
+    assert_int_equal(c.lives, 1); /* held input goes on, as before a LOGIN */
+    assert_false(em_gw_session_logging_in(s));
+    assert_false(em_gw_session_live(s));
+    assert_false(em_gw_has_session(g, "GW1", 3));
+    assert_int_equal(B.unsubs, 1);
+    assert_int_equal(em_gw_stats(g)->logins_refused, 1);
+    assert_int_equal(em_gw_stats(g)->rejects_by[EM_REJ_LOGGED_IN_ELSEWHERE], 1);
+    B.now += 1000 * 1000000u;
+    em_gw_tick(g); /* no LOGIN retry for a refused session */
+    em_gw_flush(g);
+    assert_int_equal(B.nsent, 1);
+    input(s, "PING");
+    assert_string_equal(c.out[1], "REJECT reason=NOT_LOGGED_IN");
+    /* it may log in again, and the engine may take it this time */
+    input(s, "LOGIN gw=GW1");
+    em_gw_flush(g);
+    assert_int_equal(B.nsent, 2);
+    engine_says(g, "GW1", "LOGGEDIN gw=GW1");
+    assert_true(em_gw_session_live(s));
+    /* live, then refused (another door holds GW1 now): the session ends */
+    engine_says(g, "GW1", "REJECT reason=LOGGED_IN_ELSEWHERE");
+    assert_string_equal(c.out[c.nout - 1], "REJECT reason=LOGGED_IN_ELSEWHERE");
+    assert_int_equal(c.closed, 2);
+    em_gw_session_close(s);
+    em_gw_free(g);
+}
+
 static void test_batching_and_events(void **state)
 {
     struct em_gw *g = new_gw(0, 1);
@@ -655,6 +697,7 @@ int main(void)
         cmocka_unit_test(test_not_logged_in),
         cmocka_unit_test(test_operator_ok),
         cmocka_unit_test(test_login_goes_through_the_engine),
+        cmocka_unit_test(test_logged_in_elsewhere),
         cmocka_unit_test(test_batching_and_events),
         cmocka_unit_test(test_rate_limit),
         cmocka_unit_test(test_full_engine_queue),

@@ -32,6 +32,7 @@ struct peer {
     bool closed;
     char close_why[128];
     bool refuse_logon;
+    bool wait_logon;   /* answer EM_FIX_LOGON_WAIT */
     uint64_t next_seq; /* the peer's own MsgSeqNum */
 };
 
@@ -65,7 +66,7 @@ static int p_logon(void *ctx, const struct em_fix_msg *m, const char **why)
         *why = "bad password";
         return -1;
     }
-    return 0;
+    return p->wait_logon ? EM_FIX_LOGON_WAIT : 0;
 }
 
 static void p_app(void *ctx, const struct em_fix_msg *m)
@@ -189,6 +190,51 @@ static void test_logon_and_app(void **state)
     feed(&s, &p, "5", 0, NULL, T0);
     m = sent(&p, 2);
     assert_string_equal(m.type, "5");
+    assert_true(p.closed);
+    assert_int_equal(s.state, EM_FIX_CLOSED);
+    wipe_store();
+}
+
+/* A Logon the caller answers later (the exchange confirms the trader):
+ * nothing is answered and nothing after the Logon is read until then;
+ * accepted, the Logon goes out and the kept input is read; refused, a
+ * Logout with the reason and the end. */
+static void test_logon_waits_for_its_answer(void **state)
+{
+    (void)state;
+    fresh_store();
+    static struct em_fix_session s;
+    static struct peer p;
+    memset(&p, 0, sizeof p);
+    p.next_seq = 1;
+    p.wait_logon = true;
+    em_fix_session_init(&s, &cfg, &ops, &p, T0);
+    char b[2 * EM_FIX_MSG_MAX];
+    size_t n = peer_msg(&p, b, "A", 0, "98=0|108=30|554=secret");
+    size_t n2 = peer_msg(&p, b + n, "D", 0, "11=c1");
+    assert_int_equal(em_fix_session_input(&s, b, n + n2, T0), n); /* the D stays unread */
+    assert_int_equal(s.state, EM_FIX_LOGON_PENDING);
+    assert_int_equal(p.nsent, 0);
+    em_fix_session_logon_done(&s, NULL, T0);
+    assert_int_equal(s.state, EM_FIX_ACTIVE);
+    struct em_fix_msg m = sent(&p, 0);
+    assert_string_equal(m.type, "A");
+    assert_int_equal(em_fix_session_input(&s, b + n, n2, T0), n2);
+    assert_int_equal(p.napp, 1);
+    assert_string_equal(p.app_types[0], "D");
+    em_fix_session_end(&s);
+    wipe_store();
+
+    fresh_store();
+    memset(&p, 0, sizeof p);
+    p.next_seq = 1;
+    p.wait_logon = true;
+    em_fix_session_init(&s, &cfg, &ops, &p, T0);
+    feed(&s, &p, "A", 0, "98=0|108=30|554=secret", T0);
+    em_fix_session_logon_done(&s, "LOGGED_IN_ELSEWHERE: elsewhere", T0);
+    m = sent(&p, 0);
+    assert_string_equal(m.type, "5");
+    assert_true(field_is(&m, EM_FIX_TAG_TEXT, "LOGGED_IN_ELSEWHERE: elsewhere"));
     assert_true(p.closed);
     assert_int_equal(s.state, EM_FIX_CLOSED);
     wipe_store();
@@ -551,6 +597,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_logon_and_app),
         cmocka_unit_test(test_logon_refusals),
+        cmocka_unit_test(test_logon_waits_for_its_answer),
         cmocka_unit_test(test_gap_and_too_low),
         cmocka_unit_test(test_resend_gap_fills_admin),
         cmocka_unit_test(test_sequence_reset_and_reject),
