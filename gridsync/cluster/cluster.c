@@ -522,9 +522,12 @@ static void on_write_done(void *data, int status, const char *reply, size_t len)
         else
             gs_error(c, "TRYAGAIN leadership is changing, the write was not applied");
     } else if (status == CORE_ETIMEOUT) {
-        gs_error(c, "ERR write outcome unknown: the leader changed before it committed");
+        gs_error(c,
+                 "ERR write outcome unknown: proposed, but its leader changed or its group closed "
+                 "before this node learnt whether it committed");
     } else if (status == CORE_ECLOSED) {
-        gs_error(c, "ERR server is shutting down");
+        gs_error(c, "TRYAGAIN the group closed here before the write was proposed; it was "
+                    "not applied");
     } else {
         gs_error_oom(c);
     }

@@ -612,11 +612,15 @@ void gs_fsm_free(struct gs_fsm *f)
 {
     if (!f)
         return;
+    /* The open batch was never proposed: not applied. A batch in flight or
+     * in limbo was: another leader may still commit it after this node has
+     * left the group or stopped, so its outcome is unknown (answering
+     * "closed", which clients read as "not applied", would be a lie). */
     deliver(&f->open_ws, CORE_ECLOSED, NULL);
     for (unsigned i = 0; i < f->nslots; i++) {
         struct slot *s = &f->slots[i];
         if (s->state != SLOT_FREE)
-            deliver(&s->ws, CORE_ECLOSED, NULL);
+            deliver(&s->ws, CORE_ETIMEOUT, NULL);
         free(s->ws.w);
         core_buf_free(&s->replies);
     }
@@ -689,7 +693,8 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
         s->limbo_since_ms = fsm_now(f);
         resolve_limbo(f);
     } else if (status == RAFT_SHUTDOWN) {
-        slot_finish(s, CORE_ECLOSED);
+        /* Proposed, then closed before we learnt its fate: unknown. */
+        slot_finish(s, CORE_ETIMEOUT);
     } else {
         CORE_WARN("raft: apply of entry %llu failed: %s", (unsigned long long)s->index,
                   raft_strerror(status));

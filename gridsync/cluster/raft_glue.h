@@ -28,10 +28,14 @@
  *   CORE_ESTATE    not applied, and never will be: this node is not the
  *                  leader, or the entry was overwritten. Safe to retry on
  *                  the leader.
- *   CORE_ETIMEOUT  unknown: leadership was lost and we could not learn in
- *                  time whether the entry committed. Not safe to retry a
- *                  non-idempotent command (INCR) blindly.
- *   CORE_ECLOSED   the group is shutting down (outcome unknown).
+ *   CORE_ETIMEOUT  unknown: the entry was proposed and this node cannot
+ *                  learn whether it committed (leadership was lost and
+ *                  limbo did not resolve in time, or the group closed with
+ *                  the entry in flight or in limbo: another leader may
+ *                  still commit it). Not safe to retry a non-idempotent
+ *                  command (INCR) blindly.
+ *   CORE_ECLOSED   not applied: the group closed before the batch was
+ *                  proposed.
  *   CORE_ENOMEM    not applied (the batch could not be built).
  *
  * Limbo. libraft fails a pending apply with RAFT_LEADERSHIPLOST when the
@@ -125,7 +129,9 @@ struct gs_fsm;
  * using it is closed. */
 int gs_fsm_new(struct gs_fsm **out, const struct gs_fsm_config *cfg);
 
-/* Fail everything pending with CORE_ECLOSED, then release. */
+/* Answer everything pending, then release: the open batch (never
+ * proposed) with CORE_ECLOSED, a batch in flight or in limbo with
+ * CORE_ETIMEOUT (it may still commit elsewhere). */
 void gs_fsm_free(struct gs_fsm *f);
 
 /* The raft_fsm to give raft_init (or raft_fixture_grow). Owned by f. */
@@ -276,7 +282,8 @@ struct gs_raft_store_config;
 int gs_group_start(struct gs_group **out, struct uv_loop_s *loop,
                    const struct gs_group_config *cfg);
 
-/* Close asynchronously: pending writes fail with CORE_ECLOSED; cb (may be
+/* Close asynchronously: pending writes are answered as gs_fsm_free says
+ * (CORE_ECLOSED if never proposed, else CORE_ETIMEOUT); cb (may be
  * NULL) runs once the raft instance and every handle are closed. The state
  * machine is gone by then, but not the group's memory: libraft 0.15 may
  * still complete thread-pool work on the group's I/O after the close (a

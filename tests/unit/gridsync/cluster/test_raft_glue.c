@@ -466,6 +466,51 @@ static void test_limbo_entry_that_was_overwritten_fails(void **state)
     cluster_free(c);
 }
 
+/* A group closing (its node leaves it at FINISH, or stops) answers a
+ * batch it never proposed "closed" (not applied), but one it proposed
+ * "unknown": another leader may still commit it. */
+static void test_close_answers_unknown_for_a_proposed_batch(void **state)
+{
+    struct cluster *c = cluster_new(3, 0);
+    raft_fixture_elect(&c->f, 0);
+    raft_fixture_saturate(&c->f, 0, 1);
+    raft_fixture_saturate(&c->f, 0, 2);
+    struct result proposed, open;
+    assert_int_equal(submit(c, 0, &proposed, "INCR", "n", NULL), 0);
+    assert_int_equal(gs_fsm_flush(c->fsm[0]), 1);
+    assert_int_equal(submit(c, 0, &open, "INCR", "m", NULL), 0);
+    cluster_free(c); /* raft closed, then every fsm freed */
+    assert_int_equal(proposed.called, 1);
+    assert_int_equal(proposed.status, CORE_ETIMEOUT);
+    assert_int_equal(open.called, 1);
+    assert_int_equal(open.status, CORE_ECLOSED);
+}
+
+/* The deposed leader's entry reached the others and the new leader
+ * committed it; the old leader, still in limbo (it cannot hear the new
+ * one), closes the group: its answer must be "unknown", since the write
+ * did happen (before, "closed", which clients take as not applied). */
+static void test_close_in_limbo_of_a_committed_entry_is_unknown(void **state)
+{
+    struct cluster *c = cluster_new(3, 0);
+    raft_fixture_elect(&c->f, 0);
+    raft_fixture_saturate(&c->f, 1, 0);
+    raft_fixture_saturate(&c->f, 2, 0);
+    struct result r1, r2;
+    assert_int_equal(submit(c, 0, &r1, "SET", "k", "lost-or-not"), 0);
+    assert_int_equal(gs_fsm_flush(c->fsm[0]), 1);
+    unsigned l;
+    step_until_leader_is_one_of(c, 1, 2, &l);
+    assert_int_equal(submit(c, l, &r2, "INCR", "n", NULL), 0);
+    assert_true(step_until_called(c, &r2.called, 5000));
+    assert_int_equal(r2.status, 0);
+    assert_value(c, l, "k", "lost-or-not"); /* committed by the new leader */
+    assert_int_equal(r1.called, 0);         /* node 0 has not learnt it */
+    cluster_free(c);
+    assert_int_equal(r1.called, 1);
+    assert_int_equal(r1.status, CORE_ETIMEOUT);
+}
+
 /* An entry that is not a batch is skipped (an FSM error would halt
  * libraft) and the group keeps working. */
 static void test_malformed_entry_is_skipped(void **state)
@@ -646,6 +691,8 @@ int main(void)
         cmocka_unit_test(test_forked_snapshot_is_exact),
         cmocka_unit_test(test_limbo_entry_that_committed_succeeds),
         cmocka_unit_test(test_limbo_entry_that_was_overwritten_fails),
+        cmocka_unit_test(test_close_answers_unknown_for_a_proposed_batch),
+        cmocka_unit_test(test_close_in_limbo_of_a_committed_entry_is_unknown),
         cmocka_unit_test(test_malformed_entry_is_skipped),
         cmocka_unit_test(test_new_leader_reads_only_after_an_entry_of_its_term),
         cmocka_unit_test(test_partitioned_leader_stops_lease_reads_before_a_new_election),
