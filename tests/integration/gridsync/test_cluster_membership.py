@@ -16,6 +16,7 @@ Waits are bounded; nothing asserts a duration."""
 import importlib.machinery
 import importlib.util
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -457,3 +458,56 @@ def test_readded_address_serves_nothing_before_the_move(make_cluster):
     cli.close()
     run_reshard("add", name(again), members)
     assert not served, f"{len(served)} keys served wrong before BEGIN, e.g. {list(served.items())[:3]}"
+
+
+def test_group_closed_under_a_proposed_write_answers_unknown(make_cluster):
+    """A node leaving a group at CLUSTER MIGRATE FINISH closes it; a write
+    it had proposed there (in flight, or in limbo after it lost the lead)
+    may still be committed by another leader, so its client must hear
+    "outcome unknown", never an answer it reads as "not applied" (it was
+    "ERR server is shutting down": the fault campaign's client counted
+    such a write as failed and then read its value elsewhere). Driven step
+    by step: the node being removed leads its own group, whose other
+    members are stopped, so the write stays proposed and uncommitted when
+    FINISH closes the group."""
+    base = pick_base(4, 3)
+    c = make_cluster(4, addrs=[("127.0.0.1", base + i) for i in range(4)])
+    owners = settled_owners(c, c.nodes)
+    leaving = c.nodes[3]
+    group = name(leaving)
+    key = next(f"u:{i}" for i in range(100000) if owners[key_slot(f"u:{i}")] == leaving.port)
+    others = [nd for nd in c.nodes[:3] if group in c.groups(nd)]
+    assert len(others) == 2, f"the group of {group} has members {others}"
+    admin = leaving.client(decode_responses=True)
+    assert admin.execute_command("CLUSTER", "DELNODE", group) in (True, "OK")
+
+    def proposed():
+        line = next(x for x in admin.execute_command("GRIDSYNC", "GROUPS").splitlines()
+                    if x.startswith(f"group_{group}:"))
+        return int(dict(kv.split("=") for kv in line.rsplit(":", 1)[1].split(","))[
+            "commands_proposed"])
+
+    before = proposed()
+    for nd in others:
+        nd.proc.send_signal(signal.SIGSTOP)
+    writer = redis.Redis(host=leaving.host, port=leaving.port, socket_timeout=30,
+                         decode_responses=True)
+    try:
+        conn = writer.connection_pool.get_connection("SET")
+        conn.send_command("SET", key, "maybe")
+        deadline = time.monotonic() + 30
+        while proposed() == before:  # the SET is in the group's log now
+            assert time.monotonic() < deadline, "the SET was never proposed"
+            time.sleep(0.02)
+        assert admin.execute_command("CLUSTER", "MIGRATE", "FINISH") in (True, "OK")
+        try:
+            reply = conn.read_response()
+        except redis.ResponseError as e:
+            reply = str(e)
+        assert "outcome unknown" in str(reply), f"a proposed write answered {reply!r}"
+        writer.connection_pool.release(conn)
+    finally:
+        for nd in others:
+            nd.proc.send_signal(signal.SIGCONT)
+        writer.close()
+        admin.close()
