@@ -119,6 +119,9 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         .fsm = {.store = grp->db.store,
                 .exec = cluster_exec,
                 .exec_ctx = grp,
+                .state_encode = gs_cl_migration_encode,
+                .state_restore = gs_cl_migration_restore,
+                .state_ctx = grp,
                 .max_inflight = (unsigned)n->cfg.cluster_inflight_entries,
                 .snapshot_fork = n->cfg.cluster_snapshot_fork},
     };

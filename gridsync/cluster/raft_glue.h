@@ -120,6 +120,18 @@ struct gs_fsm_config {
     /* Build snapshots in a fork()ed child (see "Snapshots" above). Needs
      * a raft_io with async_work (libraft's uv I/O has it). */
     bool snapshot_fork;
+    /* Optional: state that the group's entries build besides the store
+     * (the cluster's slot migration state), carried in every snapshot so
+     * that a member restored from one decides later entries as the
+     * members that applied the log did. state_encode appends it to b; it
+     * runs where the store is encoded (in the fork()ed child, whose memory
+     * is as of the snapshot's last entry: it may only read and malloc) and
+     * returns 0 or CORE_ENOMEM. state_restore replaces the state with what
+     * state_encode wrote, or clears it (p NULL: the snapshot carries none),
+     * and returns 0 or CORE_EPROTO / CORE_ENOMEM (the restore then fails). */
+    int (*state_encode)(void *ctx, struct core_buf *b);
+    int (*state_restore)(void *ctx, const char *p, size_t len);
+    void *state_ctx;
 };
 
 struct gs_fsm;
