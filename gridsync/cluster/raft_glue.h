@@ -60,11 +60,18 @@
  *       +---- own tag applied (replies) / passed over (ESTATE) / -----+
  *             snapshot restore or timeout (ETIMEOUT)
  *
+ * Closing (gs_fsm_free) takes an INFLIGHT or LIMBO slot to FREE with
+ * ETIMEOUT (it may still commit elsewhere) and the open batch's waiters
+ * get ECLOSED (never proposed).
+ *
  * FSM rules (libraft 0.15): apply must return 0 — a non-zero return halts
  * the node — so a malformed entry is logged and skipped, and a command
  * that fails yields an error reply, not an error code.
  *
- * Snapshots. With snapshot_fork (what groups use), a snapshot is built off
+ * Snapshots. A snapshot holds the store and, when the config gives
+ * state_encode, one record of the state machine's side state, so that a
+ * member restored from it has everything its entries had built.
+ * With snapshot_fork (what groups use), a snapshot is built off
  * the loop (libraft's FSM version 3): the loop fork()s, the child encodes
  * the store as it was after the snapshot's last entry (a copy-on-write
  * view) into a pipe, a thread-pool thread reads it; the loop pauses only
