@@ -119,6 +119,9 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
         .fsm = {.store = grp->db.store,
                 .exec = cluster_exec,
                 .exec_ctx = grp,
+                .state_encode = gs_cl_migration_encode,
+                .state_restore = gs_cl_migration_restore,
+                .state_ctx = grp,
                 .max_inflight = (unsigned)n->cfg.cluster_inflight_entries,
                 .snapshot_fork = n->cfg.cluster_snapshot_fork},
     };
@@ -526,9 +529,12 @@ static void on_write_done(void *data, int status, const char *reply, size_t len)
         else
             gs_error(c, "TRYAGAIN leadership is changing, the write was not applied");
     } else if (status == CORE_ETIMEOUT) {
-        gs_error(c, "ERR write outcome unknown: the leader changed before it committed");
+        gs_error(c,
+                 "ERR write outcome unknown: proposed, but its leader changed or its group closed "
+                 "before this node learnt whether it committed");
     } else if (status == CORE_ECLOSED) {
-        gs_error(c, "ERR server is shutting down");
+        gs_error(c, "TRYAGAIN the group closed here before the write was proposed; it was "
+                    "not applied");
     } else {
         gs_error_oom(c);
     }

@@ -82,9 +82,12 @@ static void on_pop_done(void *data, int status, const char *reply, size_t len)
     else if (status == CORE_ESTATE)
         gs_error(c, UNBLOCKED_REPLICA); /* not applied, never will be */
     else if (status == CORE_ETIMEOUT)
-        gs_error(c, "ERR write outcome unknown: the leader changed before it committed");
+        gs_error(c,
+                 "ERR write outcome unknown: proposed, but its leader changed or its group closed "
+                 "before this node learnt whether it committed");
     else if (status == CORE_ECLOSED)
-        gs_error(c, "ERR server is shutting down");
+        gs_error(c, "TRYAGAIN the group closed here before the write was proposed; it was "
+                    "not applied");
     else
         gs_error_oom(c);
     gs_block_pending_done(c, true);

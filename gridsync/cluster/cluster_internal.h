@@ -356,6 +356,14 @@ int gs_cl_apply_target(struct gs_cluster *cl);
 /* Apply a MIGRATE_ENTRY entry (argv[0] is its operation) of group grp. */
 void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_ms, unsigned argc,
                         const char *const *argv, const size_t *argvlen, struct core_buf *out);
+/* gs_fsm_config.state_encode / state_restore of a group (ctx: its
+ * cgroup): the slot migration state its log built (blocked and gone slots,
+ * with their destinations by name), carried in its snapshots. Routing
+ * (cl->serve) is not: during a change the group takes no snapshot
+ * (gs_group_hold_snapshots), so its switch and own entries stay in the
+ * log. */
+int gs_cl_migration_encode(void *ctx, struct core_buf *b);
+int gs_cl_migration_restore(void *ctx, const char *p, size_t len);
 /* The index of the live node named p[0..len), or -1. */
 int gs_cl_find_node(const struct gs_cluster *cl, const char *p, size_t len);
 

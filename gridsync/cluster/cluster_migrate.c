@@ -21,11 +21,14 @@
  * applied in A's log before the block (so exported and imported into B's
  * log before the switch) or refused; B takes writes only after the copy
  * is committed in its log. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/addr.h"
+#include "core/buf.h"
+#include "core/byte.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gridsync/cluster/cluster.h"
@@ -224,6 +227,76 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
     } else {
         core_buf_append(out, bad, sizeof(bad) - 1);
     }
+}
+
+/* One record per slot that is not served: u16 slot, u8 state, u8 name
+ * length, the destination's name (empty if this node did not know it). */
+int gs_cl_migration_encode(void *ctx, struct core_buf *b)
+{
+    const struct cgroup *grp = ctx;
+    const struct gs_cluster *cl = grp->cl;
+    if (!grp->slot_state)
+        return 0;
+    for (unsigned s = 0; s < GS_SLOTS; s++) {
+        if (grp->slot_state[s] == SLOT_SERVING)
+            continue;
+        const char *to = grp->dest[s] == NO_GROUP ? "" : cl->nodes[grp->dest[s]].name;
+        size_t len = strlen(to);
+        core_buf_put_le(b, s, 2);
+        core_buf_put_le(b, grp->slot_state[s], 1);
+        core_buf_put_le(b, len, 1);
+        core_buf_append(b, to, len);
+    }
+    return b->oom ? CORE_ENOMEM : 0;
+}
+
+int gs_cl_migration_restore(void *ctx, const char *p, size_t len)
+{
+    struct cgroup *grp = ctx;
+    uint8_t *state = NULL;
+    uint16_t *dest = NULL;
+    if (p) {
+        state = calloc(GS_SLOTS, sizeof(*state));
+        dest = calloc(GS_SLOTS, sizeof(*dest));
+        if (!state || !dest) {
+            free(state);
+            free(dest);
+            return CORE_ENOMEM;
+        }
+        for (size_t off = 0; off < len;) {
+            size_t nlen = len - off < 4 ? SIZE_MAX : (unsigned char)p[off + 3];
+            if (nlen == SIZE_MAX || len - off - 4 < nlen) {
+                free(state);
+                free(dest);
+                return CORE_EPROTO;
+            }
+            unsigned s = (unsigned)core_get_le(p + off, 2);
+            unsigned st = (unsigned char)p[off + 2];
+            if (s >= GS_SLOTS || (st != SLOT_BLOCKED && st != SLOT_GONE)) {
+                free(state);
+                free(dest);
+                return CORE_EPROTO;
+            }
+            int to = nlen ? gs_cl_find_node(grp->cl, p + off + 4, nlen) : -1;
+            state[s] = (uint8_t)st;
+            dest[s] = to < 0 ? NO_GROUP : (uint16_t)to;
+            off += 4 + nlen;
+        }
+    }
+    free(grp->slot_state);
+    free(grp->dest);
+    grp->slot_state = state;
+    grp->dest = dest;
+    /* As when the block is applied: the entries after it must stay in
+     * this node's log until the change is finished. */
+    bool blocked = false;
+    for (unsigned s = 0; state && s < GS_SLOTS && !blocked; s++)
+        blocked = state[s] == SLOT_BLOCKED;
+    if (blocked && grp->raft && grp->cl->target && !grp->holding) {
+        gs_group_hold_snapshots(grp->raft, true);
+        grp->holding = true;
+    }
+    return 0;
 }
 
 int gs_cl_find_node(const struct gs_cluster *cl, const char *p, size_t len)

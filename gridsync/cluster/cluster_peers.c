@@ -356,17 +356,25 @@ void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
         gs_store_stats(grp->db.store, &keys);
         struct gs_fsm_stats st;
         gs_fsm_stats(gs_group_fsm(grp->raft), &st);
+        /* The group's slot migration state, as its log (or a snapshot of
+         * it) built it: the same on every member that applied as far. */
+        unsigned blocked = 0, gone = 0;
+        for (unsigned s = 0; grp->slot_state && s < GS_SLOTS; s++) {
+            blocked += grp->slot_state[s] == SLOT_BLOCKED;
+            gone += grp->slot_state[s] == SLOT_GONE;
+        }
         int n = snprintf(
             out + used, outlen - used,
             "group_%s:role=%s,member=%d,term=%llu,commit=%llu,applied=%llu,keys=%llu,"
             "entries_proposed=%llu,commands_proposed=%llu,inflight_max=%u,"
-            "snapshots=%llu,snapshots_failed=%llu,snapshot_pause_max_us=%llu\r\n",
+            "snapshots=%llu,snapshots_failed=%llu,snapshot_pause_max_us=%llu,"
+            "slots_blocked=%u,slots_gone=%u\r\n",
             cl->nodes[g].name, gs_group_is_leader(grp->raft) ? "leader" : "follower", grp->role,
             (unsigned long long)term, (unsigned long long)commit, (unsigned long long)applied,
             (unsigned long long)keys.keys, (unsigned long long)st.entries_proposed,
             (unsigned long long)st.commands_proposed, st.inflight_max,
             (unsigned long long)st.snapshots_taken, (unsigned long long)st.snapshots_failed,
-            (unsigned long long)st.snapshot_pause_max_us);
+            (unsigned long long)st.snapshot_pause_max_us, blocked, gone);
         if (n < 0)
             break;
         used += (size_t)n;

@@ -210,7 +210,8 @@ static int snapshot_walk(const char *p, const char *end, uint64_t count, gs_snap
             return CORE_EPROTO;
         /* A collection's bytes are checked here too, so that restoring
          * (which clears the store first) cannot meet a bad one. */
-        if (!fn && type != GS_TYPE_STRING && !gs_obj_validate(type, p + klen, vlen))
+        if (!fn && type != GS_TYPE_STRING && type != GS_SNAPSHOT_STATE &&
+            !gs_obj_validate(type, p + klen, vlen))
             return CORE_EPROTO;
         if (fn) {
             int rc = fn(arg, type, p, klen, p + klen, vlen, expire);

@@ -99,6 +99,12 @@ void gs_batch_reader_free(struct gs_batch_reader *rd);
  * rides in the top 3 bits of the record's key length (keys are below
  * 512 MB), so snapshots of strings only are read as before. */
 int gs_snapshot_begin(struct core_buf *b);
+
+/* A record of this type is not a key: its value is the state machine's
+ * own state besides the store (gs_fsm_config.state_encode), at most one
+ * per snapshot, with an empty key. */
+#define GS_SNAPSHOT_STATE 7
+
 int gs_snapshot_add(struct core_buf *b, int type, const void *key, size_t klen, const void *val,
                     size_t vlen, int64_t expire_ms);
 void gs_snapshot_finish(struct core_buf *b, uint64_t count);

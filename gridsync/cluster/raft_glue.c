@@ -316,6 +316,18 @@ static int encode_store(struct gs_fsm *f, struct core_buf *b, int fd, int64_t no
     do {
         cursor = gs_store_scan(f->cfg.store, cursor, 1024, now, snap_entry, &c);
     } while (cursor != 0 && c.rc == 0);
+    if (c.rc == 0 && f->cfg.state_encode) {
+        struct core_buf st = {0};
+        c.rc = f->cfg.state_encode(f->cfg.state_ctx, &st);
+        if (c.rc == 0 && st.oom)
+            c.rc = CORE_ENOMEM;
+        /* No record when there is no state: restore then clears it. */
+        if (c.rc == 0 && st.data) {
+            c.rc = gs_snapshot_add(b, GS_SNAPSHOT_STATE, NULL, 0, st.data, st.len, -1);
+            c.count++;
+        }
+        core_buf_free(&st);
+    }
     *count = c.count;
     return c.rc;
 }
@@ -520,11 +532,24 @@ static int fsm_snapshot_finalize(struct raft_fsm *rfsm, struct raft_buffer *bufs
     return 0;
 }
 
+struct restore_ctx {
+    struct gs_fsm *f;
+    bool state_seen;
+};
+
 static int restore_entry(void *arg, int type, const char *key, size_t klen, const char *val,
                          size_t vlen, int64_t expire_ms)
 {
+    struct restore_ctx *r = arg;
+    struct gs_store *store = r->f->cfg.store;
+    if (type == GS_SNAPSHOT_STATE) {
+        if (r->state_seen || !r->f->cfg.state_restore)
+            return r->state_seen ? CORE_EPROTO : 0;
+        r->state_seen = true;
+        return r->f->cfg.state_restore(r->f->cfg.state_ctx, val, vlen);
+    }
     if (type == GS_TYPE_STRING)
-        return gs_store_set(arg, key, klen, val, vlen, expire_ms, NULL);
+        return gs_store_set(store, key, klen, val, vlen, expire_ms, NULL);
     /* The thresholds of the node that restores are not known here: Redis's
      * defaults choose the encoding (OBJECT ENCODING may differ from the
      * leader's under other settings; the contents do not). */
@@ -533,7 +558,7 @@ static int restore_entry(void *arg, int type, const char *key, size_t klen, cons
     int rc = gs_obj_decode(type, val, vlen, &lim, &o);
     if (rc)
         return rc;
-    rc = gs_store_set_obj(arg, key, klen, &o, expire_ms, NULL);
+    rc = gs_store_set_obj(store, key, klen, &o, expire_ms, NULL);
     if (rc)
         gs_obj_free(&o);
     return rc;
@@ -549,9 +574,13 @@ static int fsm_restore(struct raft_fsm *rfsm, struct raft_buffer *buf)
         return RAFT_MALFORMED;
     }
     gs_store_clear(f->cfg.store);
-    if (gs_snapshot_parse(buf->base, buf->len, restore_entry, f->cfg.store) != 0) {
-        CORE_WARN("raft: out of memory restoring a snapshot");
-        return RAFT_NOMEM;
+    struct restore_ctx r = {f, false};
+    int rc = gs_snapshot_parse(buf->base, buf->len, restore_entry, &r);
+    if (rc == 0 && !r.state_seen && f->cfg.state_restore)
+        rc = f->cfg.state_restore(f->cfg.state_ctx, NULL, 0);
+    if (rc != 0) {
+        CORE_WARN("raft: cannot restore a snapshot: %s", core_strerror(rc));
+        return rc == CORE_ENOMEM ? RAFT_NOMEM : RAFT_MALFORMED;
     }
     raft_free(buf->base);
     /* Our limbo entries may be inside the snapshot or not: unknown. */
@@ -612,11 +641,15 @@ void gs_fsm_free(struct gs_fsm *f)
 {
     if (!f)
         return;
+    /* The open batch was never proposed: not applied. A batch in flight or
+     * in limbo was: another leader may still commit it after this node has
+     * left the group or stopped, so its outcome is unknown (answering
+     * "closed", which clients read as "not applied", would be a lie). */
     deliver(&f->open_ws, CORE_ECLOSED, NULL);
     for (unsigned i = 0; i < f->nslots; i++) {
         struct slot *s = &f->slots[i];
         if (s->state != SLOT_FREE)
-            deliver(&s->ws, CORE_ECLOSED, NULL);
+            deliver(&s->ws, CORE_ETIMEOUT, NULL);
         free(s->ws.w);
         core_buf_free(&s->replies);
     }
@@ -689,7 +722,8 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
         s->limbo_since_ms = fsm_now(f);
         resolve_limbo(f);
     } else if (status == RAFT_SHUTDOWN) {
-        slot_finish(s, CORE_ECLOSED);
+        /* Proposed, then closed before we learnt its fate: unknown. */
+        slot_finish(s, CORE_ETIMEOUT);
     } else {
         CORE_WARN("raft: apply of entry %llu failed: %s", (unsigned long long)s->index,
                   raft_strerror(status));

@@ -28,10 +28,14 @@
  *   CORE_ESTATE    not applied, and never will be: this node is not the
  *                  leader, or the entry was overwritten. Safe to retry on
  *                  the leader.
- *   CORE_ETIMEOUT  unknown: leadership was lost and we could not learn in
- *                  time whether the entry committed. Not safe to retry a
- *                  non-idempotent command (INCR) blindly.
- *   CORE_ECLOSED   the group is shutting down (outcome unknown).
+ *   CORE_ETIMEOUT  unknown: the entry was proposed and this node cannot
+ *                  learn whether it committed (leadership was lost and
+ *                  limbo did not resolve in time, or the group closed with
+ *                  the entry in flight or in limbo: another leader may
+ *                  still commit it). Not safe to retry a non-idempotent
+ *                  command (INCR) blindly.
+ *   CORE_ECLOSED   not applied: the group closed before the batch was
+ *                  proposed.
  *   CORE_ENOMEM    not applied (the batch could not be built).
  *
  * Limbo. libraft fails a pending apply with RAFT_LEADERSHIPLOST when the
@@ -56,11 +60,18 @@
  *       +---- own tag applied (replies) / passed over (ESTATE) / -----+
  *             snapshot restore or timeout (ETIMEOUT)
  *
+ * Closing (gs_fsm_free) takes an INFLIGHT or LIMBO slot to FREE with
+ * ETIMEOUT (it may still commit elsewhere) and the open batch's waiters
+ * get ECLOSED (never proposed).
+ *
  * FSM rules (libraft 0.15): apply must return 0 — a non-zero return halts
  * the node — so a malformed entry is logged and skipped, and a command
  * that fails yields an error reply, not an error code.
  *
- * Snapshots. With snapshot_fork (what groups use), a snapshot is built off
+ * Snapshots. A snapshot holds the store and, when the config gives
+ * state_encode, one record of the state machine's side state, so that a
+ * member restored from it has everything its entries had built.
+ * With snapshot_fork (what groups use), a snapshot is built off
  * the loop (libraft's FSM version 3): the loop fork()s, the child encodes
  * the store as it was after the snapshot's last entry (a copy-on-write
  * view) into a pipe, a thread-pool thread reads it; the loop pauses only
@@ -116,6 +127,18 @@ struct gs_fsm_config {
     /* Build snapshots in a fork()ed child (see "Snapshots" above). Needs
      * a raft_io with async_work (libraft's uv I/O has it). */
     bool snapshot_fork;
+    /* Optional: state that the group's entries build besides the store
+     * (the cluster's slot migration state), carried in every snapshot so
+     * that a member restored from one decides later entries as the
+     * members that applied the log did. state_encode appends it to b; it
+     * runs where the store is encoded (in the fork()ed child, whose memory
+     * is as of the snapshot's last entry: it may only read and malloc) and
+     * returns 0 or CORE_ENOMEM. state_restore replaces the state with what
+     * state_encode wrote, or clears it (p NULL: the snapshot carries none),
+     * and returns 0 or CORE_EPROTO / CORE_ENOMEM (the restore then fails). */
+    int (*state_encode)(void *ctx, struct core_buf *b);
+    int (*state_restore)(void *ctx, const char *p, size_t len);
+    void *state_ctx;
 };
 
 struct gs_fsm;
@@ -125,7 +148,9 @@ struct gs_fsm;
  * using it is closed. */
 int gs_fsm_new(struct gs_fsm **out, const struct gs_fsm_config *cfg);
 
-/* Fail everything pending with CORE_ECLOSED, then release. */
+/* Answer everything pending, then release: the open batch (never
+ * proposed) with CORE_ECLOSED, a batch in flight or in limbo with
+ * CORE_ETIMEOUT (it may still commit elsewhere). */
 void gs_fsm_free(struct gs_fsm *f);
 
 /* The raft_fsm to give raft_init (or raft_fixture_grow). Owned by f. */
@@ -276,7 +301,8 @@ struct gs_raft_store_config;
 int gs_group_start(struct gs_group **out, struct uv_loop_s *loop,
                    const struct gs_group_config *cfg);
 
-/* Close asynchronously: pending writes fail with CORE_ECLOSED; cb (may be
+/* Close asynchronously: pending writes are answered as gs_fsm_free says
+ * (CORE_ECLOSED if never proposed, else CORE_ETIMEOUT); cb (may be
  * NULL) runs once the raft instance and every handle are closed. The state
  * machine is gone by then, but not the group's memory: libraft 0.15 may
  * still complete thread-pool work on the group's I/O after the close (a

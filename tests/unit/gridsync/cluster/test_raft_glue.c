@@ -36,12 +36,37 @@
 
 /* ---- Cluster of n fixture servers, each with a store and a gs_fsm ---- */
 
+/* A node's state besides its store (the cluster keeps its slot migration
+ * state there), which snapshots must carry: here a string the tests set. */
+struct side_state {
+    bool have;
+    char s[32];
+};
+
 struct cluster {
     struct raft_fixture f;
     unsigned n;
     struct gs_store *store[MAX_NODES];
     struct gs_fsm *fsm[MAX_NODES];
+    struct side_state side[MAX_NODES];
 };
+
+static int side_encode(void *ctx, struct core_buf *b)
+{
+    const struct side_state *st = ctx;
+    return st->have ? core_buf_append(b, st->s, strlen(st->s)) : 0;
+}
+
+static int side_restore(void *ctx, const char *p, size_t len)
+{
+    struct side_state *st = ctx;
+    if (len >= sizeof(st->s))
+        return CORE_EPROTO;
+    st->have = p != NULL;
+    memcpy(st->s, p ? p : "", p ? len : 0);
+    st->s[p ? len : 0] = '\0';
+    return 0;
+}
 
 static int64_t fixture_clock(void *ctx)
 {
@@ -66,6 +91,9 @@ static struct cluster *cluster_new_opts(unsigned n, unsigned max_inflight, bool 
             .clock_ctx = &c->f,
             .lease_ms = LEASE_MS, /* on raft's clock: the fixture's */
             .snapshot_fork = fork,
+            .state_encode = side_encode,
+            .state_restore = side_restore,
+            .state_ctx = &c->side[i],
         };
         assert_int_equal(gs_fsm_new(&c->fsm[i], &cfg), 0);
         /* The fixture's I/O has async_work but leaves its version unset,
@@ -392,6 +420,56 @@ static void test_snapshot_install_restores_the_store(void **state)
     cluster_free(c);
 }
 
+/* A follower restored from a snapshot takes the state machine's side
+ * state as of the snapshot (the cluster's slot migration state), and has
+ * none when the snapshot carries none: it must not keep what it had built
+ * before, or it would decide later entries differently from the others. */
+static void snapshot_carries_the_side_state(bool leader_has, bool fork)
+{
+    struct cluster *c = cluster_new_opts(3, 0, fork);
+    for (unsigned i = 0; i < 3; i++) {
+        raft_set_snapshot_threshold(raft_fixture_get(&c->f, i), 8);
+        raft_set_snapshot_trailing(raft_fixture_get(&c->f, i), 2);
+    }
+    raft_fixture_elect(&c->f, 0);
+    raft_fixture_kill(&c->f, 2);
+    c->side[2] = (struct side_state){true, "stale"};
+    for (unsigned i = 0; i < 2; i++)
+        c->side[i] = (struct side_state){leader_has, "blocked 5-9"};
+    struct result r;
+    char key[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        assert_int_equal(submit(c, 0, &r, "SET", key, "v"), 0);
+        assert_true(step_until_called(c, &r.called, 5000));
+    }
+    raft_fixture_step_until_elapsed(&c->f, 200);
+    /* Changed after the snapshot: the follower must get the state as of
+     * the snapshot (later changes reach it through the log). */
+    c->side[0] = (struct side_state){true, "later"};
+    raft_fixture_revive(&c->f, 2);
+    wait_all_applied(c, 0);
+    struct gs_fsm_stats st;
+    gs_fsm_stats(c->fsm[2], &st);
+    assert_true(st.snapshots_restored > 0);
+    assert_value(c, 2, "k39", "v");
+    assert_int_equal(c->side[2].have, leader_has);
+    if (leader_has)
+        assert_string_equal(c->side[2].s, "blocked 5-9");
+    cluster_free(c);
+}
+
+static void test_snapshot_carries_the_side_state(void **state)
+{
+    snapshot_carries_the_side_state(true, false);
+    snapshot_carries_the_side_state(true, true);
+}
+
+static void test_snapshot_without_side_state_clears_it(void **state)
+{
+    snapshot_carries_the_side_state(false, false);
+}
+
 /* The leader's entry reaches both followers but their acknowledgements do
  * not reach it: it steps down (RAFT_LEADERSHIPLOST) with the write
  * pending. The next leader commits the entry; the old leader learns it
@@ -464,6 +542,51 @@ static void test_limbo_entry_that_was_overwritten_fails(void **state)
     for (unsigned i = 0; i < 3; i++)
         assert_value(c, i, "n", "1");
     cluster_free(c);
+}
+
+/* A group closing (its node leaves it at FINISH, or stops) answers a
+ * batch it never proposed "closed" (not applied), but one it proposed
+ * "unknown": another leader may still commit it. */
+static void test_close_answers_unknown_for_a_proposed_batch(void **state)
+{
+    struct cluster *c = cluster_new(3, 0);
+    raft_fixture_elect(&c->f, 0);
+    raft_fixture_saturate(&c->f, 0, 1);
+    raft_fixture_saturate(&c->f, 0, 2);
+    struct result proposed, open;
+    assert_int_equal(submit(c, 0, &proposed, "INCR", "n", NULL), 0);
+    assert_int_equal(gs_fsm_flush(c->fsm[0]), 1);
+    assert_int_equal(submit(c, 0, &open, "INCR", "m", NULL), 0);
+    cluster_free(c); /* raft closed, then every fsm freed */
+    assert_int_equal(proposed.called, 1);
+    assert_int_equal(proposed.status, CORE_ETIMEOUT);
+    assert_int_equal(open.called, 1);
+    assert_int_equal(open.status, CORE_ECLOSED);
+}
+
+/* The deposed leader's entry reached the others and the new leader
+ * committed it; the old leader, still in limbo (it cannot hear the new
+ * one), closes the group: its answer must be "unknown", since the write
+ * did happen (before, "closed", which clients take as not applied). */
+static void test_close_in_limbo_of_a_committed_entry_is_unknown(void **state)
+{
+    struct cluster *c = cluster_new(3, 0);
+    raft_fixture_elect(&c->f, 0);
+    raft_fixture_saturate(&c->f, 1, 0);
+    raft_fixture_saturate(&c->f, 2, 0);
+    struct result r1, r2;
+    assert_int_equal(submit(c, 0, &r1, "SET", "k", "lost-or-not"), 0);
+    assert_int_equal(gs_fsm_flush(c->fsm[0]), 1);
+    unsigned l;
+    step_until_leader_is_one_of(c, 1, 2, &l);
+    assert_int_equal(submit(c, l, &r2, "INCR", "n", NULL), 0);
+    assert_true(step_until_called(c, &r2.called, 5000));
+    assert_int_equal(r2.status, 0);
+    assert_value(c, l, "k", "lost-or-not"); /* committed by the new leader */
+    assert_int_equal(r1.called, 0);         /* node 0 has not learnt it */
+    cluster_free(c);
+    assert_int_equal(r1.called, 1);
+    assert_int_equal(r1.status, CORE_ETIMEOUT);
 }
 
 /* An entry that is not a batch is skipped (an FSM error would halt
@@ -644,8 +767,12 @@ int main(void)
         cmocka_unit_test(test_restarted_follower_catches_up),
         cmocka_unit_test(test_snapshot_install_restores_the_store),
         cmocka_unit_test(test_forked_snapshot_is_exact),
+        cmocka_unit_test(test_snapshot_carries_the_side_state),
+        cmocka_unit_test(test_snapshot_without_side_state_clears_it),
         cmocka_unit_test(test_limbo_entry_that_committed_succeeds),
         cmocka_unit_test(test_limbo_entry_that_was_overwritten_fails),
+        cmocka_unit_test(test_close_answers_unknown_for_a_proposed_batch),
+        cmocka_unit_test(test_close_in_limbo_of_a_committed_entry_is_unknown),
         cmocka_unit_test(test_malformed_entry_is_skipped),
         cmocka_unit_test(test_new_leader_reads_only_after_an_entry_of_its_term),
         cmocka_unit_test(test_partitioned_leader_stops_lease_reads_before_a_new_election),
