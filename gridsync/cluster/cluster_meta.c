@@ -55,6 +55,7 @@
 #include "gridsync/cluster/cluster.h"
 #include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/raft_store_dynamo.h"
 #include "gridsync/store/store.h"
 
 #define KEY_MEMBERSHIP "m:membership"
@@ -416,6 +417,17 @@ static int start_meta(struct gs_cluster *cl, struct gs_meta *mt, const struct gs
     }
     char dir[CORE_OPT_STRLEN + 16];
     snprintf(dir, sizeof(dir), "%s/meta", n->cfg.dir[0] ? n->cfg.dir : ".");
+    /* Its Raft state is kept where the shards' is: with --raft-store
+     * dynamodb, in the table (under this node's id and "meta"), so a
+     * whole-cluster restart with no local disk keeps the queue too. */
+    struct gs_raft_store_config store;
+    bool dynamo = gs_cl_raft_store_dynamo(&n->cfg);
+    if (dynamo) {
+        memset(&store, 0, sizeof(store));
+        int rc = gs_cl_dynamo_config(&n->cfg, n->cfg.raft_store, &store.ddb);
+        if (rc)
+            return rc;
+    }
     struct gs_group_config gcfg = {
         .id = cl->nodes[cl->self].raft_id,
         .dir = dir,
@@ -427,6 +439,7 @@ static int start_meta(struct gs_cluster *cl, struct gs_meta *mt, const struct gs
         .mux = cl->mux,
         .mux_group = META_MUX_GROUP,
         .join = join,
+        .store = dynamo ? &store : NULL,
         .fsm = {.store = mt->store, .exec = meta_exec, .exec_ctx = mt, .max_inflight = 4},
     };
     int rc = gs_group_start(&mt->raft, n->loop, &gcfg);

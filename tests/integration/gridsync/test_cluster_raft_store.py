@@ -121,6 +121,11 @@ def metas(port, table):
     return [it for it in raft_items(port, table) if it["sk"] == "0"]
 
 
+def shard_metas(port, table):
+    """The meta items of the shards' groups (not the meta group's)."""
+    return [it for it in metas(port, table) if "#group-" in it["pk"]]
+
+
 def no_raft_files(c):
     """The working directories and scratch TMPDIRs hold no Raft state."""
     for p in c.procs:
@@ -147,8 +152,11 @@ def test_three_nodes_whole_cluster_kill9_restart(dynalite, cluster_factory):  # 
     acked = write_keys(rc, "a", 300)
     rc.close()
     no_raft_files(c)
-    # Every node's groups are in the table: 3 groups x 3 members.
-    assert len(metas(dynalite, "gsraft")) == 9
+    # Every node's groups are in the table: 3 groups x 3 members, and the
+    # meta group's 3 voters (docs/gridsync-cluster.md, "Membership").
+    ms = metas(dynalite, "gsraft")
+    assert len(ms) == 12
+    assert sum(m["pk"].endswith("#meta") for m in ms) == 3
     # Snapshots were taken (16 entries between two) and are chunk items.
     assert any(it["pk"].endswith("#snap") for it in raft_items(dynalite, "gsraft"))
     assert any(int(m["si"]) > 0 for m in metas(dynalite, "gsraft"))
@@ -218,7 +226,7 @@ def test_stale_incarnation_is_refused(dynalite, cluster_factory):  # noqa: F811
     c.start_all()
     rc = c.client()
     write_keys(rc, "a", 20)
-    (meta,) = metas(dynalite, table)
+    (meta,) = shard_metas(dynalite, table)
     # A newer incarnation of the same node takes the group's state, as a
     # second process started for it would (it bumps the meta item's
     # incarnation at start).
@@ -252,7 +260,7 @@ def test_stale_incarnation_is_refused(dynalite, cluster_factory):  # noqa: F811
     assert wait_until(lambda: p.poll() is not None, "the stale process to stop") and \
         p.returncode != 0
     assert "a newer incarnation of this node owns the group's state" in c.output(p)
-    (after,) = metas(dynalite, table)
+    (after,) = shard_metas(dynalite, table)
     assert int(after["inc"]) == newer
     # The newer incarnation's entries were not overwritten.
     mine = {int(it["sk"]) // 4096: it for it in raft_items(dynalite, table)
