@@ -9,6 +9,7 @@
  *   version | request id | status "200"/"400" | text | user id | metadata
  */
 #include "edumatcher/bus/curve.h"
+#include "edumatcher/bus/zmq_bus.h"
 
 #include "core/error.h"
 #include "core/log.h"
@@ -502,4 +503,68 @@ bool em_curve_watch_revoked(struct em_curve_watch *w)
         revoked = !em_curve_allowed(&w->next, w->allow.key[i]);
     memcpy(&w->allow, &w->next, sizeof w->allow);
     return revoked;
+}
+
+void em_curve_guard_init(struct em_curve_guard *g, const char *who, const char *path,
+                         const struct em_curve_allow *allow)
+{
+    em_curve_watch_init(&g->watch, path, allow);
+    g->who = who;
+    g->n = 0;
+}
+
+int em_curve_guard_add(struct em_curve_guard *g, struct em_bus_sock *s, const char *what)
+{
+    if (g->n == EM_CURVE_GUARD_SOCKS)
+        return CORE_ETOOBIG;
+    g->s[g->n].sock = s;
+    g->s[g->n].what = what;
+    g->s[g->n].endpoint[0] = '\0';
+    g->s[g->n].unbound = false;
+    g->n++;
+    return 0;
+}
+
+/* A key left the list: its peer's connection, already up, must end too.
+ * Unbinding closes every connection accepted on the socket; the clients
+ * reconnect (ZeroMQ does, by itself) and each passes ZAP with the list as
+ * it is now. The allowed ones miss what was sent meanwhile (a PUB's
+ * subscribers see the gap in their seq; beacons simply come again). */
+static void guard_unbind_all(struct em_curve_guard *g)
+{
+    char names[128] = "";
+    for (unsigned i = 0; i < g->n; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? " and " : "",
+                 g->s[i].what);
+    CORE_WARN("%s: a key left %s: closing every connection to %s; the allowed clients reconnect",
+              g->who, g->watch.path, names);
+    for (unsigned i = 0; i < g->n; i++) {
+        int rc = em_bus_unbind(g->s[i].sock, g->s[i].endpoint, sizeof g->s[i].endpoint);
+        g->s[i].unbound = rc == 0;
+        if (rc)
+            CORE_WARN("%s: cannot unbind %s: %s (its connections stay)", g->who, g->s[i].what,
+                      core_strerror(rc));
+    }
+}
+
+int em_curve_guard_step(struct em_curve_guard *g)
+{
+    bool busy = false;
+    for (unsigned i = 0; i < g->n; i++)
+        busy |= g->s[i].unbound;
+    if (!busy && em_curve_watch_revoked(&g->watch))
+        guard_unbind_all(g);
+    for (unsigned i = 0; i < g->n; i++) {
+        if (!g->s[i].unbound)
+            continue;
+        int rc = em_bus_bind_again(g->s[i].sock, g->s[i].endpoint);
+        if (rc == 0) {
+            g->s[i].unbound = false;
+            CORE_INFO("%s: %s %s bound again", g->who, g->s[i].what, g->s[i].endpoint);
+        } else if (rc != CORE_EBUSY) {
+            CORE_WARN("%s: cannot bind %s again: %s", g->who, g->s[i].endpoint, core_strerror(rc));
+            return rc;
+        }
+    }
+    return 0;
 }

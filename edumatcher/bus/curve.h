@@ -185,6 +185,39 @@ void em_curve_watch_init(struct em_curve_watch *w, const char *path,
  * A file that does not parse changes nothing (the ZAP handler logs it). */
 bool em_curve_watch_revoked(struct em_curve_watch *w);
 
+/*
+ * A watch with the bound CURVE sockets it guards, as every CURVE server
+ * main (engine --pub/--query, monitor --health) runs it: on the loop's
+ * timer, em_curve_guard_step unbinds every socket when a key left the
+ * file, then binds each again until its port is free (em_bus_bind_again).
+ * The caller owns the sockets and the timer; the guard keeps their bound
+ * endpoints. Large (two allow-lists): not on the stack.
+ */
+#define EM_CURVE_GUARD_SOCKS 2
+struct em_bus_sock;
+struct em_curve_guard {
+    struct em_curve_watch watch;
+    const char *who; /* log prefix: "engine", "monitor" */
+    unsigned n;
+    struct {
+        struct em_bus_sock *sock;
+        const char *what; /* the option it binds: "--pub" */
+        char endpoint[256];
+        bool unbound;
+    } s[EM_CURVE_GUARD_SOCKS];
+};
+/* Watch path (its list in force: allow) for who; no sockets yet. */
+void em_curve_guard_init(struct em_curve_guard *g, const char *who, const char *path,
+                         const struct em_curve_allow *allow);
+/* Guard the bound socket s, named `what` in logs (static strings). At
+ * most EM_CURVE_GUARD_SOCKS: returns 0 or CORE_ETOOBIG. */
+int em_curve_guard_add(struct em_curve_guard *g, struct em_bus_sock *s, const char *what);
+/* One timer tick: check the file unless a socket is still unbound, unbind
+ * all on a revocation, bind what is unbound again. Logs "a key left" and
+ * "bound again". Returns 0, or the CORE_E* code of a bind that failed for
+ * good (logged; the process cannot serve that socket: it exits). */
+int em_curve_guard_step(struct em_curve_guard *g);
+
 struct em_curve_zap;
 
 /*
@@ -193,7 +226,7 @@ struct em_curve_zap;
  * before answering a handshake when it changed since (inode, size or
  * mtime): a key added is let in without a restart, a key removed is
  * refused from its next connection on (connections already up stay: see
- * em_curve_watch_revoked for closing them). A
+ * em_curve_guard for closing them). A
  * file that no longer parses is logged and the list in force kept. Write
  * the file by rename for an atomic change. Returns 0 and *out, CORE_EBUSY
  * (a handler is already bound in this context), CORE_ENOMEM or CORE_EIO.

@@ -171,9 +171,7 @@ static struct {
      * --query (rebind), so each client goes through ZAP again */
     uv_timer_t revoke_timer;
     bool revoke_on;
-    struct em_curve_watch *watch;
-    char pub_bound[256], query_bound[256];
-    bool pub_unbound, query_unbound;
+    struct em_curve_guard *guard;
     struct core_proc proc; /* signals */
     struct em_host *host;
     struct em_curve_pair curve;        /* with --curve-clients */
@@ -372,48 +370,23 @@ static const struct em_curve_pair *open_curve(void)
     }
     CORE_INFO("engine: CURVE on --pub and --query: %u allowed client keys, server key %s",
               allow.count, P.curve.public_key);
-    P.watch = malloc(sizeof *P.watch);
-    if (P.watch) {
-        em_curve_watch_init(P.watch, curve_clients, &allow);
+    P.guard = malloc(sizeof *P.guard);
+    if (P.guard) {
+        em_curve_guard_init(P.guard, "engine", curve_clients, &allow);
         P.revoke_on = true;
     }
     return &P.curve;
 }
 
-/* Bind what a revocation unbound, until the port is free again. */
-static void rebind(struct em_bus_sock *s, bool *unbound, const char *ep, const char *what)
-{
-    if (!*unbound)
-        return;
-    int rc = em_bus_bind_again(s, ep);
-    if (rc == 0) {
-        *unbound = false;
-        CORE_INFO("engine: %s %s bound again", what, ep);
-    } else if (rc != CORE_EBUSY) {
-        CORE_WARN("engine: cannot bind %s again: %s", ep, core_strerror(rc));
-        exit(1);
-    }
-}
-
-/* A key left --curve-clients: its subscriber's connection, already up,
- * must end too. Unbinding closes every connection accepted on --pub and
- * --query; the clients reconnect (ZeroMQ does, by itself) and each passes
- * ZAP with the list as it is now. An allowed subscriber misses what was
- * published meanwhile: market data shows the gap in its per-symbol seq
- * (the query `book <SYM>` gives the state), clearing asks `trades <from>`. */
+/* A key left --curve-clients (curve.h em_curve_guard): an allowed
+ * subscriber misses what was published meanwhile: market data shows the
+ * gap in its per-symbol seq (the query `book <SYM>` gives the state),
+ * clearing asks `trades <from>`. */
 static void on_revoke_timer(uv_timer_t *t)
 {
     (void)t;
-    if (!P.pub_unbound && !P.query_unbound && em_curve_watch_revoked(P.watch)) {
-        CORE_WARN("engine: a key left %s: closing every connection to --pub and --query; the "
-                  "allowed clients reconnect",
-                  curve_clients);
-        P.pub_unbound = em_bus_unbind(&P.pub, P.pub_bound, sizeof P.pub_bound) == 0;
-        P.query_unbound =
-            P.has_query && em_bus_unbind(&P.query, P.query_bound, sizeof P.query_bound) == 0;
-    }
-    rebind(&P.pub, &P.pub_unbound, P.pub_bound, "--pub");
-    rebind(&P.query, &P.query_unbound, P.query_bound, "--query");
+    if (em_curve_guard_step(P.guard) != 0)
+        exit(1);
 }
 
 static void on_md_timer(uv_timer_t *t)
@@ -627,6 +600,9 @@ int main(int argc, char **argv)
     uv_timer_init(P.loop, &P.md_timer);
     uv_timer_start(&P.md_timer, on_md_timer, (uint64_t)md_interval_ms, (uint64_t)md_interval_ms);
     if (P.revoke_on) {
+        em_curve_guard_add(P.guard, &P.pub, "--pub");
+        if (P.has_query)
+            em_curve_guard_add(P.guard, &P.query, "--query");
         uv_timer_init(P.loop, &P.revoke_timer);
         uv_timer_start(&P.revoke_timer, on_revoke_timer, 200, 200);
     }
@@ -640,6 +616,6 @@ int main(int argc, char **argv)
     uv_loop_close(P.loop);
     em_bus_ctx_term(P.zctx);
     em_curve_zap_free(P.zap); /* its thread ends with the context */
-    free(P.watch);
+    free(P.guard);
     return 0;
 }

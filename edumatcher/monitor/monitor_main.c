@@ -95,6 +95,11 @@ struct monitor {
     uv_loop_t *loop;
     void *zctx;
     struct em_curve_zap *zap; /* with --curve-clients */
+    /* --curve-clients: a key removed closes the beacon connections to
+     * --health (rebind), so each sender goes through ZAP again */
+    struct em_curve_guard guard;
+    uv_timer_t revoke_timer;
+    bool revoke_on;
     struct em_bus_sock sub;
     struct core_http_server *http;
     struct em_health health;
@@ -251,11 +256,22 @@ static void on_own_beacon(uv_timer_t *t)
         em_mon_ingest(&m->state, &b, now_ms());
 }
 
+/* A key left --curve-clients: its sender's beacons stop, so it goes
+ * stale (rules.h) while the allowed senders reconnect by themselves. */
+static void on_revoke_timer(uv_timer_t *t)
+{
+    struct monitor *m = t->data;
+    if (em_curve_guard_step(&m->guard) != 0)
+        exit(1);
+}
+
 static void on_stop(struct core_proc *p, void *data)
 {
     struct monitor *m = data;
     core_http_stop(m->http);
     em_bus_close(&m->sub);
+    if (m->revoke_on)
+        uv_close((uv_handle_t *)&m->revoke_timer, NULL);
     if (m->has_market)
         em_bus_close(&m->market_sub);
     if (m->has_connect)
@@ -323,6 +339,8 @@ int main(int argc, char **argv)
             return 1;
         }
         server = &server_pair;
+        em_curve_guard_init(&m->guard, "monitor", curve_clients, &allow);
+        m->revoke_on = true;
     } else {
         em_curve_warn_open("monitor", "--health", health_ep);
     }
@@ -333,6 +351,12 @@ int main(int argc, char **argv)
     }
     em_bus_subscribe(&m->sub, "health.");
     em_bus_watch(&m->sub, m->loop, 0, on_beacon, m);
+    if (m->revoke_on) {
+        em_curve_guard_add(&m->guard, &m->sub, "--health");
+        uv_timer_init(m->loop, &m->revoke_timer);
+        m->revoke_timer.data = m;
+        uv_timer_start(&m->revoke_timer, on_revoke_timer, 200, 200);
+    }
     for (char *save = NULL, *ep = strtok_r(connect_eps, ",", &save); ep;
          ep = strtok_r(NULL, ",", &save)) {
         rc = m->has_connect ? em_bus_connect(&m->connect_sub, ep)

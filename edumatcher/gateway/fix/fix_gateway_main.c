@@ -137,8 +137,6 @@ static const struct core_option options[] = {
     {NULL, 0, NULL, 0, 0, NULL, 0, NULL},
 };
 
-#define HELD_MAX 256 /* messages held until the engine answered LOGIN */
-
 /* ---- the order table of one session ---- */
 
 struct ford {
@@ -248,11 +246,8 @@ struct fconn {
     struct em_fix_session fs;
     struct em_gw_session *gs;
     char gw[EM_GW_MAX + 1];
-    bool logged_on;      /* FIX Logon accepted: the engine knows of us */
-    bool live;           /* the engine answered LOGIN */
-    bool login_refused;  /* the gateway session answered LOGIN with REJECT */
-    struct em_msg *held; /* translated messages waiting for LOGGEDIN */
-    unsigned nheld;
+    bool logged_on;     /* FIX Logon accepted: the engine knows of us */
+    bool login_refused; /* the gateway session answered LOGIN with REJECT */
     struct omap orders;
     /* OrderMassCancelRequest in flight: answered at the engine's PONG */
     int mass_pending;
@@ -282,21 +277,13 @@ static uint64_t wall_ns(void)
     return (uint64_t)core_wall_ms() * 1000000u;
 }
 
-/* A translated message to the engine through the gateway session (which
- * may answer it at once with a REJECT: RATE_LIMIT, ...), or held until
- * the engine answered LOGIN. */
-static int to_engine(struct fconn *f, const struct em_msg *m)
+/* A translated message to the engine through the gateway session, which
+ * may answer it at once with a REJECT (RATE_LIMIT, ...). Only an ACTIVE
+ * FIX session translates messages, and it is ACTIVE only once the engine
+ * took the LOGIN (front_live): nothing waits here for the login. */
+static void to_engine(struct fconn *f, const struct em_msg *m)
 {
-    if (!f->live) {
-        if (f->nheld == HELD_MAX)
-            return CORE_ETOOBIG;
-        if (!f->held && !(f->held = malloc(HELD_MAX * sizeof *f->held)))
-            return CORE_ENOMEM;
-        f->held[f->nheld++] = *m;
-        return 0;
-    }
     em_gw_session_input(f->gs, m, 0);
-    return 0;
 }
 
 /* ---- FIX output helpers ---- */
@@ -671,10 +658,7 @@ static void on_new_order(struct fconn *f, const struct em_fix_msg *m)
     }
     snprintf(tmp.key, sizeof tmp.key, "%s", clordid);
     *o = tmp;
-    if (to_engine(f, &e) != 0) {
-        reject_order(f, o, EM_REJ_RATE_LIMIT);
-        omap_del(&f->orders, o);
-    }
+    to_engine(f, &e);
 }
 
 /* The order a FIX OrigClOrdID names: its first ClOrdID or a later one. */
@@ -736,10 +720,7 @@ static void on_cancel_or_replace(struct fconn *f, const struct em_fix_msg *m, bo
     snprintf(o->pending, sizeof o->pending, "%s", clordid);
     o->pending_qty = qty;
     o->pending_px = px;
-    if (to_engine(f, &e) != 0) {
-        o->pending_type = 0;
-        cancel_reject(f, clordid, orig, to, o, EM_REJ_RATE_LIMIT);
-    }
+    to_engine(f, &e);
 }
 
 static void on_mass_cancel(struct fconn *f, const struct em_fix_msg *m)
@@ -782,8 +763,8 @@ static void on_mass_cancel(struct fconn *f, const struct em_fix_msg *m)
     /* the engine cancels in oid order and says nothing at the end: a PING
      * after it is answered once every CANCELED is out (docs/alf.md C.4) */
     struct em_msg ping = {.kind = EM_MSG_PING};
-    if (to_engine(f, &e) != 0 || to_engine(f, &ping) != 0)
-        return;
+    to_engine(f, &e);
+    to_engine(f, &ping);
     f->mass_pending = 1;
     f->mass_count = 0;
     f->mass_rejected = false;
@@ -1006,7 +987,7 @@ static void front_flush(void *ctx)
 
 /* The engine answered the LOGIN: the FIX Logon waiting for it is
  * answered now (docs/fix.md: Logon only once the exchange took the
- * trader), Logon and the input kept meanwhile, or Logout with the reason. */
+ * trader) and the input after it read on, or Logout with the reason. */
 static void front_live(void *ctx)
 {
     struct fconn *f = ctx;
@@ -1016,13 +997,6 @@ static void front_live(void *ctx)
         core_conn_flush(f->conn);
         return;
     }
-    f->live = true;
-    /* what the trader sent while the engine login was on its way */
-    for (unsigned i = 0; i < f->nheld && !core_conn_closing(f->conn); i++)
-        em_gw_session_input(f->gs, &f->held[i], 0);
-    f->nheld = 0;
-    free(f->held);
-    f->held = NULL;
     em_fix_session_logon_done(&f->fs, NULL, wall_ns());
     core_conn_flush(f->conn);
     core_conn_redeliver(f->conn); /* what came after the Logon, unread until now */
@@ -1149,7 +1123,6 @@ static void on_close(struct core_conn *c)
      * session sends DISCONNECT for a logged-in trader */
     em_gw_session_close(f->gs);
     em_fix_session_end(&f->fs);
-    free(f->held);
     free(f->orders.slots);
     free(f);
 }

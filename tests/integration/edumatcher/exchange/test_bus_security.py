@@ -391,3 +391,69 @@ def test_a_key_removed_from_the_allow_list_loses_its_open_connection(procs, zctx
     assert not got_trade(gone, 500)
     for sock in (keep, gone):
         sock.close()
+
+
+def test_a_key_removed_from_the_monitors_list_stops_its_beacons(procs, zctx, workdir):
+    """The monitor's --curve-clients revokes as the engine's does: removing
+    a beacon sender's key closes its connection already up (the monitor
+    rebinds --health), so its beacons stop being taken and it goes stale,
+    while the sender still listed reconnects by itself and keeps being
+    counted."""
+    senders = {n: zmq.curve_keypair() for n in ("keep", "gone")}
+    clients = os.path.join(workdir, "beacon-clients")
+    allow_list(clients, {n: k[0].decode() for n, k in senders.items()})
+    mon_key, _ = keyfile(workdir, "monitor")
+    health = f"tcp://127.0.0.1:{free_port()}"
+    hport = free_port()
+    m = procs.start([binary("edumatcher-monitor"), "--http-port", str(hport), "--health", health,
+                     "--beacon-ms", "100", "--curve-key", mon_key, "--curve-clients", clients])
+    assert m.ready.startswith("edumatcher-monitor"), m.stderr()
+    mon_pub = read_pub(mon_key + ".pub")
+    socks = {}
+    for name, (pub, sec) in senders.items():
+        p = zctx.socket(zmq.PUB)
+        p.setsockopt(zmq.LINGER, 0)
+        p.curve_serverkey = mon_pub.encode()
+        p.curve_publickey, p.curve_secretkey = pub, sec
+        p.connect(health)
+        socks[name] = p
+    n = [0]
+
+    def send_both():
+        # up_ms numbers every round, so the monitor shows which it took last
+        n[0] += 1
+        for name, p in socks.items():
+            p.send_multipart([f"health.{name}".encode(),
+                              f"health v=1 proc={name} pid=9 seq={n[0]} up_ms={n[0] * 100} "
+                              f"rss=1 lat_n=0 lat_p50=0 lat_p99=0 lat_max=0".encode()])
+
+    def shown():
+        d = json.loads(http_get(hport, "/metrics.json")[2])
+        return {p["proc"]: p for p in d["processes"]}
+
+    def up_ms_of(name, at_least):
+        def check():
+            send_both()
+            p = shown().get(name)
+            return p is not None and p["up_ms"] >= at_least
+        return check
+    assert wait_until(up_ms_of("keep", 100), timeout=20, step=0.05), m.stderr()
+    assert wait_until(up_ms_of("gone", 100), timeout=20, step=0.05), m.stderr()
+
+    # remove "gone" by rename, as the docs say to change the list
+    allow_list(clients + ".new", {"keep": senders["keep"][0].decode()})
+    os.rename(clients + ".new", clients)
+    assert wait_until(lambda: "a key left" in m.stderr() and "bound again" in m.stderr(), 20), \
+        m.stderr()
+    # the kept sender reconnects by itself; from then on both send each round
+    assert wait_until(up_ms_of("keep", (n[0] + 1) * 100), timeout=20, step=0.05), m.stderr()
+    cut = n[0]
+    assert wait_until(up_ms_of("keep", (cut + 20) * 100), timeout=20, step=0.05), m.stderr()
+    gone = shown()["gone"]
+    assert gone["up_ms"] <= cut * 100, gone
+    # and having stopped, it is shown stale while the kept one is not
+    assert wait_until(lambda: shown()["gone"]["stale"], timeout=20, step=0.1), shown()
+    send_both()
+    assert not shown()["keep"]["stale"]
+    for p in socks.values():
+        p.close()

@@ -1,7 +1,8 @@
 /* curve: Z85 key checks, key files (made once, 0600, kept, a loose mode
  * refused), public keys given as text or a file, the allow-list parser,
  * and a real CURVE PUB/SUB pair in one process where the ZAP handler lets
- * the listed client in and keeps an unlisted one out. */
+ * the listed client in and keeps an unlisted one out; em_curve_guard
+ * ending a removed client's connection already up. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -250,6 +251,89 @@ static void test_zap_allows_only_listed(void **state)
     em_curve_zap_free(zap);
 }
 
+/* em_curve_guard: a key removed from the file unbinds the guarded socket
+ * and binds it again, so the removed client's connection already up ends
+ * while the listed one reconnects; an unchanged file does nothing. */
+static void test_guard_revokes(void **state)
+{
+    void *ctx;
+    assert_int_equal(em_bus_ctx_new(&ctx), 0);
+    struct em_curve_pair server, ok, gone;
+    char path[128];
+    snprintf(path, sizeof path, "%s/server.key", dir);
+    assert_int_equal(em_curve_key_load(path, true, &server), 0);
+    snprintf(path, sizeof path, "%s/ok.key", dir);
+    assert_int_equal(em_curve_key_load(path, true, &ok), 0);
+    snprintf(path, sizeof path, "%s/gone.key", dir);
+    assert_int_equal(em_curve_key_load(path, true, &gone), 0);
+    memcpy(ok.server_key, server.public_key, 41);
+    memcpy(gone.server_key, server.public_key, 41);
+
+    char list[128], tmp[140];
+    snprintf(list, sizeof list, "%s/clients", dir);
+    snprintf(tmp, sizeof tmp, "%s.new", list);
+    FILE *f = fopen(list, "w");
+    fprintf(f, "%s ok\n%s gone\n", ok.public_key, gone.public_key);
+    fclose(f);
+    static struct em_curve_allow allow;
+    int line;
+    assert_int_equal(em_curve_allow_load(list, &allow, &line), 0);
+    struct em_curve_zap *zap;
+    assert_int_equal(em_curve_zap_start(&zap, ctx, &allow, list), 0);
+    static struct em_bus_sock pub, sub_ok, sub_gone, spare;
+    assert_int_equal(em_bus_open_curve(&pub, ctx, EM_BUS_PUB, "tcp://127.0.0.1:*", true, &server),
+                     0);
+    char ep[64];
+    assert_int_equal(em_bus_last_endpoint(&pub, ep, sizeof ep), 0);
+    static struct em_curve_guard g;
+    em_curve_guard_init(&g, "test", list, &allow);
+    assert_int_equal(em_curve_guard_add(&g, &pub, "--pub"), 0);
+    static struct em_curve_guard full; /* the limit, on a guard never stepped */
+    em_curve_guard_init(&full, "test", list, &allow);
+    for (int i = 0; i < EM_CURVE_GUARD_SOCKS; i++)
+        assert_int_equal(em_curve_guard_add(&full, &spare, "spare"), 0);
+    assert_int_equal(em_curve_guard_add(&full, &spare, "one too many"), CORE_ETOOBIG);
+
+    assert_int_equal(em_bus_open_curve(&sub_ok, ctx, EM_BUS_SUB, ep, false, &ok), 0);
+    assert_int_equal(em_bus_open_curve(&sub_gone, ctx, EM_BUS_SUB, ep, false, &gone), 0);
+    em_bus_subscribe(&sub_ok, "");
+    em_bus_subscribe(&sub_gone, "");
+    assert_true(delivered(&pub, &sub_ok));
+    assert_true(delivered(&pub, &sub_gone));
+    assert_int_equal(em_curve_guard_step(&g), 0);
+    assert_false(g.s[0].unbound); /* the file did not change: never unbound */
+    assert_string_equal(g.s[0].endpoint, "");
+
+    f = fopen(tmp, "w");
+    fprintf(f, "%s ok\n", ok.public_key);
+    fclose(f);
+    assert_int_equal(rename(tmp, list), 0);
+    assert_int_equal(em_curve_guard_step(&g), 0);
+    for (int i = 0; i < 1000 && g.s[0].unbound; i++) { /* the port comes free */
+        usleep(10000);
+        assert_int_equal(em_curve_guard_step(&g), 0);
+    }
+    assert_false(g.s[0].unbound);
+    /* unbound (the endpoint kept: the same step may bind it again at once) */
+    assert_string_equal(g.s[0].endpoint, ep);
+    char again[64];
+    assert_int_equal(em_bus_last_endpoint(&pub, again, sizeof again), 0);
+    assert_string_equal(again, ep);
+
+    while (em_bus_recv_wait(&sub_gone, 0) == 0) /* what it had before */
+        ;
+    assert_true(delivered(&pub, &sub_ok)); /* reconnected by itself */
+    for (int i = 0; i < 5; i++)
+        assert_true(delivered(&pub, &sub_ok));
+    assert_int_equal(em_bus_recv_wait(&sub_gone, 200), CORE_ETIMEOUT);
+
+    em_bus_close(&sub_ok);
+    em_bus_close(&sub_gone);
+    em_bus_close(&pub);
+    em_bus_ctx_term(ctx);
+    em_curve_zap_free(zap);
+}
+
 int main(void)
 {
     if (!em_curve_available()) {
@@ -262,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_public_arg),
         cmocka_unit_test(test_allow_parse),
         cmocka_unit_test_setup_teardown(test_zap_allows_only_listed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_guard_revokes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
