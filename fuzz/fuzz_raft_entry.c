@@ -4,13 +4,16 @@
  * decoders see every input; the magic decides which one gets far.
  * Invariants checked: a parsed batch yields exactly ncmds commands whose
  * arguments lie inside the input; a snapshot that parses restores into a
- * store (collections decoded by gs_obj_decode) that passes gs_store_check.
+ * store (collections decoded by gs_obj_decode) that passes gs_store_check,
+ * and its one state record (GS_SNAPSHOT_STATE) reads as slot records.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "gridsync/cluster/raft_batch.h"
+#include "gridsync/cluster/slot.h"
 #include "core/error.h"
 #include "gridsync/store/store.h"
 #include "gridsync/types/value.h"
@@ -18,6 +21,7 @@
 struct restore {
     size_t total;
     struct gs_store *store;
+    bool state_seen;
 };
 
 /* As raft_glue.c's restore_entry, counting the bytes seen. */
@@ -26,6 +30,20 @@ static int restore_entry(void *arg, int type, const char *key, size_t klen, cons
 {
     struct restore *r = arg;
     r->total += klen + vlen;
+    if (type == GS_SNAPSHOT_STATE) {
+        /* At most one, read as cluster_migrate.c's restore reads it. */
+        if (r->state_seen)
+            return CORE_EPROTO;
+        r->state_seen = true;
+        size_t off = 0, nlen;
+        unsigned slot, st;
+        const char *name;
+        int n;
+        while ((n = gs_slot_state_next(val, vlen, &off, &slot, &st, &name, &nlen)) == 1)
+            if (slot >= GS_SLOTS || name < val || name + nlen > val + vlen)
+                abort();
+        return n == 0 ? 0 : CORE_EPROTO;
+    }
     if (type == GS_TYPE_STRING)
         return gs_store_set(r->store, key, klen, val, vlen, expire_ms, NULL);
     static const struct gs_type_limits lim = GS_TYPE_LIMITS_DEFAULT;
@@ -62,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
     }
     gs_batch_reader_free(&rd);
-    struct restore r = {0, NULL};
+    struct restore r = {0, NULL, false};
     struct gs_store_config cfg = {.maxmemory = 0, .policy = GS_EVICT_SLRU, .hash_seed = 1};
     if (gs_store_new(&r.store, &cfg) != 0)
         return 0;

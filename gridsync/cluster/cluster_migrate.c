@@ -263,24 +263,22 @@ int gs_cl_migration_restore(void *ctx, const char *p, size_t len)
             free(dest);
             return CORE_ENOMEM;
         }
-        for (size_t off = 0; off < len;) {
-            size_t nlen = len - off < 4 ? SIZE_MAX : (unsigned char)p[off + 3];
-            if (nlen == SIZE_MAX || len - off - 4 < nlen) {
-                free(state);
-                free(dest);
-                return CORE_EPROTO;
-            }
-            unsigned s = (unsigned)core_get_le(p + off, 2);
-            unsigned st = (unsigned char)p[off + 2];
-            if (s >= GS_SLOTS || (st != SLOT_BLOCKED && st != SLOT_GONE)) {
-                free(state);
-                free(dest);
-                return CORE_EPROTO;
-            }
-            int to = nlen ? gs_cl_find_node(grp->cl, p + off + 4, nlen) : -1;
+        size_t off = 0;
+        unsigned s, st;
+        const char *name;
+        size_t nlen;
+        int r;
+        while ((r = gs_slot_state_next(p, len, &off, &s, &st, &name, &nlen)) == 1) {
+            if (st != SLOT_BLOCKED && st != SLOT_GONE)
+                break;
+            int to = nlen ? gs_cl_find_node(grp->cl, name, nlen) : -1;
             state[s] = (uint8_t)st;
             dest[s] = to < 0 ? NO_GROUP : (uint16_t)to;
-            off += 4 + nlen;
+        }
+        if (r != 0) {
+            free(state);
+            free(dest);
+            return CORE_EPROTO;
         }
     }
     free(grp->slot_state);

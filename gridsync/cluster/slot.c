@@ -31,3 +31,26 @@ unsigned gs_key_slot(const void *key, size_t len)
     /* 16384 is a power of two: the mask is the modulo of the spec. */
     return core_crc16(part, n) & (GS_SLOTS - 1);
 }
+
+int gs_slot_state_next(const char *p, size_t len, size_t *off, unsigned *slot, unsigned *state,
+                       const char **name, size_t *nlen)
+{
+    size_t at = *off;
+    if (at == len)
+        return 0;
+    if (at > len || len - at < 4)
+        return -1;
+    const unsigned char *u = (const unsigned char *)p + at;
+    size_t n = u[3];
+    if (len - at - 4 < n)
+        return -1;
+    unsigned s = (unsigned)u[0] | (unsigned)u[1] << 8;
+    if (s >= GS_SLOTS)
+        return -1;
+    *slot = s;
+    *state = u[2];
+    *name = p + at + 4;
+    *nlen = n;
+    *off = at + 4 + n;
+    return 1;
+}

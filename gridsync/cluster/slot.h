@@ -28,4 +28,14 @@ unsigned gs_key_slot(const void *key, size_t len);
  * without hashing each (same tag => same slot). */
 const char *gs_key_hash_part(const void *key, size_t len, size_t *taglen);
 
+/* A group's slot migration state as its snapshots carry it (written by
+ * cluster_migrate.c's gs_cl_migration_encode): records of u16 slot
+ * (little-endian), u8 state, u8 name length, then the destination's name.
+ * Reads the record at p[*off..len): 1 (a record; *off moved past it; name
+ * points into p), 0 (the end: *off == len), -1 (truncated, or a slot out
+ * of range). The state's value is the caller's to check. Pure: fuzzed
+ * through fuzz_raft_entry. */
+int gs_slot_state_next(const char *p, size_t len, size_t *off, unsigned *slot, unsigned *state,
+                       const char **name, size_t *nlen);
+
 #endif

@@ -67,12 +67,43 @@ static void test_hash_part(void **state)
     assert_memory_equal(p, "plain", 5);
 }
 
+/* The snapshot's slot-state records (gs_slot_state_next). */
+static void test_slot_state_records(void **state)
+{
+    (void)state;
+    /* slot 5 blocked to "n1", slot 16383 gone with no name */
+    const char rec[] = {5, 0, 1, 2, 'n', '1', (char)0xff, 0x3f, 2, 0};
+    size_t off = 0, nlen;
+    unsigned slot, st;
+    const char *name;
+    assert_int_equal(gs_slot_state_next(rec, sizeof(rec), &off, &slot, &st, &name, &nlen), 1);
+    assert_int_equal(slot, 5);
+    assert_int_equal(st, 1);
+    assert_int_equal(nlen, 2);
+    assert_memory_equal(name, "n1", 2);
+    assert_int_equal(gs_slot_state_next(rec, sizeof(rec), &off, &slot, &st, &name, &nlen), 1);
+    assert_int_equal(slot, 16383);
+    assert_int_equal(nlen, 0);
+    assert_int_equal(gs_slot_state_next(rec, sizeof(rec), &off, &slot, &st, &name, &nlen), 0);
+    /* every truncation is refused, never read past */
+    for (size_t cut = 1; cut < 6; cut++) {
+        off = 0;
+        int r = gs_slot_state_next(rec, cut, &off, &slot, &st, &name, &nlen);
+        assert_int_equal(r, -1);
+    }
+    const char out_of_range[] = {0, 0x40, 1, 0}; /* slot 16384 */
+    off = 0;
+    assert_int_equal(
+        gs_slot_state_next(out_of_range, sizeof(out_of_range), &off, &slot, &st, &name, &nlen), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slot_matches_redis),
         cmocka_unit_test(test_slot_binary_safe),
         cmocka_unit_test(test_hash_part),
+        cmocka_unit_test(test_slot_state_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
