@@ -68,6 +68,13 @@ static int side_restore(void *ctx, const char *p, size_t len)
     return 0;
 }
 
+/* The side state's validity: "bad..." is a record side_restore would
+ * take but the state machine does not accept. */
+static bool side_valid(const char *p, size_t len)
+{
+    return !(len >= 3 && memcmp(p, "bad", 3) == 0);
+}
+
 static int64_t fixture_clock(void *ctx)
 {
     return (int64_t)raft_fixture_time(ctx);
@@ -93,6 +100,7 @@ static struct cluster *cluster_new_opts(unsigned n, unsigned max_inflight, bool 
             .snapshot_fork = fork,
             .state_encode = side_encode,
             .state_restore = side_restore,
+            .state_valid = side_valid,
             .state_ctx = &c->side[i],
         };
         assert_int_equal(gs_fsm_new(&c->fsm[i], &cfg), 0);
@@ -470,6 +478,56 @@ static void test_snapshot_without_side_state_clears_it(void **state)
     snapshot_carries_the_side_state(false, false);
 }
 
+/* A snapshot whose side-state record state_valid refuses is refused
+ * whole, before the store is cleared: the member keeps its keys and its
+ * side state (and catches up once a good snapshot comes). */
+static void test_snapshot_with_a_bad_side_state_is_refused_before_clearing(void **state)
+{
+    (void)state;
+    struct cluster *c = cluster_new_opts(3, 0, false);
+    for (unsigned i = 0; i < 3; i++) {
+        raft_set_snapshot_threshold(raft_fixture_get(&c->f, i), 8);
+        raft_set_snapshot_trailing(raft_fixture_get(&c->f, i), 2);
+    }
+    raft_fixture_elect(&c->f, 0);
+    struct result r;
+    assert_int_equal(submit(c, 0, &r, "SET", "before", "1"), 0);
+    assert_true(step_until_called(c, &r.called, 5000));
+    wait_all_applied(c, 0);
+    raft_fixture_kill(&c->f, 2);
+    c->side[2] = (struct side_state){true, "mine"};
+    for (unsigned i = 0; i < 2; i++)
+        c->side[i] = (struct side_state){true, "bad record"};
+    char key[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        assert_int_equal(submit(c, 0, &r, "SET", key, "v"), 0);
+        assert_true(step_until_called(c, &r.called, 5000));
+    }
+    raft_fixture_step_until_elapsed(&c->f, 200);
+    raft_fixture_revive(&c->f, 2);
+    raft_fixture_step_until_elapsed(&c->f, 2000);
+    struct gs_fsm_stats st;
+    gs_fsm_stats(c->fsm[2], &st);
+    assert_int_equal(st.snapshots_restored, 0);
+    assert_value(c, 2, "before", "1");
+    assert_string_equal(c->side[2].s, "mine");
+    /* The next snapshot is good: the member restores it and catches up. */
+    for (unsigned i = 0; i < 2; i++)
+        c->side[i] = (struct side_state){true, "good"};
+    for (int i = 40; i < 80; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        assert_int_equal(submit(c, 0, &r, "SET", key, "v"), 0);
+        assert_true(step_until_called(c, &r.called, 5000));
+    }
+    wait_all_applied(c, 0);
+    gs_fsm_stats(c->fsm[2], &st);
+    assert_true(st.snapshots_restored > 0);
+    assert_value(c, 2, "k79", "v");
+    assert_string_equal(c->side[2].s, "good");
+    cluster_free(c);
+}
+
 /* The leader's entry reaches both followers but their acknowledgements do
  * not reach it: it steps down (RAFT_LEADERSHIPLOST) with the write
  * pending. The next leader commits the entry; the old leader learns it
@@ -769,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_forked_snapshot_is_exact),
         cmocka_unit_test(test_snapshot_carries_the_side_state),
         cmocka_unit_test(test_snapshot_without_side_state_clears_it),
+        cmocka_unit_test(test_snapshot_with_a_bad_side_state_is_refused_before_clearing),
         cmocka_unit_test(test_limbo_entry_that_committed_succeeds),
         cmocka_unit_test(test_limbo_entry_that_was_overwritten_fails),
         cmocka_unit_test(test_close_answers_unknown_for_a_proposed_batch),
