@@ -799,8 +799,8 @@ static void on_mass_done(struct fconn *f)
     em_fix_add_cstr(out, EM_FIX_TAG_CLORDID, f->mass_clordid);
     em_fix_add_char(out, EM_FIX_TAG_MASSCANCELREQUESTTYPE, f->mass_type);
     if (f->mass_rej) {
-        /* 1: unknown security; 99: other (the rate limit, a disabled
-         * gateway, ...), named in Text(58) */
+        /* 1: unknown security; 99: other (such as the rate limit), named
+         * in Text(58) */
         em_fix_add_char(out, EM_FIX_TAG_MASSCANCELRESPONSE, '0');
         em_fix_add_cstr(out, EM_FIX_TAG_MASSCANCELREJECTREASON,
                         f->mass_rej == EM_REJ_UNKNOWN_SYMBOL ? "1" : "99");
