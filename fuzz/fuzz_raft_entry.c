@@ -40,8 +40,13 @@ static int restore_entry(void *arg, int type, const char *key, size_t klen, cons
         const char *name;
         int n;
         while ((n = gs_slot_state_next(val, vlen, &off, &slot, &st, &name, &nlen)) == 1)
-            if (slot >= GS_SLOTS || name < val || name + nlen > val + vlen)
+            if (slot >= GS_SLOTS || name < val || name + nlen > val + vlen ||
+                (st != GS_SLOT_BLOCKED && st != GS_SLOT_GONE))
                 abort();
+        /* gs_slot_state_valid (the glue's validation pass) agrees with
+         * reading the records one by one. */
+        if ((n == 0) != gs_slot_state_valid(val, vlen))
+            abort();
         return n == 0 ? 0 : CORE_EPROTO;
     }
     if (type == GS_TYPE_STRING)

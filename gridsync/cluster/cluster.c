@@ -121,6 +121,7 @@ int gs_cl_start_group(struct gs_cluster *cl, struct cgroup *grp, bool join)
                 .exec_ctx = grp,
                 .state_encode = gs_cl_migration_encode,
                 .state_restore = gs_cl_migration_restore,
+                .state_valid = gs_slot_state_valid,
                 .state_ctx = grp,
                 .max_inflight = (unsigned)n->cfg.cluster_inflight_entries,
                 .snapshot_fork = n->cfg.cluster_snapshot_fork},
@@ -413,7 +414,7 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
          * write proposed before the slot was blocked but ordered after the
          * block must not change a slot whose keys were already copied. */
         unsigned slot = gs_key_slot(argv[cmd->first_key + 1], argvlen[cmd->first_key + 1]);
-        if (grp->slot_state[slot] != SLOT_SERVING) {
+        if (grp->slot_state[slot] != GS_SLOT_SERVING) {
             static const char err[] = "-TRYAGAIN the slot is moving to another node\r\n";
             core_buf_append(out, err, sizeof(err) - 1);
             return;
@@ -921,7 +922,7 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
             }
             if (asking && serve_at_leader(cl, tg, c, cmd, slot, write, barrier, true, argc, argv))
                 return true;
-            if (!grp->raft || (grp->slot_state && grp->slot_state[slot] == SLOT_GONE)) {
+            if (!grp->raft || (grp->slot_state && grp->slot_state[slot] == GS_SLOT_GONE)) {
                 gs_error(c, "TRYAGAIN the slot is moving to this node");
                 return true;
             }
@@ -931,13 +932,13 @@ bool gs_cluster_route(struct gs_cluster *cl, struct gs_client *c, const struct g
         gs_cl_reply_moved(c, slot, &cl->nodes[gs_cl_redirect_node(cl, grp)]);
         return true;
     }
-    if (grp->slot_state && grp->slot_state[slot] != SLOT_SERVING) {
+    if (grp->slot_state && grp->slot_state[slot] != GS_SLOT_SERVING) {
         /* Migrating out (see "Join and leave"). After the switch every key
          * is at the new owner; before, the keys still here are served for
          * reads (writes wait: they would miss the copy), and a key not
          * here is the new owner's already (this group writes none in a
          * blocked slot): -ASK there, as Redis Cluster's source does. */
-        bool gone = grp->slot_state[slot] == SLOT_GONE;
+        bool gone = grp->slot_state[slot] == GS_SLOT_GONE;
         if (gone ||
             (gs_group_is_leader(grp->raft) && !any_key_here(grp, c->db->now_ms, cmd, argc, argv))) {
             unsigned to = grp->dest[slot];

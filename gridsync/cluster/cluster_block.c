@@ -106,7 +106,7 @@ static int relay_pop(struct gs_db *db, struct gs_client *c, size_t argc, const s
         gs_error(c, UNBLOCKED_REPLICA);
         return GS_BLOCK_SERVED;
     }
-    if (grp->slot_state && grp->slot_state[slot] != SLOT_SERVING)
+    if (grp->slot_state && grp->slot_state[slot] != GS_SLOT_SERVING)
         return GS_BLOCK_KEEP; /* moving out: the cron redirects it once gone */
     if (c->wait)
         return GS_BLOCK_KEEP; /* not while another write is in flight (invariant 1) */
@@ -178,7 +178,7 @@ static bool redirect_blocked(void *arg, struct gs_client *c, const char *key, si
     struct gs_cluster *cl = grp->cl;
     unsigned slot = gs_key_slot(key, klen);
     unsigned to = cl->serve[slot];
-    if (grp->slot_state && grp->slot_state[slot] == SLOT_GONE) {
+    if (grp->slot_state && grp->slot_state[slot] == GS_SLOT_GONE) {
         if (grp->dest[slot] == NO_GROUP)
             return false; /* the new owner is not known yet */
         to = grp->dest[slot];
@@ -240,7 +240,7 @@ static bool drop_channel(void *arg, const char *ch, size_t len)
     unsigned g = cl->serve[slot];
     const struct cgroup *grp = &cl->groups[g];
     return x->moved[g] || x->reassigned[slot] || !grp->raft ||
-           (grp->slot_state && grp->slot_state[slot] == SLOT_GONE);
+           (grp->slot_state && grp->slot_state[slot] == GS_SLOT_GONE);
 }
 
 /* A client blocked in a group whose leadership this node just lost. */

@@ -54,9 +54,9 @@ struct cnode {
     uint64_t heard_ms;  /* uv_now of its last leadership hint, 0 = never */
 };
 
-/* Per-slot migration state inside a group, changed only by entries of
- * that group's log (so every member agrees; see "Join and leave"). */
-enum { SLOT_SERVING = 0, SLOT_BLOCKED = 1, SLOT_GONE = 2 };
+/* Per-slot migration state inside a group (GS_SLOT_SERVING, _BLOCKED,
+ * _GONE: slot.h), changed only by entries of that group's log (so every
+ * member agrees; see "Join and leave"). */
 #define NO_GROUP 0xffffu /* a destination this node does not know */
 
 struct cgroup {

@@ -105,7 +105,7 @@ static void collect_key(void *arg, const struct gs_entry *e)
     struct key_list *kl = arg;
     size_t klen;
     const char *key = gs_entry_key(e, &klen);
-    if (kl->state[gs_key_slot(key, klen)] != SLOT_BLOCKED)
+    if (kl->state[gs_key_slot(key, klen)] != GS_SLOT_BLOCKED)
         return;
     uint32_t l = (uint32_t)klen;
     if (core_buf_append(&kl->b, &l, sizeof(l)) == 0)
@@ -151,7 +151,7 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
              * one this node no longer knows only matters for redirects. */
             int to = gs_cl_find_node(cl, argv[i + 2], argvlen[i + 2]);
             for (long long s = a; s <= b; s++) {
-                grp->slot_state[s] = SLOT_BLOCKED;
+                grp->slot_state[s] = GS_SLOT_BLOCKED;
                 grp->dest[s] = to < 0 ? NO_GROUP : (uint16_t)to;
             }
         }
@@ -188,9 +188,9 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
             }
             core_buf_free(&kl.b);
             for (unsigned s = 0; s < GS_SLOTS; s++) {
-                if (grp->slot_state[s] != SLOT_BLOCKED)
+                if (grp->slot_state[s] != GS_SLOT_BLOCKED)
                     continue;
-                grp->slot_state[s] = SLOT_GONE;
+                grp->slot_state[s] = GS_SLOT_GONE;
                 /* Routing follows only during a live change, and only a
                  * switch of this change: a node restarted in the middle
                  * of one replays the switches of earlier changes too. */
@@ -207,7 +207,7 @@ void gs_cl_migrate_exec(struct cgroup *grp, struct gs_store *store, int64_t now_
                 continue;
             for (long long s = a; s <= b; s++) {
                 if (grp->slot_state)
-                    grp->slot_state[s] = SLOT_SERVING; /* it may have left earlier */
+                    grp->slot_state[s] = GS_SLOT_SERVING; /* it may have left earlier */
                 if (!cl->target)
                     continue;
                 if (cl->tmap[gs_ring_owner_of_slot(cl->target, (unsigned)s)] == grp->g)
@@ -238,7 +238,7 @@ int gs_cl_migration_encode(void *ctx, struct core_buf *b)
     if (!grp->slot_state)
         return 0;
     for (unsigned s = 0; s < GS_SLOTS; s++) {
-        if (grp->slot_state[s] == SLOT_SERVING)
+        if (grp->slot_state[s] == GS_SLOT_SERVING)
             continue;
         const char *to = grp->dest[s] == NO_GROUP ? "" : cl->nodes[grp->dest[s]].name;
         size_t len = strlen(to);
@@ -269,8 +269,6 @@ int gs_cl_migration_restore(void *ctx, const char *p, size_t len)
         size_t nlen;
         int r;
         while ((r = gs_slot_state_next(p, len, &off, &s, &st, &name, &nlen)) == 1) {
-            if (st != SLOT_BLOCKED && st != SLOT_GONE)
-                break;
             int to = nlen ? gs_cl_find_node(grp->cl, name, nlen) : -1;
             state[s] = (uint8_t)st;
             dest[s] = to < 0 ? NO_GROUP : (uint16_t)to;
@@ -289,7 +287,7 @@ int gs_cl_migration_restore(void *ctx, const char *p, size_t len)
      * this node's log until the change is finished. */
     bool blocked = false;
     for (unsigned s = 0; state && s < GS_SLOTS && !blocked; s++)
-        blocked = state[s] == SLOT_BLOCKED;
+        blocked = state[s] == GS_SLOT_BLOCKED;
     if (blocked && grp->raft && grp->cl->target && !grp->holding) {
         gs_group_hold_snapshots(grp->raft, true);
         grp->holding = true;
@@ -398,7 +396,7 @@ static bool begin_applied(const struct gs_cluster *cl, const struct cgroup *grp)
     for (unsigned s = 0; s < GS_SLOTS; s++) {
         if (cl->serve[s] != grp->g || cl->tmap[gs_ring_owner_of_slot(cl->target, s)] == grp->g)
             continue;
-        if (!grp->slot_state || grp->slot_state[s] != SLOT_BLOCKED)
+        if (!grp->slot_state || grp->slot_state[s] != GS_SLOT_BLOCKED)
             return false;
     }
     return true;
@@ -416,7 +414,7 @@ static void export_key(void *arg, const struct gs_entry *e)
     struct export_ctx *x = arg;
     size_t klen;
     const char *key = gs_entry_key(e, &klen);
-    if (x->state[gs_key_slot(key, klen)] != SLOT_BLOCKED)
+    if (x->state[gs_key_slot(key, klen)] != GS_SLOT_BLOCKED)
         return;
     if (x->n == x->cap) {
         /* A scan step visits whole buckets, so it may emit more than the

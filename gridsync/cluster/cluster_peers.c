@@ -360,8 +360,8 @@ void gs_cluster_info_groups(struct gs_cluster *cl, char *out, size_t outlen)
          * it) built it: the same on every member that applied as far. */
         unsigned blocked = 0, gone = 0;
         for (unsigned s = 0; grp->slot_state && s < GS_SLOTS; s++) {
-            blocked += grp->slot_state[s] == SLOT_BLOCKED;
-            gone += grp->slot_state[s] == SLOT_GONE;
+            blocked += grp->slot_state[s] == GS_SLOT_BLOCKED;
+            gone += grp->slot_state[s] == GS_SLOT_GONE;
         }
         int n = snprintf(
             out + used, outlen - used,

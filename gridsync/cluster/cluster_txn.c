@@ -100,7 +100,7 @@ static struct cgroup *led_group(struct gs_cluster *cl, struct gs_client *c, unsi
         redirect(cl, grp, c, slot);
         return NULL;
     }
-    if (grp->slot_state && grp->slot_state[slot] != SLOT_SERVING) {
+    if (grp->slot_state && grp->slot_state[slot] != GS_SLOT_SERVING) {
         gs_error(c, "TRYAGAIN the slot is moving to another node");
         return NULL;
     }
@@ -271,7 +271,7 @@ static bool slot_serving(struct cgroup *grp, const struct gs_command *cmd, unsig
         cl->xargv[i] = (struct gs_arg){argv[i], argvlen[i]};
     unsigned slot;
     return gs_cl_command_keys(cmd, argc, cl->xargv, &slot) != 1 ||
-           grp->slot_state[slot] == SLOT_SERVING;
+           grp->slot_state[slot] == GS_SLOT_SERVING;
 }
 
 void gs_cl_apply_txn(struct cgroup *grp, struct gs_store *store, int64_t now_ms, int proto,

@@ -564,12 +564,23 @@ static int restore_entry(void *arg, int type, const char *key, size_t klen, cons
     return rc;
 }
 
+/* The validation pass's look at the side-state record (state_valid). */
+static int check_state(void *arg, int type, const char *key, size_t klen, const char *val,
+                       size_t vlen, int64_t expire_ms)
+{
+    const struct gs_fsm *f = arg;
+    (void)key, (void)klen, (void)expire_ms;
+    if (type == GS_SNAPSHOT_STATE && f->cfg.state_valid && !f->cfg.state_valid(val, vlen))
+        return CORE_EPROTO;
+    return 0;
+}
+
 /* raft_fsm.restore: replace the store with the snapshot. On success the
  * buffer is ours to free; on failure libraft frees it. */
 static int fsm_restore(struct raft_fsm *rfsm, struct raft_buffer *buf)
 {
     struct gs_fsm *f = rfsm->data;
-    if (gs_snapshot_parse(buf->base, buf->len, NULL, NULL) != 0) {
+    if (gs_snapshot_parse(buf->base, buf->len, f->cfg.state_valid ? check_state : NULL, f) != 0) {
         CORE_WARN("raft: refusing a malformed snapshot of %zu bytes", buf->len);
         return RAFT_MALFORMED;
     }

@@ -135,9 +135,14 @@ struct gs_fsm_config {
      * is as of the snapshot's last entry: it may only read and malloc) and
      * returns 0 or CORE_ENOMEM. state_restore replaces the state with what
      * state_encode wrote, or clears it (p NULL: the snapshot carries none),
-     * and returns 0 or CORE_EPROTO / CORE_ENOMEM (the restore then fails). */
+     * and returns 0 or CORE_EPROTO / CORE_ENOMEM (the restore then fails).
+     * state_valid, if set, says whether a record is one state_restore
+     * accepts; it is asked before the store is cleared, so a snapshot
+     * with a bad record is refused whole and leaves the member as it was
+     * (without it, such a snapshot fails after the clear). */
     int (*state_encode)(void *ctx, struct core_buf *b);
     int (*state_restore)(void *ctx, const char *p, size_t len);
+    bool (*state_valid)(const char *p, size_t len);
     void *state_ctx;
 };
 

@@ -45,7 +45,7 @@ int gs_slot_state_next(const char *p, size_t len, size_t *off, unsigned *slot, u
     if (len - at - 4 < n)
         return -1;
     unsigned s = (unsigned)u[0] | (unsigned)u[1] << 8;
-    if (s >= GS_SLOTS)
+    if (s >= GS_SLOTS || (u[2] != GS_SLOT_BLOCKED && u[2] != GS_SLOT_GONE))
         return -1;
     *slot = s;
     *state = u[2];
@@ -53,4 +53,15 @@ int gs_slot_state_next(const char *p, size_t len, size_t *off, unsigned *slot, u
     *nlen = n;
     *off = at + 4 + n;
     return 1;
+}
+
+bool gs_slot_state_valid(const char *p, size_t len)
+{
+    size_t off = 0, nlen;
+    unsigned slot, state;
+    const char *name;
+    int r;
+    while ((r = gs_slot_state_next(p, len, &off, &slot, &state, &name, &nlen)) == 1)
+        ;
+    return r == 0;
 }

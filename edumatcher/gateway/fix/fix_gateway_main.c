@@ -255,7 +255,7 @@ struct fconn {
     char mass_type;
     char mass_sym[EM_SYM_MAX + 1];
     uint64_t mass_count;
-    bool mass_rejected;
+    int mass_rej; /* the REJECT the mass cancel got (EM_REJ_NONE: none) */
 };
 
 static struct {
@@ -761,16 +761,18 @@ static void on_mass_cancel(struct fconn *f, const struct em_fix_msg *m)
         return;
     }
     /* the engine cancels in oid order and says nothing at the end: a PING
-     * after it is answered once every CANCELED is out (docs/alf.md C.4) */
-    struct em_msg ping = {.kind = EM_MSG_PING};
-    to_engine(f, &e);
-    to_engine(f, &ping);
+     * after it is answered once every CANCELED is out (docs/alf.md C.4).
+     * Pending first: the session may refuse the request at once (its rate
+     * limit), inside to_engine. */
     f->mass_pending = 1;
     f->mass_count = 0;
-    f->mass_rejected = false;
+    f->mass_rej = EM_REJ_NONE;
     f->mass_type = type;
     snprintf(f->mass_clordid, sizeof f->mass_clordid, "%s", clordid);
     snprintf(f->mass_sym, sizeof f->mass_sym, "%s", e.sym);
+    struct em_msg ping = {.kind = EM_MSG_PING};
+    to_engine(f, &e);
+    to_engine(f, &ping);
 }
 
 static void on_fix_app(void *ctx, const struct em_fix_msg *m)
@@ -796,10 +798,13 @@ static void on_mass_done(struct fconn *f)
     em_fix_add_cstr(out, EM_FIX_TAG_ORDERID, "NONE");
     em_fix_add_cstr(out, EM_FIX_TAG_CLORDID, f->mass_clordid);
     em_fix_add_char(out, EM_FIX_TAG_MASSCANCELREQUESTTYPE, f->mass_type);
-    if (f->mass_rejected) {
+    if (f->mass_rej) {
+        /* 1: unknown security; 99: other (such as the rate limit), named
+         * in Text(58) */
         em_fix_add_char(out, EM_FIX_TAG_MASSCANCELRESPONSE, '0');
-        em_fix_add_char(out, EM_FIX_TAG_MASSCANCELREJECTREASON, '1');
-        em_fix_add_cstr(out, EM_FIX_TAG_TEXT, rej_words(EM_REJ_UNKNOWN_SYMBOL));
+        em_fix_add_cstr(out, EM_FIX_TAG_MASSCANCELREJECTREASON,
+                        f->mass_rej == EM_REJ_UNKNOWN_SYMBOL ? "1" : "99");
+        em_fix_add_cstr(out, EM_FIX_TAG_TEXT, rej_words(f->mass_rej));
     } else {
         em_fix_add_char(out, EM_FIX_TAG_MASSCANCELRESPONSE, f->mass_type);
         em_fix_add_uint(out, EM_FIX_TAG_TOTALAFFECTEDORDERS, f->mass_count);
@@ -847,8 +852,10 @@ static void handle_event(struct fconn *f, const struct em_msg *ev)
                 em_fix_session_logout(&f->fs, rej_words(ev->rej));
                 return;
             }
-            if (f->mass_pending && ev->rej == EM_REJ_UNKNOWN_SYMBOL)
-                f->mass_rejected = true;
+            /* the only request without cl the gateway sends is the mass
+             * cancel (its PING is never refused) */
+            if (f->mass_pending && !f->mass_rej)
+                f->mass_rej = ev->rej;
             return;
         }
         if (!o)

@@ -117,3 +117,25 @@ def test_a_trader_logged_in_on_another_door_gets_a_logout_and_no_session(fixx):
     assert got[35] == "A", got
     er = r.read_type("8")
     assert er[11] == "f1" and er[39] == "0", er
+
+
+def test_a_mass_cancel_refused_by_the_rate_limit_is_reported_refused(fixx, workdir):
+    # One message per second, a bucket of one: the order takes the token and
+    # the mass cancel right behind it (one write) is refused at the gateway,
+    # at once, before the engine hears of it. The report must say so; it
+    # said "done, 0 orders" when the refusal came before the request was
+    # marked pending.
+    slow = FixGateway(fixx, fixx.procs_ref, os.path.join(workdir, "slow-store"),
+                      args=["--rate-limit", "1", "--rate-burst", "1"])
+    r = RawFix(slow.port, "FIX1")
+    assert r.logon(extra=f"554={FIX_TOKEN}|")[35] == "A"
+    order = r.frame("35=D|49=FIX1|56=EDUMATCHER|34=2|52=20261201-12:00:00.000|11=o1|55=ABC|54=1|"
+                    "38=1|40=2|44=90.00|59=1|60=20261201-12:00:00.000|")
+    mass = r.frame("35=q|49=FIX1|56=EDUMATCHER|34=3|52=20261201-12:00:00.000|11=mc1|530=7|"
+                   "60=20261201-12:00:00.000|")
+    r.seq = 4
+    r.sock.sendall(order + mass)
+    rep = r.read_type("r")
+    assert rep[11] == "mc1"
+    assert (rep[531], rep[532]) == ("0", "99"), rep
+    assert rep[58].startswith("RATE_LIMIT")

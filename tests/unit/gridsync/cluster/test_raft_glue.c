@@ -68,6 +68,13 @@ static int side_restore(void *ctx, const char *p, size_t len)
     return 0;
 }
 
+/* The side state's validity: "bad..." is a record side_restore would
+ * take but the state machine does not accept. */
+static bool side_valid(const char *p, size_t len)
+{
+    return !(len >= 3 && memcmp(p, "bad", 3) == 0);
+}
+
 static int64_t fixture_clock(void *ctx)
 {
     return (int64_t)raft_fixture_time(ctx);
@@ -93,6 +100,7 @@ static struct cluster *cluster_new_opts(unsigned n, unsigned max_inflight, bool 
             .snapshot_fork = fork,
             .state_encode = side_encode,
             .state_restore = side_restore,
+            .state_valid = side_valid,
             .state_ctx = &c->side[i],
         };
         assert_int_equal(gs_fsm_new(&c->fsm[i], &cfg), 0);
@@ -325,6 +333,30 @@ static void test_restarted_follower_catches_up(void **state)
     cluster_free(c);
 }
 
+/* Three nodes that snapshot every 8 entries keeping 2, node 0 leading. */
+static struct cluster *snapshotting_cluster(bool fork)
+{
+    struct cluster *c = cluster_new_opts(3, 0, fork);
+    for (unsigned i = 0; i < 3; i++) {
+        raft_set_snapshot_threshold(raft_fixture_get(&c->f, i), 8);
+        raft_set_snapshot_trailing(raft_fixture_get(&c->f, i), 2);
+    }
+    raft_fixture_elect(&c->f, 0);
+    return c;
+}
+
+/* SET k<from>..k<to - 1> to "v" through node 0, each answered. */
+static void set_keys(struct cluster *c, int from, int to)
+{
+    struct result r;
+    char key[16];
+    for (int i = from; i < to; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        assert_int_equal(submit(c, 0, &r, "SET", key, "v"), 0);
+        assert_true(step_until_called(c, &r.called, 5000));
+    }
+}
+
 /* Snapshots built in a fork()ed child (libraft's async snapshot): the
  * child's copy holds every entry up to the snapshot's index and none after
  * (INCRs applied twice, or lost, would show in the counter), and a
@@ -332,12 +364,7 @@ static void test_restarted_follower_catches_up(void **state)
 static void test_forked_snapshot_is_exact(void **state)
 {
     (void)state;
-    struct cluster *c = cluster_new_opts(3, 0, true);
-    for (unsigned i = 0; i < 3; i++) {
-        raft_set_snapshot_threshold(raft_fixture_get(&c->f, i), 8);
-        raft_set_snapshot_trailing(raft_fixture_get(&c->f, i), 2);
-    }
-    raft_fixture_elect(&c->f, 0);
+    struct cluster *c = snapshotting_cluster(true);
     raft_fixture_kill(&c->f, 2);
     struct result r;
     char key[16], val[16];
@@ -371,12 +398,7 @@ static void test_forked_snapshot_is_exact(void **state)
 
 static void test_snapshot_install_restores_the_store(void **state)
 {
-    struct cluster *c = cluster_new(3, 0);
-    for (unsigned i = 0; i < 3; i++) {
-        raft_set_snapshot_threshold(raft_fixture_get(&c->f, i), 8);
-        raft_set_snapshot_trailing(raft_fixture_get(&c->f, i), 2);
-    }
-    raft_fixture_elect(&c->f, 0);
+    struct cluster *c = snapshotting_cluster(false);
     raft_fixture_kill(&c->f, 2);
     struct result r;
     char key[16], val[16];
@@ -426,23 +448,12 @@ static void test_snapshot_install_restores_the_store(void **state)
  * before, or it would decide later entries differently from the others. */
 static void snapshot_carries_the_side_state(bool leader_has, bool fork)
 {
-    struct cluster *c = cluster_new_opts(3, 0, fork);
-    for (unsigned i = 0; i < 3; i++) {
-        raft_set_snapshot_threshold(raft_fixture_get(&c->f, i), 8);
-        raft_set_snapshot_trailing(raft_fixture_get(&c->f, i), 2);
-    }
-    raft_fixture_elect(&c->f, 0);
+    struct cluster *c = snapshotting_cluster(fork);
     raft_fixture_kill(&c->f, 2);
     c->side[2] = (struct side_state){true, "stale"};
     for (unsigned i = 0; i < 2; i++)
         c->side[i] = (struct side_state){leader_has, "blocked 5-9"};
-    struct result r;
-    char key[16];
-    for (int i = 0; i < 40; i++) {
-        snprintf(key, sizeof(key), "k%d", i);
-        assert_int_equal(submit(c, 0, &r, "SET", key, "v"), 0);
-        assert_true(step_until_called(c, &r.called, 5000));
-    }
+    set_keys(c, 0, 40);
     raft_fixture_step_until_elapsed(&c->f, 200);
     /* Changed after the snapshot: the follower must get the state as of
      * the snapshot (later changes reach it through the log). */
@@ -468,6 +479,42 @@ static void test_snapshot_carries_the_side_state(void **state)
 static void test_snapshot_without_side_state_clears_it(void **state)
 {
     snapshot_carries_the_side_state(false, false);
+}
+
+/* A snapshot whose side-state record state_valid refuses is refused
+ * whole, before the store is cleared: the member keeps its keys and its
+ * side state (and catches up once a good snapshot comes). */
+static void test_snapshot_with_a_bad_side_state_is_refused_before_clearing(void **state)
+{
+    (void)state;
+    struct cluster *c = snapshotting_cluster(false);
+    struct result r;
+    assert_int_equal(submit(c, 0, &r, "SET", "before", "1"), 0);
+    assert_true(step_until_called(c, &r.called, 5000));
+    wait_all_applied(c, 0);
+    raft_fixture_kill(&c->f, 2);
+    c->side[2] = (struct side_state){true, "mine"};
+    for (unsigned i = 0; i < 2; i++)
+        c->side[i] = (struct side_state){true, "bad record"};
+    set_keys(c, 0, 40);
+    raft_fixture_step_until_elapsed(&c->f, 200);
+    raft_fixture_revive(&c->f, 2);
+    raft_fixture_step_until_elapsed(&c->f, 2000);
+    struct gs_fsm_stats st;
+    gs_fsm_stats(c->fsm[2], &st);
+    assert_int_equal(st.snapshots_restored, 0);
+    assert_value(c, 2, "before", "1");
+    assert_string_equal(c->side[2].s, "mine");
+    /* The next snapshot is good: the member restores it and catches up. */
+    for (unsigned i = 0; i < 2; i++)
+        c->side[i] = (struct side_state){true, "good"};
+    set_keys(c, 40, 80);
+    wait_all_applied(c, 0);
+    gs_fsm_stats(c->fsm[2], &st);
+    assert_true(st.snapshots_restored > 0);
+    assert_value(c, 2, "k79", "v");
+    assert_string_equal(c->side[2].s, "good");
+    cluster_free(c);
 }
 
 /* The leader's entry reaches both followers but their acknowledgements do
@@ -769,6 +816,7 @@ int main(void)
         cmocka_unit_test(test_forked_snapshot_is_exact),
         cmocka_unit_test(test_snapshot_carries_the_side_state),
         cmocka_unit_test(test_snapshot_without_side_state_clears_it),
+        cmocka_unit_test(test_snapshot_with_a_bad_side_state_is_refused_before_clearing),
         cmocka_unit_test(test_limbo_entry_that_committed_succeeds),
         cmocka_unit_test(test_limbo_entry_that_was_overwritten_fails),
         cmocka_unit_test(test_close_answers_unknown_for_a_proposed_batch),

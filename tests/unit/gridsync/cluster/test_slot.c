@@ -95,6 +95,18 @@ static void test_slot_state_records(void **state)
     off = 0;
     assert_int_equal(
         gs_slot_state_next(out_of_range, sizeof(out_of_range), &off, &slot, &st, &name, &nlen), -1);
+    /* only the two non-serving states are records */
+    const char serving[] = {1, 0, GS_SLOT_SERVING, 0}, other[] = {1, 0, 7, 0};
+    off = 0;
+    assert_int_equal(gs_slot_state_next(serving, sizeof(serving), &off, &slot, &st, &name, &nlen),
+                     -1);
+    off = 0;
+    assert_int_equal(gs_slot_state_next(other, sizeof(other), &off, &slot, &st, &name, &nlen), -1);
+    /* the whole-record check the snapshot's validation pass makes */
+    assert_true(gs_slot_state_valid(rec, sizeof(rec)));
+    assert_true(gs_slot_state_valid(rec, 0));
+    assert_false(gs_slot_state_valid(rec, sizeof(rec) - 1));
+    assert_false(gs_slot_state_valid(other, sizeof(other)));
 }
 
 int main(void)
