@@ -84,6 +84,7 @@ struct core_conn {
     size_t accounted;
     bool no_evict; /* core_conn_set_no_evict */
     bool evicting; /* chosen for eviction; closed from the evict handle */
+    struct core_list flush_link; /* in the server's flush queue */
 };
 
 struct core_server {
@@ -105,6 +106,15 @@ struct core_server {
     size_t clients_mem;   /* sum of every connection's accounted bytes */
     uv_idle_t evict_idle; /* closes evicted connections outside callbacks */
     bool evict_scheduled;
+    /* limits.defer_flush: connections with replies to write once the
+     * loop has handled this iteration's input (flush_check). */
+    struct core_list flush_queue;
+    uv_check_t flush_check;
+    /* limits.busy_poll_us: while spin_idle is active the loop polls
+     * without sleeping; it stops busy_poll_us after the last input. */
+    uv_idle_t spin_idle;
+    uint64_t spin_since; /* uv_hrtime of the last input seen by spin_cb */
+    bool spinning, input_seen;
 };
 
 static void format_addr(const struct sockaddr_storage *ss, char *out, size_t outlen)
@@ -150,6 +160,7 @@ static void conn_do_close(struct core_conn *c)
         core_list_remove(&c->link);
         s->stats.connected--;
     }
+    core_list_remove(&c->flush_link);
     if (c->accepted && s->ops->on_close)
         s->ops->on_close(c);
     uv_read_stop((uv_stream_t *)&c->tcp);
@@ -411,6 +422,21 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static void deliver_input(struct core_conn *c);
 
+/* Once per loop iteration while spinning (an active idle handle makes
+ * libuv poll with a zero timeout): one clock read. */
+static void spin_cb(uv_idle_t *h)
+{
+    struct core_server *s = h->data;
+    uint64_t now = uv_hrtime();
+    if (s->input_seen) {
+        s->input_seen = false;
+        s->spin_since = now;
+    } else if (now - s->spin_since > (uint64_t)s->limits.busy_poll_us * 1000) {
+        uv_idle_stop(h);
+        s->spinning = false;
+    }
+}
+
 static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     struct core_conn *c = (struct core_conn *)stream;
@@ -426,6 +452,14 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     s->stats.total_net_input_bytes += (uint64_t)nread;
     c->in.len += (size_t)nread;
     c->last_active_ms = uv_now(s->loop);
+    if (s->limits.busy_poll_us > 0) {
+        s->input_seen = true;
+        if (!s->spinning) {
+            s->spinning = true;
+            s->spin_since = uv_hrtime();
+            uv_idle_start(&s->spin_idle, spin_cb);
+        }
+    }
     deliver_input(c);
 }
 
@@ -457,7 +491,24 @@ static void deliver_input(struct core_conn *c)
         conn_do_close(c);
         return;
     }
+    if (s->limits.defer_flush) {
+        if (!core_list_linked(&c->flush_link))
+            core_list_push_back(&s->flush_queue, &c->flush_link);
+        return;
+    }
     core_conn_flush(c);
+}
+
+/* After the loop has handled every event of this poll, write the replies
+ * they produced (Redis's beforeSleep does the same), one write each. */
+static void flush_check_cb(uv_check_t *h)
+{
+    struct core_server *s = h->data;
+    while (!core_list_empty(&s->flush_queue)) {
+        struct core_list *l = core_list_first(&s->flush_queue);
+        core_list_remove(l);
+        core_conn_flush(CORE_CONTAINER_OF(l, struct core_conn, flush_link));
+    }
 }
 
 void core_conn_redeliver(struct core_conn *c)
@@ -506,6 +557,7 @@ static void on_connection(uv_stream_t *listener, int status)
         return;
     }
     c->srv = s;
+    core_list_init(&c->flush_link);
     c->id = s->next_id++;
     c->created_ms = c->last_active_ms = uv_now(s->loop);
     if (c->unix_sock) {
@@ -579,6 +631,13 @@ int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core
     }
     uv_idle_init(loop, &s->evict_idle);
     s->evict_idle.data = s;
+    core_list_init(&s->flush_queue);
+    uv_check_init(loop, &s->flush_check);
+    s->flush_check.data = s;
+    uv_check_start(&s->flush_check, flush_check_cb);
+    uv_unref((uv_handle_t *)&s->flush_check); /* it alone does not keep the loop alive */
+    uv_idle_init(loop, &s->spin_idle);
+    s->spin_idle.data = s;
     uv_timer_init(loop, &s->cron);
     s->cron.data = s;
     uv_timer_start(&s->cron, cron_cb, 1000, 1000);
@@ -682,7 +741,7 @@ int core_server_port(const struct core_server *s)
 
 void core_server_set_limits(struct core_server *s, const struct core_server_limits *limits)
 {
-    s->limits = *limits;
+    s->limits = *limits; /* connections already queued are flushed by flush_check either way */
 }
 
 static void handle_closed_cb(uv_handle_t *h)
@@ -699,6 +758,8 @@ void core_server_stop(struct core_server *s)
         uv_close((uv_handle_t *)&s->listeners[i], handle_closed_cb);
     uv_close((uv_handle_t *)&s->cron, handle_closed_cb);
     uv_close((uv_handle_t *)&s->evict_idle, handle_closed_cb);
+    uv_close((uv_handle_t *)&s->flush_check, handle_closed_cb);
+    uv_close((uv_handle_t *)&s->spin_idle, handle_closed_cb);
     while (!core_list_empty(&s->conns)) {
         struct core_conn *c = conn_of(core_list_first(&s->conns));
         if (c->in_callback) {

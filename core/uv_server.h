@@ -5,8 +5,9 @@
  * The server accepts connections up to a limit, reads into a per-connection
  * input buffer and hands the protocol every unconsumed byte at once; the
  * protocol consumes as many complete requests as it finds and appends the
- * replies to the connection's output buffer. After each read the server
- * flushes all pending output in one write (uv_try_write first, an
+ * replies to the connection's output buffer. After each read (or, with
+ * defer_flush, once the loop iteration's input has all been handled) the
+ * server flushes all pending output in one write (uv_try_write first, an
  * asynchronous uv_write for what the socket did not take), so a pipelined
  * batch costs one read and one write system call. Buffers belong to the
  * connection and are reused for every request: no allocation per request.
@@ -36,6 +37,8 @@
  *    make the server buffer without bound. 0 means no limit.
  *  - idle_timeout_s: a connection without input for that long is closed
  *    (0 = never); checked once per second.
+ *  - defer_flush, busy_poll_us: when replies are written and whether the
+ *    loop sleeps at once when input stops (see the struct).
  *
  * Not thread-safe: one loop owns the server and all its connections.
  */
@@ -65,6 +68,18 @@ struct core_server_limits {
      * maxmemory-clients); over it, the biggest connections are closed
      * first. 0 = none. */
     int64_t clients_mem_limit;
+    /* Write the replies of one loop iteration's input after all of it has
+     * been handled (the check phase), as Redis writes in beforeSleep,
+     * instead of after each read: the replies to many clients leave
+     * together, which a single-threaded client takes in fewer wake-ups
+     * (docs/perf.md, "sleeps"). Replies made outside on_data (core_conn_flush)
+     * are written at once either way. */
+    bool defer_flush;
+    /* Microseconds the loop goes on polling without sleeping after the
+     * last input (0 = sleep at once). A server that sleeps between
+     * requests is woken by its clients' writes, which on a VM costs the
+     * client more than the short spin costs the server (docs/perf.md). */
+    int64_t busy_poll_us;
 };
 
 /* Most addresses one server listens on (Redis's CONFIG_BINDADDR_MAX). */

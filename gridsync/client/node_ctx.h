@@ -77,6 +77,9 @@ struct gs_config {
     int64_t databases;
     bool protected_mode;
     int64_t tcp_keepalive; /* seconds; 0 = off */
+    /* Microseconds the event loop polls on after the last input before it
+     * sleeps (core_server_limits.busy_poll_us); 0 = sleep at once. */
+    int64_t busy_poll_us;
     /* The Prometheus endpoint (node/metrics.h): port 0 = off. */
     int64_t metrics_port;
     char metrics_bind[CORE_OPT_STRLEN];

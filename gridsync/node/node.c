@@ -516,6 +516,8 @@ static void limits_from_config(const struct gs_config *cfg, struct core_server_l
     l->output_soft_seconds = cfg->obuf[GS_CLASS_NORMAL].soft_seconds;
     l->idle_timeout_s = cfg->timeout;
     l->tcp_keepalive_s = cfg->tcp_keepalive;
+    l->busy_poll_us = cfg->busy_poll_us;
+    l->defer_flush = true; /* one write per client per loop iteration, as Redis */
     int64_t budget = 0;
     (void)gs_clients_budget_parse(cfg->maxmemory_clients, cfg->maxmemory, &budget); /* checked */
     l->clients_mem_limit = budget;

@@ -202,6 +202,7 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->appendonly = false;
     cfg->databases = 16;
     cfg->tcp_keepalive = 300;
+    cfg->busy_poll_us = 0;
     cfg->metrics_port = 0;
     snprintf(cfg->metrics_bind, sizeof(cfg->metrics_bind), "127.0.0.1");
     cfg->slowlog_slower_than = 10000; /* Redis's defaults */
@@ -305,6 +306,9 @@ static const struct gs_option node_options[] = {
               "without requirepass, refuse clients that are not on loopback"),
     GS_OPTION(tcp_keepalive, "tcp-keepalive", CORE_OPT_INT, 0, INT32_MAX, NULL, 0,
               "seconds of idleness before TCP keepalive probes (0 = off)"),
+    GS_OPTION(busy_poll_us, "busy-poll-us", CORE_OPT_INT, 0, 1000000, NULL, 0,
+              "microseconds the event loop keeps polling after the last input before it "
+              "sleeps (0 = sleep at once; see docs/perf.md)"),
     GS_OPTION(metrics_port, "metrics-port", CORE_OPT_INT, 0, 65535, NULL, CORE_OPT_IMMUTABLE,
               "port of the Prometheus endpoint, GET /metrics (0 = off)"),
     GS_OPTION(metrics_bind, "metrics-bind", CORE_OPT_STRING, 0, 0, NULL, CORE_OPT_IMMUTABLE,

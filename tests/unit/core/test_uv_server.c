@@ -2,7 +2,12 @@
  * The libuv TCP server scaffold, driven over loopback: the server's loop
  * runs in a thread, the test talks to it with blocking sockets. The test
  * protocol is line based: "x\n" echoes "x\n"; "BIG n\n" replies n bytes;
- * "QUIT\n" replies "BYE\n" and closes after the reply.
+ * "QUIT\n" replies "BYE\n" and closes after the reply; "ID\n" replies the
+ * connection's id, "KILL n\n" closes connection n and replies "OK\n".
+ *
+ * Every test runs twice: with replies written after each read, and with
+ * them deferred to the end of the loop iteration and the loop spinning
+ * after input (defer_flush, busy_poll_us).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,6 +41,10 @@ struct fixture {
     uint64_t last_id;
 };
 
+/* The group's server mode (set by the group setup). */
+static bool g_defer;
+static int64_t g_busy_poll_us;
+
 static int on_open(struct core_conn *c, void *app)
 {
     struct fixture *f = app;
@@ -66,6 +75,16 @@ static size_t on_data(struct core_conn *c, char *data, size_t len)
         if (n == 4 && memcmp(data + off, "QUIT", 4) == 0) {
             core_buf_append(out, "BYE\n", 4);
             core_conn_close_after_reply(c);
+        } else if (n == 2 && memcmp(data + off, "ID", 2) == 0) {
+            char id[32];
+            int k = snprintf(id, sizeof(id), "%llu\n", (unsigned long long)core_conn_id(c));
+            core_buf_append(out, id, (size_t)k);
+        } else if (n > 5 && memcmp(data + off, "KILL ", 5) == 0) {
+            struct core_conn *victim =
+                core_server_find(core_conn_server(c), strtoull(data + off + 5, NULL, 10));
+            if (victim && victim != c)
+                core_conn_close(victim);
+            core_buf_append(out, "OK\n", 3);
         } else if (n > 4 && memcmp(data + off, "BIG ", 4) == 0) {
             size_t big = strtoul(data + off + 4, NULL, 10);
             char *p = core_buf_reserve(out, big);
@@ -106,7 +125,11 @@ static struct fixture *start(int64_t maxclients, int64_t qlimit, int64_t olimit)
     uv_async_init(&f->loop, &f->stop, stop_cb);
     f->stop.data = f;
     struct core_server_limits l = {
-        .maxclients = maxclients, .query_buf_limit = qlimit, .output_buf_limit = olimit};
+        .maxclients = maxclients,
+        .query_buf_limit = qlimit,
+        .output_buf_limit = olimit,
+        .defer_flush = g_defer,
+        .busy_poll_us = g_busy_poll_us};
     assert_int_equal(core_server_new(&f->srv, &f->loop, &ops, f, &l, "FULL\n"), 0);
     assert_int_equal(core_server_listen(f->srv, "127.0.0.1", 0), 0);
     f->port = core_server_port(f->srv);
@@ -309,9 +332,53 @@ static void test_stop_with_open_connections(void **state)
     }
 }
 
+/* Connections closed by another client's request while their own replies
+ * may wait in the flush queue (both requests usually arrive in one poll):
+ * each is freed once (ASan), and the killer is answered. */
+static void test_close_of_a_connection_with_a_reply_pending(void **state)
+{
+    (void)state;
+    struct fixture *f = start(10, 1 << 20, 0);
+    int killer = connect_to(f->port);
+    char buf[64];
+    for (int i = 0; i < 50; i++) {
+        int victim = connect_to(f->port);
+        send_all(victim, "ID\n", 3);
+        ssize_t n = recv(victim, buf, sizeof(buf) - 1, 0);
+        assert_true(n > 1);
+        buf[n] = '\0';
+        char cmd[48];
+        int k = snprintf(cmd, sizeof(cmd), "KILL %s", buf);
+        send_all(victim, "x\n", 2);
+        send_all(killer, cmd, (size_t)k);
+        recv_exact(killer, buf, 3);
+        assert_memory_equal(buf, "OK\n", 3);
+        close(victim);
+    }
+    close(killer);
+    stop(f);
+}
+
+static int plain_mode(void **state)
+{
+    (void)state;
+    g_defer = false;
+    g_busy_poll_us = 0;
+    return 0;
+}
+
+static int deferred_mode(void **state)
+{
+    (void)state;
+    g_defer = true;
+    g_busy_poll_us = 20;
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_close_of_a_connection_with_a_reply_pending),
         cmocka_unit_test(test_echo_pipeline_and_partial),
         cmocka_unit_test(test_large_request_grows_buffer),
         cmocka_unit_test(test_close_after_reply),
@@ -320,5 +387,8 @@ int main(void)
         cmocka_unit_test(test_output_limit_for_client_that_does_not_read),
         cmocka_unit_test(test_stop_with_open_connections),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("replies after each read", tests, plain_mode, NULL);
+    failed += cmocka_run_group_tests_name("replies deferred, loop spinning", tests, deferred_mode,
+                                          NULL);
+    return failed;
 }
