@@ -82,8 +82,8 @@ struct core_conn {
     /* The clients' memory budget (invariant 4): what this connection's
      * buffers held when last counted into the server's clients_mem. */
     size_t accounted;
-    bool no_evict; /* core_conn_set_no_evict */
-    bool evicting; /* chosen for eviction; closed from the evict handle */
+    bool no_evict;               /* core_conn_set_no_evict */
+    bool evicting;               /* chosen for eviction; closed from the evict handle */
     struct core_list flush_link; /* in the server's flush queue */
 };
 

@@ -124,12 +124,11 @@ static struct fixture *start(int64_t maxclients, int64_t qlimit, int64_t olimit)
     uv_loop_init(&f->loop);
     uv_async_init(&f->loop, &f->stop, stop_cb);
     f->stop.data = f;
-    struct core_server_limits l = {
-        .maxclients = maxclients,
-        .query_buf_limit = qlimit,
-        .output_buf_limit = olimit,
-        .defer_flush = g_defer,
-        .busy_poll_us = g_busy_poll_us};
+    struct core_server_limits l = {.maxclients = maxclients,
+                                   .query_buf_limit = qlimit,
+                                   .output_buf_limit = olimit,
+                                   .defer_flush = g_defer,
+                                   .busy_poll_us = g_busy_poll_us};
     assert_int_equal(core_server_new(&f->srv, &f->loop, &ops, f, &l, "FULL\n"), 0);
     assert_int_equal(core_server_listen(f->srv, "127.0.0.1", 0), 0);
     f->port = core_server_port(f->srv);
@@ -388,7 +387,7 @@ int main(void)
         cmocka_unit_test(test_stop_with_open_connections),
     };
     int failed = cmocka_run_group_tests_name("replies after each read", tests, plain_mode, NULL);
-    failed += cmocka_run_group_tests_name("replies deferred, loop spinning", tests, deferred_mode,
-                                          NULL);
+    failed +=
+        cmocka_run_group_tests_name("replies deferred, loop spinning", tests, deferred_mode, NULL);
     return failed;
 }
