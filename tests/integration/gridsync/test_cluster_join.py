@@ -95,6 +95,15 @@ def reshard(action, node, members):
     return moved
 
 
+# What a RedisCluster client raises while the cluster changes under it. Not
+# all of it is a RedisError: redis-py 4.3 raises RedisClusterException (a
+# plain Exception) when re-reading CLUSTER SLOTS fails, e.g. its deepcopy of
+# the connection arguments after a node refused a connection ("cannot pickle
+# '_thread.lock' object"); the client is then rebuilt, as for the others.
+CLIENT_ERRORS = (redis.RedisError, redis.exceptions.RedisClusterException, IndexError, KeyError,
+                 AttributeError)
+
+
 class Writer(threading.Thread):
     """Keeps setting keys through RedisCluster; records the last value each
     key had acknowledged. A failed SET is retried with the same value
@@ -132,14 +141,17 @@ class Writer(threading.Thread):
                     # AttributeError: redis-py 4.3 following an -ASK to a
                     # node missing from its map (docs/gridsync-cluster.md,
                     # "Join and leave"); a new client refreshes the map.
-                    except (redis.RedisError, IndexError, KeyError, AttributeError) as e:
+                    except CLIENT_ERRORS as e:
                         self.errors += 1
                         if time.monotonic() > deadline:
                             self.failure = f"{key} not acknowledged within 60 s: {e!r}"
                             return
                         time.sleep(0.05)
                         rc.close()
-                        rc = self.client()
+                        try:
+                            rc = self.client()
+                        except CLIENT_ERRORS:
+                            pass  # the old client stays closed; it fails and we come back
                 i += 1
         finally:
             rc.close()

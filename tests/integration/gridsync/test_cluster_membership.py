@@ -26,7 +26,7 @@ from redis.cluster import RedisCluster
 
 from conftest import find_binary
 from test_cluster import SLOTS, Node, key_slot, make_cluster, pick_base  # noqa: F401 (fixture)
-from test_cluster_join import RESHARD, JoiningNode, Writer, settled_owners
+from test_cluster_join import CLIENT_ERRORS, RESHARD, JoiningNode, Writer, settled_owners
 
 
 def load_reshard():
@@ -156,13 +156,16 @@ def check_acked(w, c, entry):
                 try:
                     got = rc.get(key)
                     break
-                except (redis.RedisError, IndexError, KeyError, AttributeError):
+                except CLIENT_ERRORS:
                     if time.monotonic() > deadline:
                         raise
                     time.sleep(0.1)
                     rc.close()
-                    rc = RedisCluster(host=entry.host, port=entry.port, decode_responses=True,
-                                      socket_timeout=10, cluster_error_retry_attempts=10)
+                    try:
+                        rc = RedisCluster(host=entry.host, port=entry.port, decode_responses=True,
+                                          socket_timeout=10, cluster_error_retry_attempts=10)
+                    except CLIENT_ERRORS:
+                        pass  # the closed client fails again and we come back
             if got != value:
                 wrong[key] = (value, got, w.phase.get(key))
         assert not wrong, f"{len(wrong)} acknowledged writes lost, e.g. {list(wrong.items())[:5]}"
