@@ -15,6 +15,8 @@ import time
 import pytest
 import redis
 
+from conftest import free_port
+
 TIMEOUT = 60
 
 
@@ -29,10 +31,6 @@ def gs_bench():
     return path
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -27,16 +27,14 @@ import time
 import pytest
 import redis
 
+from conftest import free_port
+
 SLOW = 0.4
 HANG = 5.0
 TIMEOUT_MS = 2000
 NEGATIVE_TTL_MS = 1000
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def server_binary():
