@@ -463,7 +463,8 @@ static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     deliver_input(c);
 }
 
-/* Hand the unconsumed input to on_data, then apply the limits and flush. */
+/* Hand the unconsumed input to on_data, then apply the limits and flush
+ * (with defer_flush: queue the flush for flush_check). */
 static void deliver_input(struct core_conn *c)
 {
     struct core_server *s = c->srv;

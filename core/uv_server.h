@@ -181,11 +181,12 @@ int core_conn_flush(struct core_conn *c);
 void core_conn_close(struct core_conn *c);
 
 /* Call on_data again with the input it left unconsumed (after flushing
- * what is pending), for a protocol that stopped consuming while it waited
- * on something outside the connection and can now go on (GridSync's
- * cluster mode holds a client's next request until its replicated write
- * is committed, so that pipelined requests keep their order). No-op when
- * not open or from inside on_data. */
+ * what is pending; with defer_flush, the flush after it is queued), for a
+ * protocol that stopped consuming while it waited on something outside
+ * the connection and can now go on (GridSync's cluster mode holds a
+ * client's next request until its replicated write is committed, so that
+ * pipelined requests keep their order). No-op when not open or from
+ * inside on_data. */
 void core_conn_redeliver(struct core_conn *c);
 
 /* Give c its own output limits instead of the server's (as the limits

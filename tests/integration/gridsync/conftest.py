@@ -5,11 +5,15 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
 import pytest
 import redis
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from loopback_ports import free_port  # noqa: E402  (shared with the other conftest)
 
 
 def find_binary(name):
@@ -24,23 +28,6 @@ def find_binary(name):
     if not path:
         pytest.skip(f"{name} not built")
     return path
-
-
-# Ports handed out by this process: bind(0) may give the same port again
-# once the probing socket is closed, and two of them in one command line
-# (an engine's --pub and --query, say) then collide.
-_GIVEN_PORTS = set()
-
-
-def free_port():
-    """A loopback TCP port that is free now and not handed out before."""
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _GIVEN_PORTS:
-            _GIVEN_PORTS.add(port)
-            return port
 
 
 class Server:

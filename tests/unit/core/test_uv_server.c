@@ -352,9 +352,44 @@ static void test_close_of_a_connection_with_a_reply_pending(void **state)
         send_all(killer, cmd, (size_t)k);
         recv_exact(killer, buf, 3);
         assert_memory_equal(buf, "OK\n", 3);
+        /* Closed: at most its echo (if written before the KILL), then EOF. */
+        size_t got = recv_to_eof(victim, buf, sizeof(buf));
+        assert_true(got == 0 || (got == 2 && memcmp(buf, "x\n", 2) == 0));
         close(victim);
     }
     close(killer);
+    stop(f);
+}
+
+/* The loop's own CPU time (the thread that runs it), in milliseconds. */
+static double loop_cpu_ms(struct fixture *f)
+{
+    clockid_t id;
+    struct timespec ts;
+    assert_int_equal(pthread_getcpuclockid(f->thread, &id), 0);
+    assert_int_equal(clock_gettime(id, &ts), 0);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* After input stops, the loop sleeps (in the spinning mode, once
+ * busy_poll_us has passed): over 300 ms of quiet it uses far less than
+ * 300 ms of CPU. A loop that kept spinning would use nearly all of it
+ * whenever it is scheduled; a slow machine only lowers the figure. */
+static void test_loop_sleeps_when_input_stops(void **state)
+{
+    (void)state;
+    struct fixture *f = start(10, 1 << 20, 0);
+    int fd = connect_to(f->port);
+    char buf[4];
+    for (int i = 0; i < 100; i++) {
+        send_all(fd, "p\n", 2);
+        recv_exact(fd, buf, 2);
+    }
+    struct timespec quiet = {0, 300 * 1000 * 1000};
+    double before = loop_cpu_ms(f);
+    nanosleep(&quiet, NULL);
+    assert_true(loop_cpu_ms(f) - before < 100);
+    close(fd);
     stop(f);
 }
 
@@ -378,6 +413,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_close_of_a_connection_with_a_reply_pending),
+        cmocka_unit_test(test_loop_sleeps_when_input_stops),
         cmocka_unit_test(test_echo_pipeline_and_partial),
         cmocka_unit_test(test_large_request_grows_buffer),
         cmocka_unit_test(test_close_after_reply),
