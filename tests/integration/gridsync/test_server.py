@@ -1,7 +1,9 @@
 """Connection, server and client commands: PING, ECHO, INFO, CONFIG,
 COMMAND, CLIENT, AUTH, HELLO (RESP3 over a raw socket: redis-py 4.3 has no
 protocol=3), QUIT, and Redis's generic error texts."""
+import os
 import socket
+import time
 
 import pytest
 import redis
@@ -78,6 +80,39 @@ def test_config_get_set(r):
     assert r.config_get("maxclients") == {"maxclients": "10000"}
     assert r.execute_command("CONFIG", "SET", "maxclients", "50", "hz", "20")
     assert r.config_get("hz") == {"hz": "20"}
+
+
+def test_busy_poll_us(make_server):
+    """--busy-poll-us and CONFIG SET busy-poll-us: clients are answered as
+    usual while the loop spins, and once they stop the process sleeps (over
+    half a second of quiet it uses under a fifth of it; a loop that never
+    stopped spinning would use nearly all of it)."""
+    s = make_server("--busy-poll-us", "50")
+    clients = [s.client(decode_responses=True) for _ in range(4)]
+    assert clients[0].config_get("busy-poll-us") == {"busy-poll-us": "50"}
+    for i, c in enumerate(clients):
+        p = c.pipeline(transaction=False)
+        for k in range(200):
+            p.set(f"k{i}:{k}", k)
+            p.get(f"k{i}:{k}")
+        assert p.execute() == [x for k in range(200) for x in (True, str(k))]
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def cpu_s():
+        with open(f"/proc/{s.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+
+    before = cpu_s()
+    time.sleep(0.5)
+    assert cpu_s() - before < 0.1
+    with pytest.raises(redis.ResponseError,
+                       match=r"^CONFIG SET failed \(possibly related to argument 'busy-poll-us'\)"):
+        clients[0].config_set("busy-poll-us", "-1")
+    assert clients[0].config_set("busy-poll-us", "0") is True
+    assert clients[1].get("k1:199") == "199"
+    for c in clients:
+        c.close()
 
 
 def test_config_resetstat(r):
