@@ -132,15 +132,15 @@ int em_valid_token(const char *s, size_t n)
     return 1;
 }
 
+/* 10^EM_DIGITS_MAX: the first integer ALF cannot write (docs/alf.md A.1). */
+#define DIGITS_LIMIT 1000000000000000000ull
+
 static int price_ok(struct em_price p)
 {
     if (p.mant <= 0 || p.dec >= EM_DIGITS_MAX)
         return 0;
     /* at most 18 digits in all, at least one before the point */
-    int64_t lim = 1;
-    for (int i = 0; i < EM_DIGITS_MAX; i++)
-        lim *= 10;
-    return p.mant < lim;
+    return p.mant < (int64_t)DIGITS_LIMIT;
 }
 
 static int field_ok(const struct em_msg *m, unsigned f)
@@ -181,11 +181,20 @@ static int field_ok(const struct em_msg *m, unsigned f)
     case EM_VT_MS: {
         uint64_t v;
         memcpy(&v, base, sizeof v);
-        return v < 1000000000000000000ull;
+        return v < DIGITS_LIMIT;
     }
     case EM_VT_COUNT:
-    case EM_VT_ID:
-        return 1;
+    case EM_VT_ID: {
+        /* The engine's events carry any 64-bit id or count; a client's or
+         * an operator's message only what ALF input can write (at most 18
+         * digits, docs/alf.md A.1), so every request a frame carries has
+         * a text form (a gateway's seq never comes near it). */
+        if (em_msgs[m->kind].cls == EM_CLASS_EVENT)
+            return 1;
+        uint64_t v;
+        memcpy(&v, base, sizeof v);
+        return v < DIGITS_LIMIT;
+    }
     case EM_VT_PRICE: {
         struct em_price p;
         memcpy(&p, base, sizeof p);
