@@ -2,13 +2,14 @@
 disconnected) while the server stays up and keeps serving everyone else,
 with memory bounded."""
 import os
+import signal
 import socket
 import time
 
 import pytest
 import redis
 
-from conftest import recv_all_until_closed, recv_until
+from conftest import Server, recv_all_until_closed, recv_until
 
 
 def rss_kb(pid):
@@ -193,3 +194,23 @@ def test_half_sent_request_then_close(server):
         s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10\r\nabc")
         s.close()
     assert_serving(server)
+
+
+def test_crash_report_on_a_fatal_signal():
+    """A fatal signal leaves a bug report with a stack trace in the log, as
+    redis-server's does, and the process still dies of that signal (what
+    a supervisor or the fault campaign sees). Started apart from
+    make_server, whose servers must exit with status 0."""
+    s = Server()
+    try:
+        assert s.client().ping() is True
+        assert s.stop(signal.SIGSEGV) == -signal.SIGSEGV
+        out = s.output()
+        assert "=== GRIDSYNC-SERVER BUG REPORT START ===" in out
+        assert "gridsync-server crashed by signal: 11" in out
+        trace = out.split("------ STACK TRACE ------\n", 1)[1]
+        frames = trace.split("=== GRIDSYNC-SERVER BUG REPORT END ===")[0].splitlines()
+        assert any("uv_run" in f for f in frames), frames  # the loop was running
+    finally:
+        s.stop(signal.SIGKILL)
+        s.log.close()
