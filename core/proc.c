@@ -179,6 +179,7 @@ void core_proc_signals_close(struct core_proc *p, uv_loop_t *loop)
 
 #ifndef CORE_PROC_ASAN
 static char crash_prog[64];
+static char crash_title[64]; /* crash_prog in capitals, for the report's frame */
 static char crash_stack[64 * 1024];
 
 static void crash_write(const char *s, size_t n)
@@ -197,13 +198,8 @@ static void crash_write(const char *s, size_t n)
 static void crash_handler(int sig, siginfo_t *info, void *uc)
 {
     (void)uc;
-    char upper[sizeof crash_prog];
-    size_t i = 0;
-    for (; crash_prog[i] && i + 1 < sizeof upper; i++)
-        upper[i] = (char)toupper((unsigned char)crash_prog[i]);
-    upper[i] = '\0';
     char line[256];
-    int n = snprintf(line, sizeof line, "\n=== %s BUG REPORT START ===\n", upper);
+    int n = snprintf(line, sizeof line, "\n=== %s BUG REPORT START ===\n", crash_title);
     crash_write(line, (size_t)n);
     n = snprintf(line, sizeof line,
                  "%s crashed by signal: %d, si_code: %d, accessing address: %p\n", crash_prog, sig,
@@ -214,11 +210,11 @@ static void crash_handler(int sig, siginfo_t *info, void *uc)
     void *frames[64];
     int k = backtrace(frames, 64);
     backtrace_symbols_fd(frames, k, STDERR_FILENO);
-    n = snprintf(line, sizeof line, "=== %s BUG REPORT END ===\n", upper);
+    n = snprintf(line, sizeof line, "=== %s BUG REPORT END ===\n", crash_title);
     crash_write(line, (size_t)n);
-    /* die of the same signal: a fault re-raises on return with the
-     * default action restored (SA_RESETHAND); a sent one must be raised */
-    signal(sig, SIG_DFL);
+    /* Die of the same signal: SA_RESETHAND restored the default action
+     * and SA_NODEFER leaves the signal unblocked, so this raise ends the
+     * process whether the signal was a fault or was sent. */
     raise(sig);
 }
 #endif
@@ -229,6 +225,8 @@ void core_proc_crash_report(const char *prog)
     (void)prog;
 #else
     snprintf(crash_prog, sizeof crash_prog, "%s", prog);
+    for (size_t i = 0; crash_prog[i]; i++)
+        crash_title[i] = (char)toupper((unsigned char)crash_prog[i]);
     void *warm[1];
     (void)backtrace(warm, 1); /* loads libgcc now, not in the handler */
     stack_t ss = {.ss_sp = crash_stack, .ss_size = sizeof crash_stack, .ss_flags = 0};
