@@ -121,6 +121,7 @@ bool core_proc_options_compat(const char *prog, char role, const struct core_opt
         return true;
     }
     core_log_init(role, (enum core_log_level)lvl);
+    core_proc_crash_report(prog);
     return false;
 }
 

@@ -36,7 +36,8 @@
  * the binary in the usage line and in messages.
  * Returns true when main must return *exit_code now: 0 after --help or
  * --version, 2 after a bad option or an unknown log level (the reason on
- * stderr). Returns false, with the log started, when the process runs.
+ * stderr). Returns false, with the log started and the crash report
+ * (core_proc_crash_report, below) installed, when the process runs.
  */
 bool core_proc_options(const char *prog, char role, const struct core_option *opts,
                        const char *loglevel, int argc, char **argv, int *exit_code);
@@ -123,8 +124,9 @@ void core_proc_signals_close(struct core_proc *p, uv_loop_t *loop);
  * and then dies of the same signal (default action: exit status, core
  * file), so supervisors and tests see what they would without it. The
  * handler runs on an alternate stack, so a stack overflow is reported
- * too. Call once, early in main. A no-op in AddressSanitizer builds,
- * whose own report is better.
+ * too. core_proc_options installs it for `prog`; a program that does not
+ * use it calls this once, early in main. A no-op in AddressSanitizer
+ * builds, whose own report is better.
  */
 void core_proc_crash_report(const char *prog);
 

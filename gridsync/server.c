@@ -117,7 +117,6 @@ int main(int argc, char **argv)
         return 1;
     }
     core_log_init('M', (enum core_log_level)cfg.loglevel);
-    core_proc_crash_report("gridsync-server");
     for (size_t off = 0; off < ignored.len; off += strlen(ignored.data + off) + 1)
         CORE_WARN("%s", ignored.data + off);
     core_buf_free(&ignored);

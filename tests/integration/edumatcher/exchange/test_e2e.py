@@ -592,3 +592,27 @@ def test_hosted_operator_and_symbols(exchange):
     ops = x.trader("OPS", OPS_TOKEN)
     ops.send("HALT sym=ABC")
     assert ops.until_pong() == ["OK"]
+
+
+@pytest.mark.parametrize("role", ["engine", "gateway", "clearing"])
+def test_crash_report_on_a_fatal_signal(exchange, role):
+    """A process that dies of a fatal signal leaves a bug report with its
+    stack trace on stderr (its log), as gridsync-server and redis-server
+    do, and still dies of that signal, so a supervisor sees what happened;
+    the other processes keep running."""
+    x = exchange(clearing=True)
+    p = getattr(x, role)
+    assert p.stop(signal.SIGSEGV) == -signal.SIGSEGV
+    out = p.stderr()
+    if "AddressSanitizer" in out:
+        pytest.skip("an ASan build leaves the report to ASan")
+    prog = f"edumatcher-{role}"
+    assert f"=== {prog.upper()} BUG REPORT START ===" in out, out
+    assert f"{prog} crashed by signal: 11" in out, out
+    trace = out.split("------ STACK TRACE ------\n", 1)[1].split(" BUG REPORT END ===")[0]
+    # frames of the program itself (where it was depends on when the
+    # signal came: in its loop, or still writing its ready line)
+    assert any(f"{prog}(" in f for f in trace.splitlines()), trace
+    for other in ("engine", "gateway", "clearing"):
+        if other != role:
+            assert getattr(x, other).p.poll() is None, other
