@@ -276,18 +276,16 @@ static void io_close_once(struct raft_io *io, raft_io_close_cb cb)
     g->uv_io_close(io, on_io_closed);
 }
 
-/* libraft 0.15 may send a follower's AppendEntries result to a leader it
- * no longer knows (after the leader changed while the append was being
- * written: server id 0, address NULL), and its uv send then calls strlen
- * on the NULL address (canonical/raft issues 339 and 350, fixed after the
- * Debian version). Seen here as a node killed by SIGSEGV in the fault
- * campaign. A result nobody can receive is refused as a failed send, which
+/* libraft 0.15 can ask to send an AppendEntries result to an address it
+ * does not hold, and its uv send would crash on it (seen as nodes killed
+ * by SIGSEGV in the fault campaign): gs_raft_send_addressable says which
+ * (raft_transport.h). Such a send is refused as a failed one, which
  * libraft handles as any other (the leader asks again). */
 static int send_guarded(struct raft_io *io, struct raft_io_send *req,
                         const struct raft_message *message, raft_io_send_cb cb)
 {
     struct gs_group *g = CORE_CONTAINER_OF(io, struct gs_group, io);
-    if (message->server_id == 0 || message->server_address == NULL)
+    if (!gs_raft_send_addressable(&g->raft, message))
         return RAFT_NOCONNECTION;
     return g->uv_send(io, req, message, cb);
 }

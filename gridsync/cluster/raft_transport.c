@@ -509,3 +509,14 @@ void gs_transport_deaf(struct raft_uv_transport *t, bool mux, unsigned ms)
         nt->deaf_until = uv_now(nt->loop) + ms;
     }
 }
+
+bool gs_raft_send_addressable(const struct raft *r, const struct raft_message *m)
+{
+    if (m->server_id == 0 || m->server_address == NULL)
+        return false;
+    if (m->type == RAFT_IO_APPEND_ENTRIES_RESULT && r->state != RAFT_FOLLOWER &&
+        m->server_id == r->follower_state.current_leader.id &&
+        m->server_address == r->follower_state.current_leader.address)
+        return false;
+    return true;
+}

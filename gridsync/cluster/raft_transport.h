@@ -71,4 +71,22 @@ int gs_mux_channel_init(struct gs_mux_channel *ch, struct gs_raft_mux *m, uint32
  * RequestVote) for ms milliseconds; peers retry their connections. */
 void gs_transport_deaf(struct raft_uv_transport *t, bool mux, unsigned ms);
 
+/*
+ * Whether a message libraft 0.15 asks r's io to send names a receiver
+ * that can be read: false for one the uv send would crash on.
+ *  - server id 0 or address NULL: a follower's AppendEntries result after
+ *    the leader it answered was forgotten (canonical/raft issues 339 and
+ *    350, fixed after the Debian version).
+ *  - an AppendEntries result whose receiver is the bytes of
+ *    r->follower_state.current_leader while r is no longer a follower:
+ *    a snapshot install or an append that completes after r became a
+ *    candidate or leader makes libraft read the follower state through
+ *    the union that now holds the candidate's or leader's (a candidate in
+ *    pre-vote reads address 0x100). A result that answers a request names
+ *    that request's sender and passes.
+ * libraft handles a refused send (RAFT_NOCONNECTION) as any failed send:
+ * the leader asks again.
+ */
+bool gs_raft_send_addressable(const struct raft *r, const struct raft_message *m);
+
 #endif

@@ -28,6 +28,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "gridsync/cluster/raft_glue.h"
+#include "gridsync/cluster/raft_transport.h"
 #include "gridsync/store/store.h"
 #include "test_exec.h"
 
@@ -506,6 +507,71 @@ static void test_close_outlives_thread_pool_work(void **state)
     nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* The receivers libraft 0.15 may ask a group to send to, as the fault
+ * campaign met them (a node killed by SIGSEGV in strlen under libraft's
+ * uv send): gs_raft_send_addressable refuses those the send would read
+ * garbage from, and passes every real one. */
+static void test_send_refuses_receivers_libraft_does_not_hold(void **state)
+{
+    (void)state;
+    struct raft r;
+    struct raft_message m;
+    memset(&r, 0, sizeof r);
+    memset(&m, 0, sizeof m);
+    char leader[] = "127.0.0.1:17001", sender[] = "127.0.0.1:17002";
+
+    /* A follower answers its leader. */
+    m.type = RAFT_IO_APPEND_ENTRIES_RESULT;
+    r.state = RAFT_FOLLOWER;
+    r.follower_state.current_leader.id = 2;
+    r.follower_state.current_leader.address = leader;
+    m.server_id = r.follower_state.current_leader.id;
+    m.server_address = r.follower_state.current_leader.address;
+    assert_true(gs_raft_send_addressable(&r, &m));
+
+    /* ... after it forgot that leader (a vote for another candidate). */
+    r.follower_state.current_leader.id = 0;
+    r.follower_state.current_leader.address = NULL;
+    m.server_id = r.follower_state.current_leader.id;
+    m.server_address = r.follower_state.current_leader.address;
+    assert_false(gs_raft_send_addressable(&r, &m));
+
+    /* A snapshot install completes after the follower became a candidate
+     * in pre-vote: libraft reads the candidate's state as a leader. */
+    bool votes[3] = {true, false, false};
+    memset(&r.follower_state, 0, sizeof r.follower_state);
+    r.state = RAFT_CANDIDATE;
+    r.candidate_state.votes = votes;
+    r.candidate_state.disrupt_leader = false;
+    r.candidate_state.in_pre_vote = true;
+    m.server_id = r.follower_state.current_leader.id;
+    m.server_address = r.follower_state.current_leader.address;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    assert_int_equal((uintptr_t)m.server_address, 0x100); /* the campaign's fault address */
+#endif
+    assert_false(gs_raft_send_addressable(&r, &m));
+
+    /* ... and one after it became leader (leader_state in the union). */
+    r.state = RAFT_LEADER;
+    memset(&r.leader_state, 0, sizeof r.leader_state);
+    r.leader_state.promotee_id = 3;
+    m.server_id = r.follower_state.current_leader.id;
+    m.server_address = r.follower_state.current_leader.address;
+    assert_false(gs_raft_send_addressable(&r, &m));
+
+    /* A candidate or leader refusing a stale leader's AppendEntries answers
+     * that request's sender: sent. */
+    m.server_id = 3;
+    m.server_address = sender;
+    assert_true(gs_raft_send_addressable(&r, &m));
+    r.state = RAFT_CANDIDATE;
+    assert_true(gs_raft_send_addressable(&r, &m));
+
+    /* Other messages name their receiver themselves. */
+    m.type = RAFT_IO_REQUEST_VOTE;
+    assert_true(gs_raft_send_addressable(&r, &m));
+}
+
 int main(void)
 {
     core_log_init('T', CORE_LOG_WARNING);
@@ -516,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_groups_share_one_port),
         cmocka_unit_test(test_group_membership_change),
         cmocka_unit_test(test_close_outlives_thread_pool_work),
+        cmocka_unit_test(test_send_refuses_receivers_libraft_does_not_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
