@@ -128,14 +128,13 @@ bool core_proc_options_compat(const char *prog, char role, const struct core_opt
 static void on_signal(uv_signal_t *s, int signum)
 {
     struct core_proc *p = s->data;
-    if (p->stopped)
+    if (p->stopped) {
+        CORE_INFO("%s: signal %d while stopping, ignored", p->name, signum);
         return;
+    }
     p->stopped = true;
     CORE_INFO("%s: signal %d, stopping", p->name, signum);
     p->stop(p, p->data);
-    p->closed = true;
-    uv_close((uv_handle_t *)&p->sigint, NULL);
-    uv_close((uv_handle_t *)&p->sigterm, NULL);
 }
 
 void core_proc_signals_start(struct core_proc *p, uv_loop_t *loop, const char *name,
@@ -166,6 +165,10 @@ void core_proc_signals_close(struct core_proc *p, uv_loop_t *loop)
         uv_close((uv_handle_t *)&p->sigterm, NULL);
     }
     uv_run(loop, UV_RUN_DEFAULT);
+    /* Closing the handles gave both signals their default action back: the
+     * rest of main (freeing, removing the pidfile) runs to its end. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
 }
 
 /* ---- crash report ---- */

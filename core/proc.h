@@ -11,7 +11,8 @@
  *     bad value (exit 2), never silently "notice";
  *   - SIGINT and SIGTERM are handled once per process: the first logs
  *     "<name>: signal <n>, stopping" and calls the process's stop
- *     function; the handles never keep the loop alive by themselves.
+ *     function, later ones are ignored until the process has exited; the
+ *     handles never keep the loop alive by themselves.
  *
  * Two entry points for options: core_proc_options for programs driven by
  * a core_option table (core/config.h), core_proc_early for tools that
@@ -99,8 +100,11 @@ struct core_proc {
  * Install the SIGINT and SIGTERM handlers on `loop`. The handles are
  * unreferenced: the loop ends when the process's own handles are closed,
  * whether a signal or something else (a SHUTDOWN command) closed them.
- * On the first signal: log, call stop(p, data) once, close both handles;
- * a later signal finds them closed. SIGPIPE is ignored from here on: a
+ * On the first signal: log, call stop(p, data) once; a later one (an
+ * impatient supervisor, a second Ctrl-C) is logged and ignored while the
+ * process stops, as redis-server ignores a SIGTERM during its shutdown,
+ * so the stop always runs to its end (the pidfile removed, files closed).
+ * SIGKILL is what ends a stop that hangs. SIGPIPE is ignored from here on: a
  * write to a peer that has gone fails with EPIPE (that connection is
  * closed) instead of killing the process. Call it before the loop runs.
  * `p` is owned by the caller and must stay valid until
@@ -109,8 +113,9 @@ struct core_proc {
 void core_proc_signals_start(struct core_proc *p, uv_loop_t *loop, const char *name,
                              core_proc_stop_fn stop, void *data);
 
-/* After uv_run returned: close the signal handles if no signal did, and
- * run the loop until they are closed, so that uv_loop_close succeeds. */
+/* After uv_run returned: close the signal handles, run the loop until
+ * they are closed, so that uv_loop_close succeeds, and ignore SIGINT and
+ * SIGTERM from then on: what follows in main is the end of the stop. */
 void core_proc_signals_close(struct core_proc *p, uv_loop_t *loop);
 
 /*

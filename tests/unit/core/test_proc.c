@@ -112,6 +112,52 @@ static void test_signal_stops_once(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* A stop that takes three loop turns, with a SIGTERM in each. */
+struct slow_stop {
+    struct core_proc p;
+    int stops, turns;
+    uv_timer_t timer;
+};
+
+static void slow_on_stop(struct core_proc *p, void *data)
+{
+    struct slow_stop *s = data;
+    (void)p;
+    s->stops++;
+}
+
+static void slow_on_timer(uv_timer_t *t)
+{
+    struct slow_stop *s = t->data;
+    raise(SIGTERM);
+    if (s->stops > 0 && ++s->turns == 3)
+        uv_close((uv_handle_t *)&s->timer, NULL);
+}
+
+static void test_signal_while_stopping_is_ignored(void **state)
+{
+    /* A supervisor that sends SIGTERM again while the process stops (or
+     * after its loop ended, while main frees and removes its pidfile)
+     * must not cut the stop short: the process lives on to return. */
+    (void)state;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    struct slow_stop s = {0};
+    core_proc_signals_start(&s.p, &loop, "test", slow_on_stop, &s);
+    uv_timer_init(&loop, &s.timer);
+    s.timer.data = &s;
+    uv_timer_start(&s.timer, slow_on_timer, 1, 1);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(s.stops, 1);
+    assert_int_equal(s.turns, 3);
+    core_proc_signals_close(&s.p, &loop);
+    raise(SIGTERM); /* the end of main: ignored too */
+    raise(SIGINT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+}
+
 static void on_idle_close(uv_timer_t *t)
 {
     uv_close((uv_handle_t *)t, NULL);
@@ -162,6 +208,7 @@ int main(void)
         cmocka_unit_test(test_options_exit_codes),
         cmocka_unit_test(test_early_flags_for_own_parsers),
         cmocka_unit_test(test_signal_stops_once),
+        cmocka_unit_test(test_signal_while_stopping_is_ignored),
         cmocka_unit_test(test_loop_ends_without_a_signal),
         cmocka_unit_test(test_write_to_a_gone_peer_fails_instead_of_killing),
     };
