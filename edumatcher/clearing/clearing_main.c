@@ -216,9 +216,10 @@ int main(int argc, char **argv)
     if (core_proc_options("edumatcher-clearing", 'C', options, loglevel, argc, argv, &code))
         return code;
 
-    struct clearing *c = calloc(1, sizeof *c);
-    if (!c)
-        return 1;
+    /* Static, as the other processes' state: a return on a bad option or
+     * an unreachable endpoint leaves nothing behind (the book is large). */
+    static struct clearing clearing;
+    struct clearing *c = &clearing;
     c->loop = uv_default_loop();
     em_clearing_init(&c->book);
     static struct em_curve_client keys;
@@ -287,6 +288,5 @@ int main(int argc, char **argv)
     uv_loop_close(c->loop);
     core_http_free(c->http);
     em_bus_ctx_term(c->zctx);
-    free(c);
     return 0;
 }
