@@ -998,15 +998,20 @@ static void front_flush(void *ctx)
 static void front_live(void *ctx)
 {
     struct fconn *f = ctx;
+    /* The Logon's answer may close the connection, and closing frees f
+     * (on_close) at once when nothing is left to write; the connection
+     * itself lives until libuv's close callback, and a closing one
+     * ignores flush and redeliver (core/uv_server.h). */
+    struct core_conn *conn = f->conn;
     if (!em_gw_session_live(f->gs)) {
         f->logged_on = false;
         em_fix_session_logon_done(&f->fs, rej_words(EM_REJ_LOGGED_IN_ELSEWHERE), wall_ns());
-        core_conn_flush(f->conn);
+        core_conn_flush(conn);
         return;
     }
     em_fix_session_logon_done(&f->fs, NULL, wall_ns());
-    core_conn_flush(f->conn);
-    core_conn_redeliver(f->conn); /* what came after the Logon, unread until now */
+    core_conn_flush(conn);
+    core_conn_redeliver(conn); /* what came after the Logon, unread until now */
 }
 
 static void front_close(void *ctx, bool after_reply)
