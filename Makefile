@@ -5,7 +5,8 @@
 #   make bench-path  the EduMatcher order path against a TCP echo and a zero-work chain
 #   make seed    the seed's quick start: 8 GridSync nodes and a Redis (Ctrl-C stops them)
 #   make bench-seed  the seed benchmark on what `make seed` runs (GridSync vs that Redis)
-#   make asan    unit tests, and the fault campaign's short runs, under ASan+UBSan
+#   make asan    unit tests, the fault campaign's short runs and EduMatcher's
+#                integration tests, under ASan+UBSan
 #   make fuzz    build the libFuzzer targets and run each briefly
 #   make format  clang-format every C file;  make format-check  verify only
 #   make install install the servers and tools into $(PREFIX)/bin (DESTDIR for staging)
@@ -69,6 +70,9 @@ asan: deps
 	BUILD_DIR=$(abspath build-asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    LSAN_OPTIONS=suppressions=$(abspath tests/unit/support/lsan-libraft.supp) \
 	    $(PYTHON3) -m pytest -q -p no:cacheprovider tests/faults/test_campaign.py -k short_campaign
+	@# EduMatcher's processes under the same tests as in make test (a minute).
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    ctest --output-on-failure -R '^em_(exchange|fix)_integration$$'
 
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUZZ=ON
