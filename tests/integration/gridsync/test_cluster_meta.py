@@ -209,7 +209,10 @@ def test_bad_requests_are_refused(make_cluster):
     assert queue(follower) == ["done 0"]
     # The queue is bounded. Nodes that never start: the head waits for
     # them (and the test ends the cluster), the rest stay queued.
-    ports = [pick_base(1, 1) + 1000 + i for i in range(16)]
+    # Their ports are the cluster's base + 100..115: never a member's (a
+    # second random base could land on the members' ports, as it once did
+    # in CI, and the ADD was refused as "already a member").
+    ports = [base + 100 + i for i in range(16)]
     taken = [r.execute_command("CLUSTER", "MEMBERSHIP", "ADD", f"127.0.0.1:{p}")
              for p in ports]
     assert taken == list(range(1, 17)), taken
