@@ -6,8 +6,8 @@
  *  1. A connection is in the server's list iff it is OPEN or DRAINING
  *     (its `link` is linked), except the one whose on_data is running when the server
  *     stops, which leaves the list at once. on_close is called exactly
- *     once for every connection on_open accepted, when it goes CLOSING,
- *     and never while its on_data runs.
+ *     once for every connection on_open accepted, when it goes LINGERING
+ *     or CLOSING, and never while its on_data runs.
  *  2. At most one uv_write is in flight per connection (`writing`); its
  *     bytes live in `wbuf`, which nothing touches until write_cb. New
  *     replies go to `out` meanwhile, so reply order is preserved.
@@ -20,6 +20,9 @@
  *     at close. When it passes clients_mem_limit, the biggest connections
  *     are evicted until it is under: their memory leaves the sum at once,
  *     the connections close when no callback can be using them.
+ *  5. A LINGERING connection has left the application (on_close called,
+ *     out of `conns`, of the budget and of the stats) and holds no buffer;
+ *     it is in `lingering`, oldest first, until its handle is closed.
  */
 #include "core/uv_server.h"
 
@@ -45,8 +48,15 @@
  * clientsCronResizeQueryBuffer does, so one big request does not pin
  * memory for the connection's lifetime. */
 #define SHRINK_ABOVE (256 * 1024)
+/* A lingering close (CONN_LINGERING, see uv_server.h) ends at the peer's
+ * EOF, or after this long (checked by the once-a-second cron, so 2-3 s),
+ * or once this much input has been discarded; beyond LINGER_MAX_CONNS at
+ * once, a connection closes at once, as before (each holds a descriptor). */
+#define LINGER_MS        2000
+#define LINGER_MAX_BYTES (1024 * 1024)
+#define LINGER_MAX_CONNS 256
 
-enum conn_state { CONN_OPEN, CONN_DRAINING, CONN_CLOSING };
+enum conn_state { CONN_OPEN, CONN_DRAINING, CONN_LINGERING, CONN_CLOSING };
 
 /* A listener's or connection's stream: TCP, or a Unix-domain socket
  * (core_server_listen_unix). */
@@ -59,7 +69,7 @@ struct core_conn {
     union stream tcp; /* first: handle pointers cast back to the conn */
     bool unix_sock;   /* accepted on a Unix-domain listener */
     struct core_server *srv;
-    struct core_list link; /* in the server's list of connections */
+    struct core_list link; /* in the server's `conns`, or `lingering` (invariant 5) */
     uint64_t id;
     void *data;
     enum conn_state state;
@@ -72,7 +82,12 @@ struct core_conn {
     struct core_buf out;
     struct core_buf wbuf;
     size_t woff;
-    uv_write_t wreq;
+    union {
+        uv_write_t wreq;    /* OPEN, DRAINING */
+        uv_shutdown_t sreq; /* LINGERING: nothing is written any more */
+    };
+    uint64_t linger_until_ms; /* LINGERING: loop time when it closes anyway */
+    size_t lingered;          /* LINGERING: input bytes discarded */
     uint64_t created_ms, last_active_ms;
     char peer[64], local[64];
     /* core_conn_set_output_limit: this connection's own limit. */
@@ -100,7 +115,9 @@ struct core_server {
     struct core_server_limits limits;
     char *reject_msg;
     size_t reject_len;
-    struct core_list conns; /* OPEN and DRAINING connections, oldest first */
+    struct core_list conns;     /* OPEN and DRAINING connections, oldest first */
+    struct core_list lingering; /* LINGERING connections, oldest first (invariant 5) */
+    size_t nlingering;
     uint64_t next_id;
     struct core_server_stats stats;
     size_t clients_mem;   /* sum of every connection's accounted bytes */
@@ -147,13 +164,11 @@ static void conn_free_cb(uv_handle_t *h)
     free(c);
 }
 
-/* OPEN/DRAINING -> CLOSING. */
-static void conn_do_close(struct core_conn *c)
+/* The connection leaves the application: out of the list, the budget and
+ * the stats, and on_close is called (once: `accepted` is cleared). */
+static void conn_leave(struct core_conn *c)
 {
-    if (c->state == CONN_CLOSING)
-        return;
     struct core_server *s = c->srv;
-    c->state = CONN_CLOSING;
     s->clients_mem -= c->accounted;
     c->accounted = 0;
     if (core_list_linked(&c->link)) {
@@ -161,12 +176,97 @@ static void conn_do_close(struct core_conn *c)
         s->stats.connected--;
     }
     core_list_remove(&c->flush_link);
-    if (c->accepted && s->ops->on_close)
+    if (c->accepted && s->ops->on_close) {
+        c->accepted = false;
         s->ops->on_close(c);
+    }
+}
+
+/* Any state -> CLOSING: the handle is closed, the struct freed in its
+ * close callback. */
+static void conn_release(struct core_conn *c)
+{
+    if (c->state == CONN_LINGERING) {
+        core_list_remove(&c->link);
+        c->srv->nlingering--;
+    }
+    c->state = CONN_CLOSING;
     uv_read_stop((uv_stream_t *)&c->tcp);
-    /* An in-flight write is cancelled by uv_close; its callback runs first
-     * and sees CONN_CLOSING. */
+    /* An in-flight write or shutdown is cancelled by uv_close; its
+     * callback runs first and sees CONN_CLOSING. */
     uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
+}
+
+/* OPEN/DRAINING -> CLOSING (a LINGERING connection is released). */
+static void conn_do_close(struct core_conn *c)
+{
+    if (c->state == CONN_CLOSING)
+        return;
+    if (c->state != CONN_LINGERING)
+        conn_leave(c);
+    conn_release(c);
+}
+
+/* LINGERING: what the peer still sends is read and thrown away. One
+ * buffer serves every connection of the thread's loop: the bytes are
+ * never looked at. */
+static void linger_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    static _Thread_local char discard[16 * 1024];
+    (void)h;
+    (void)suggested;
+    *buf = uv_buf_init(discard, sizeof discard);
+}
+
+static void linger_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    struct core_conn *c = (struct core_conn *)stream;
+    (void)buf;
+    if (c->state != CONN_LINGERING)
+        return;
+    if (nread < 0) { /* the peer's EOF (it has read everything), or a reset */
+        conn_release(c);
+        return;
+    }
+    c->lingered += (size_t)nread;
+    if (c->lingered > LINGER_MAX_BYTES)
+        conn_release(c);
+}
+
+static void linger_shutdown_cb(uv_shutdown_t *req, int status)
+{
+    struct core_conn *c = (struct core_conn *)req->handle;
+    if (c->state == CONN_LINGERING && status < 0)
+        conn_release(c);
+}
+
+/* DRAINING with everything written -> LINGERING (or CLOSING when it
+ * cannot linger). Closing a TCP socket whose receive queue still holds
+ * input makes the kernel send a reset instead of a FIN, and a reset
+ * makes the peer's kernel drop what it had received but not yet read:
+ * the very reply the connection was drained for (an error, a FIX
+ * Logout). So the write side is shut (FIN after the reply) and the input
+ * read and discarded until the peer closes, as Apache's lingering close. */
+static void conn_linger(struct core_conn *c)
+{
+    struct core_server *s = c->srv;
+    conn_leave(c);
+    core_buf_free(&c->in);
+    core_buf_free(&c->out);
+    core_buf_free(&c->wbuf);
+    c->in_start = 0;
+    if (s->stopped || s->nlingering >= LINGER_MAX_CONNS ||
+        uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, linger_shutdown_cb) != 0) {
+        conn_release(c);
+        return;
+    }
+    c->state = CONN_LINGERING;
+    c->linger_until_ms = uv_now(s->loop) + LINGER_MS;
+    c->lingered = 0;
+    core_list_push_back(&s->lingering, &c->link);
+    s->nlingering++;
+    if (uv_read_start((uv_stream_t *)&c->tcp, linger_alloc_cb, linger_read_cb))
+        conn_release(c);
 }
 
 void core_conn_close(struct core_conn *c)
@@ -344,7 +444,7 @@ size_t core_server_clients_memory(const struct core_server *s)
 
 int core_conn_flush(struct core_conn *c)
 {
-    if (c->state == CONN_CLOSING || c->close_pending)
+    if (c->state == CONN_CLOSING || c->state == CONN_LINGERING || c->close_pending)
         return CORE_ECLOSED;
     if (c->out.oom || conn_start_write(c)) {
         core_conn_close(c);
@@ -358,7 +458,7 @@ int core_conn_flush(struct core_conn *c)
         return CORE_ECLOSED;
     }
     if (c->state == CONN_DRAINING && !c->writing && c->out.len == 0 && !c->in_callback) {
-        conn_do_close(c);
+        conn_linger(c);
         return 0;
     }
     if (!c->evicting) {
@@ -547,18 +647,20 @@ static void on_connection(uv_stream_t *listener, int status)
         return;
     }
     s->stats.total_connections++;
+    c->srv = s;
+    core_list_init(&c->flush_link);
     if ((int64_t)s->stats.connected >= s->limits.maxclients) {
-        /* As Redis's acceptCommonHandler: tell the client, then close. */
+        /* As Redis's acceptCommonHandler: tell the client, then close
+         * (lingering, so that a client that sent its first request at
+         * once still reads why). */
         s->stats.rejected_connections++;
         if (s->reject_len) {
             uv_buf_t b = uv_buf_init(s->reject_msg, (unsigned)s->reject_len);
             uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
         }
-        uv_close((uv_handle_t *)&c->tcp, reject_close_cb);
+        conn_linger(c);
         return;
     }
-    c->srv = s;
-    core_list_init(&c->flush_link);
     c->id = s->next_id++;
     c->created_ms = c->last_active_ms = uv_now(s->loop);
     if (c->unix_sock) {
@@ -594,10 +696,16 @@ static void on_connection(uv_stream_t *listener, int status)
 static void cron_cb(uv_timer_t *t)
 {
     struct core_server *s = t->data;
+    uint64_t now = uv_now(s->loop);
+    while (!core_list_empty(&s->lingering)) { /* oldest first: deadlines in order */
+        struct core_conn *c = conn_of(core_list_first(&s->lingering));
+        if (c->linger_until_ms > now)
+            break;
+        conn_release(c);
+    }
     int64_t timeout = s->limits.idle_timeout_s;
     if (timeout <= 0)
         return;
-    uint64_t now = uv_now(s->loop);
     struct core_list *l, *tmp;
     core_list_foreach_safe(l, tmp, &s->conns)
     {
@@ -622,6 +730,7 @@ int core_server_new(struct core_server **out, uv_loop_t *loop, const struct core
     s->next_id = 1;
     s->first_listening = -1;
     core_list_init(&s->conns);
+    core_list_init(&s->lingering);
     if (reject_msg) {
         s->reject_msg = strdup(reject_msg);
         if (!s->reject_msg) {
@@ -774,6 +883,8 @@ void core_server_stop(struct core_server *s)
         }
         conn_do_close(c);
     }
+    while (!core_list_empty(&s->lingering))
+        conn_release(conn_of(core_list_first(&s->lingering)));
 }
 
 void core_server_free(struct core_server *s)

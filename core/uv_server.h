@@ -15,15 +15,26 @@
  * Connection life cycle (functions that make each transition):
  *
  *   accept ──on_connection──> OPEN ──core_conn_close_after_reply──> DRAINING
- *                              │  \                                   │
- *                              │   `──core_conn_close / error / limit──┐
- *                              │                       output written  │
- *                              v                                  v    v
- *                           (read EOF) ───────────────────────> CLOSING ──close_cb──> freed
+ *                              │  \                                    │
+ *                              │   \                    output written  │
+ *                              │    \                                  v
+ *                              │     \                             LINGERING
+ *                              │      \        peer's EOF, 2-3 s, 1 MB │
+ *                              │       `──core_conn_close / error / limit──┐ │
+ *                              v                                         v v
+ *                           (read EOF) ──────────────────────────────> CLOSING ──close_cb──> freed
  *
  *  - OPEN: reading; on_data is called with new input.
  *  - DRAINING: no more reading; the connection closes once its output has
  *    been written (a protocol error or QUIT: the client sees the reply).
+ *  - LINGERING: on_close has been called and the connection is gone for
+ *    the application (not in core_server_foreach, find or the stats); the
+ *    write side is shut (FIN after the reply) and whatever the peer still
+ *    sends is read and discarded until its EOF, for at most 2-3 s or 1 MB.
+ *    Closing with unread input would make the kernel answer with a reset,
+ *    which makes the peer's kernel drop the reply it has not read yet.
+ *    (Redis closes at once and its clients can lose that reply.) A
+ *    connection refused by maxclients lingers too.
  *  - CLOSING: on_close has been called, the handle is being closed; the
  *    struct is freed in libuv's close callback, never earlier.
  *

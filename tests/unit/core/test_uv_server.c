@@ -243,6 +243,70 @@ static void test_close_after_reply(void **state)
     stop(f);
 }
 
+/* Send as much of p as the peer takes; false once it refuses (reset). */
+static bool send_what_it_takes(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* The reply a connection was drained for reaches a client that sent more
+ * than the server read: closing with that input unread would reset the
+ * connection, and the reset makes the client's kernel drop "BYE" before
+ * the client reads it (every time, on Linux). */
+static void test_close_after_reply_with_input_unread(void **state)
+{
+    struct fixture *f = start(10, 1 << 20, 0);
+    for (int round = 0; round < 5; round++) {
+        int fd = connect_to(f->port);
+        size_t n = 300 * 1024;
+        char *req = malloc(n);
+        memset(req, 'j', n);
+        memcpy(req, "QUIT\n", 5);
+        assert_true(send_what_it_takes(fd, req, n)); /* read and discarded */
+        free(req);
+        char buf[64];
+        errno = 0;
+        size_t got = recv_to_eof(fd, buf, sizeof(buf));
+        assert_int_equal(errno, 0); /* EOF, not ECONNRESET */
+        assert_int_equal(got, 4);
+        assert_memory_equal(buf, "BYE\n", 4);
+        close(fd);
+    }
+    stop(f);
+}
+
+/* A client that reads the reply and its EOF but never closes is let go
+ * after the linger time (the server's close then resets it: its next send
+ * fails), and a stop does not wait for lingering connections. */
+static void test_lingering_is_bounded(void **state)
+{
+    struct fixture *f = start(10, 1 << 20, 0);
+    int fd = connect_to(f->port);
+    send_all(fd, "QUIT\n", 5);
+    char buf[16];
+    assert_int_equal(recv_to_eof(fd, buf, sizeof(buf)), 4);
+    bool released = false;
+    for (int i = 0; i < 600 && !released; i++) { /* the linger time is 2-3 s */
+        released = !send_what_it_takes(fd, "j", 1);
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(released);
+    close(fd);
+    int again = connect_to(f->port);
+    send_all(again, "QUIT\n", 5);
+    assert_int_equal(recv_to_eof(again, buf, sizeof(buf)), 4);
+    stop(f); /* returns although `again` still lingers */
+    close(again);
+}
+
 static void test_maxclients(void **state)
 {
     struct fixture *f = start(2, 1 << 20, 0);
@@ -253,6 +317,7 @@ static void test_maxclients(void **state)
     send_all(b, "2\n", 2);
     recv_exact(b, buf, 2);
     int c = connect_to(f->port);
+    send_what_it_takes(c, "3\n", 2); /* sent before it learns it is refused */
     size_t n = recv_to_eof(c, buf, sizeof(buf));
     assert_int_equal(n, 5);
     assert_memory_equal(buf, "FULL\n", 5);
@@ -417,6 +482,8 @@ int main(void)
         cmocka_unit_test(test_echo_pipeline_and_partial),
         cmocka_unit_test(test_large_request_grows_buffer),
         cmocka_unit_test(test_close_after_reply),
+        cmocka_unit_test(test_close_after_reply_with_input_unread),
+        cmocka_unit_test(test_lingering_is_bounded),
         cmocka_unit_test(test_maxclients),
         cmocka_unit_test(test_query_buffer_limit),
         cmocka_unit_test(test_output_limit_for_client_that_does_not_read),

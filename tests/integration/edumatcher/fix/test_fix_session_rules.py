@@ -109,12 +109,9 @@ def test_a_trader_logged_in_on_another_door_gets_a_logout_and_no_session(fixx):
         r.send("A", f"98=0|108=30|141=Y|554={FIX_TOKEN}|")
         # pipelined: read by the gateway only once the Logon is taken
         r.send("D", "11=f1|55=ABC|54=1|38=1|40=2|44=90|59=0|")
-        try:
-            got = r.read()
-        except ConnectionResetError:
-            # refused again, and the gateway closed with the order unread:
-            # the reset can overtake its Logout
-            got = {35: "5"}
+        # refused again: the Logout arrives although the order was left
+        # unread (the gateway lingers instead of resetting the connection)
+        got = r.read()
         if got[35] == "A" or time.time() > deadline:
             break
         r.close()
