@@ -73,6 +73,12 @@ asan: deps
 	@# EduMatcher's processes under the same tests as in make test (a minute).
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    ctest --output-on-failure -R '^em_(exchange|fix)_integration$$'
+	@# A single GridSync node under its integration tests (bad input,
+	@# hostile clients, every type side by side with Redis: two minutes);
+	@# the clusters are covered by the campaigns above.
+	BUILD_DIR=$(abspath build-asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    $(PYTHON3) -m pytest -q -p no:cacheprovider tests/integration/gridsync \
+	    --ignore-glob='*/test_cluster*' --ignore-glob='*/test_gs_bench*'
 
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUZZ=ON
