@@ -11,12 +11,14 @@
 #include "core/log.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static void print_version(const char *prog)
@@ -244,4 +246,61 @@ void core_proc_crash_report(const char *prog)
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         (void)sigaction(sigs[i], &sa, NULL);
 #endif
+}
+
+int core_proc_adjust_open_files(int64_t *maxclients)
+{
+    rlim_t maxfiles = (rlim_t)*maxclients + CORE_PROC_RESERVED_FDS;
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == -1) {
+        CORE_WARN("Unable to obtain the current NOFILE limit (%s), assuming 1024 and setting "
+                  "the max clients configuration accordingly.",
+                  strerror(errno));
+        *maxclients = 1024 - CORE_PROC_RESERVED_FDS;
+        return 0;
+    }
+    rlim_t oldlimit = limit.rlim_cur;
+    if (oldlimit >= maxfiles)
+        return 0;
+    /* The best limit at most maxfiles, 16 fewer per try (Redis's loop).
+     * Unlike Redis, a hard limit above it is kept: lowering it could not
+     * be undone by a later CONFIG SET maxclients. */
+    rlim_t hard = limit.rlim_max, bestlimit = maxfiles;
+    int setrlimit_error = 0;
+    while (bestlimit > oldlimit) {
+        limit.rlim_cur = bestlimit;
+        limit.rlim_max = hard != RLIM_INFINITY && hard >= bestlimit ? hard : bestlimit;
+        if (setrlimit(RLIMIT_NOFILE, &limit) != -1)
+            break;
+        setrlimit_error = errno;
+        if (bestlimit < 16) {
+            bestlimit = oldlimit;
+            break;
+        }
+        bestlimit -= 16;
+    }
+    if (bestlimit < oldlimit)
+        bestlimit = oldlimit;
+    if (bestlimit >= maxfiles) {
+        CORE_INFO("Increased maximum number of open files to %llu (it was originally set to "
+                  "%llu).",
+                  (unsigned long long)maxfiles, (unsigned long long)oldlimit);
+        return 0;
+    }
+    if (bestlimit <= CORE_PROC_RESERVED_FDS) {
+        CORE_WARN("Your current 'ulimit -n' of %llu is not enough for the server to start. "
+                  "Please increase your open file limit to at least %llu. Exiting.",
+                  (unsigned long long)oldlimit, (unsigned long long)maxfiles);
+        return CORE_ERANGE;
+    }
+    int64_t old_maxclients = *maxclients;
+    *maxclients = (int64_t)bestlimit - CORE_PROC_RESERVED_FDS;
+    CORE_WARN("You requested maxclients of %lld requiring at least %llu max file descriptors.",
+              (long long)old_maxclients, (unsigned long long)maxfiles);
+    CORE_WARN("Server can't set maximum open files to %llu because of OS error: %s.",
+              (unsigned long long)maxfiles, strerror(setrlimit_error));
+    CORE_WARN("Current maximum open files is %llu. maxclients has been reduced to %lld to "
+              "compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.",
+              (unsigned long long)bestlimit, (long long)*maxclients);
+    return 0;
 }

@@ -135,4 +135,23 @@ void core_proc_signals_close(struct core_proc *p, uv_loop_t *loop);
  */
 void core_proc_crash_report(const char *prog);
 
+/* Descriptors a server keeps beside its clients' (Redis's
+ * CONFIG_MIN_RESERVED_FDS): listeners, logs, files, peers. */
+#define CORE_PROC_RESERVED_FDS 32
+
+/*
+ * Redis's adjustOpenFilesLimit: make RLIMIT_NOFILE hold *maxclients +
+ * CORE_PROC_RESERVED_FDS descriptors. When the soft limit is lower, it
+ * is raised (to the hard limit's value at most unless the process may
+ * raise that too, trying 16 fewer at a time, as Redis); when the best
+ * limit it gets is still too low, *maxclients is reduced to fit. Logs
+ * Redis's lines for each case ("Increased maximum number of open files
+ * to N (it was originally set to M).", or the three warnings ending in
+ * "maxclients has been reduced to N to compensate for low ulimit.").
+ * Returns 0, or CORE_ERANGE when the limit leaves no descriptor for a
+ * client (logged as Redis's "Your current 'ulimit -n' of N is not enough
+ * for the server to start..."; the server then exits 1).
+ */
+int core_proc_adjust_open_files(int64_t *maxclients);
+
 #endif

@@ -50,11 +50,14 @@
 #define SHRINK_ABOVE (256 * 1024)
 /* A lingering close (CONN_LINGERING, see uv_server.h) ends at the peer's
  * EOF, or after this long (checked by the once-a-second cron, so 2-3 s),
- * or once this much input has been discarded; beyond LINGER_MAX_CONNS at
- * once, a connection closes at once, as before (each holds a descriptor). */
+ * or once this much input has been discarded. Beyond LINGER_MAX_CONNS at
+ * once a connection closes at once, as Redis's do: a lingering one has
+ * left maxclients' count but still holds a descriptor, and those must
+ * fit in the few a server keeps beside its clients' (core/proc.h,
+ * CORE_PROC_RESERVED_FDS). */
 #define LINGER_MS        2000
 #define LINGER_MAX_BYTES (1024 * 1024)
-#define LINGER_MAX_CONNS 256
+#define LINGER_MAX_CONNS 16
 
 enum conn_state { CONN_OPEN, CONN_DRAINING, CONN_LINGERING, CONN_CLOSING };
 

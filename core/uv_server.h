@@ -34,7 +34,9 @@
  *    Closing with unread input would make the kernel answer with a reset,
  *    which makes the peer's kernel drop the reply it has not read yet.
  *    (Redis closes at once and its clients can lose that reply.) A
- *    connection refused by maxclients lingers too.
+ *    connection refused by maxclients lingers too. At most 16 linger at
+ *    once (they hold descriptors outside maxclients); beyond, they close
+ *    at once.
  *  - CLOSING: on_close has been called, the handle is being closed; the
  *    struct is freed in libuv's close callback, never earlier.
  *

@@ -120,6 +120,8 @@ int main(int argc, char **argv)
     for (size_t off = 0; off < ignored.len; off += strlen(ignored.data + off) + 1)
         CORE_WARN("%s", ignored.data + off);
     core_buf_free(&ignored);
+    if (core_proc_adjust_open_files(&cfg.maxclients))
+        return 1;
     /* Redis writes a pidfile when daemonized even if none is configured. */
     const char *pidfile = cfg.pidfile[0] ? cfg.pidfile : cfg.daemonize ? DEFAULT_PIDFILE : NULL;
     /* A peer that closes while we write must not kill the process (also

@@ -487,6 +487,8 @@ int main(int argc, char **argv)
     int rc, code;
     if (core_proc_options("edumatcher-engine", 'E', options, loglevel, argc, argv, &code))
         return code;
+    if (core_proc_adjust_open_files(&maxclients)) /* room for maxclients, as Redis */
+        return 1;
 
     if (orders_ep[0])
         snprintf(P.orders, sizeof P.orders, "%s", orders_ep);

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/proc.h"
 #include "gridsync/commands/glob.h"
 
 #include <inttypes.h>
@@ -178,6 +179,19 @@ static void config_set(struct gs_client *c, size_t argc, struct gs_arg *argv)
             rc = core_config_set(n->opts, name, value, false, why, sizeof(why));
             if (rc == CORE_EINVAL && o && (o->flags & CORE_OPT_IMMUTABLE))
                 snprintf(why, sizeof(why), "can't set immutable config");
+        }
+        if (rc == 0 && strcasecmp(name, "maxclients") == 0) {
+            /* Redis's updateMaxclients: the descriptors must be there */
+            int64_t want = n->cfg.maxclients;
+            if (core_proc_adjust_open_files(&n->cfg.maxclients) == 0 && n->cfg.maxclients != want) {
+                rc = CORE_ERANGE;
+                CORE_WARN("Failed applying new configuration. Possibly related to new maxclients "
+                          "setting. Restoring previous settings.");
+                snprintf(why, sizeof(why),
+                         "The operating system is not able to handle the specified number of "
+                         "clients, try with %lld",
+                         (long long)n->cfg.maxclients);
+            }
         }
         if (rc) {
             n->cfg = saved;

@@ -152,6 +152,8 @@ int main(int argc, char **argv)
     int rc, code;
     if (core_proc_options("edumatcher-gateway", 'G', options, loglevel, argc, argv, &code))
         return code;
+    if (core_proc_adjust_open_files(&maxclients)) /* room for maxclients, as Redis */
+        return 1;
     struct em_gw_config cfg = {.bus = &em_gw_link_bus,
                                .bus_ctx = &G.link,
                                .rate_limit = rate_limit,

@@ -1176,6 +1176,8 @@ int main(int argc, char **argv)
     int rc, code;
     if (core_proc_options("edumatcher-fix", 'F', options, loglevel, argc, argv, &code))
         return code;
+    if (core_proc_adjust_open_files(&maxclients)) /* room for maxclients, as Redis */
+        return 1;
     if (!em_valid_gw(comp_id, strlen(comp_id))) {
         fprintf(stderr, "edumatcher-fix: --comp-id must be 1-16 of A-Z 0-9 _\n");
         return 2;
