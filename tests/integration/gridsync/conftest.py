@@ -30,6 +30,21 @@ def find_binary(name):
     return path
 
 
+def wait_listening(proc, port, seconds=10):
+    """True once proc accepts on 127.0.0.1:port; False if it exits first
+    or does not listen within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while proc.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+    return False
+
+
 class Server:
     """One gridsync-server process."""
 
@@ -43,18 +58,11 @@ class Server:
         # the server.
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while True:
+        if not wait_listening(self.proc, self.port):
             if self.proc.poll() is not None:
                 raise RuntimeError(f"gridsync-server exited early: {self.output()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("gridsync-server did not start listening")
-                time.sleep(0.02)
+            self.stop()
+            raise RuntimeError("gridsync-server did not start listening")
 
     def client(self, **kw):
         kw.setdefault("socket_timeout", 10)

@@ -11,12 +11,11 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 
 import pytest
 import redis
 
-from conftest import find_binary, free_port
+from conftest import find_binary, free_port, wait_listening
 
 RESERVED = 32
 
@@ -50,16 +49,10 @@ class Limited:
 
         self.proc = subprocess.Popen(prefix + args, stdout=self.log, stderr=subprocess.STDOUT,
                                      preexec_fn=limit)
-        deadline = time.monotonic() + 10
-        while self.proc.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"{kind} did not start listening")
-                time.sleep(0.02)
+        # a server refusing to start exits: the test reads its status
+        if not wait_listening(self.proc, self.port) and self.proc.poll() is None:
+            self.stop()
+            raise RuntimeError(f"{kind} did not start listening")
 
     def client(self):
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10,
