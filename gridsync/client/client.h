@@ -158,6 +158,7 @@ struct gs_client {
     bool denied;           /* protected-mode: answered DENIED at its first request (node.c) */
     struct gs_subscriber *sub; /* Pub/Sub subscriptions; NULL if none ever (commands/pubsub.h) */
     bool no_evict;             /* CLIENT NO-EVICT ON */
+    bool monitor;              /* sent MONITOR (commands/monitor.h) */
     /* CLIENT REPLY OFF / SKIP: gs_execute drops the replies of the
      * commands concerned (Redis's CLIENT_REPLY_OFF / _SKIP / _SKIP_NEXT). */
     bool reply_off, reply_skip, reply_skip_next;

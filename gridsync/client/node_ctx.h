@@ -161,6 +161,11 @@ struct gs_node {
     struct gs_watch_table watches;                /* WATCHed keys (gridsync/commands/multi.h) */
     struct gs_cmd_stats cmdstats;                 /* INFO commandstats/errorstats/latencystats */
     struct gs_pubsub *pubsub;                     /* channels and subscribers (commands/pubsub.h) */
+    /* MONITOR's clients, in arrival order, and the line fed to them
+     * (commands/monitor.h) */
+    struct gs_client **monitors;
+    size_t nmonitors, monitors_cap;
+    struct core_buf monitor_line;
     struct gs_slowlog *slowlog;   /* SLOWLOG and LATENCY records (commands/slowlog.h) */
     const char **cmd_names;       /* gs_commands[i].name, for cmdstats' INFO */
     struct gs_metrics *metrics;   /* --metrics-port's endpoint; NULL when off */

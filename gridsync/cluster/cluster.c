@@ -37,6 +37,7 @@
 #include "gridsync/client/blocking.h"
 #include "gridsync/client/node_ctx.h"
 #include "gridsync/commands/commands.h"
+#include "gridsync/commands/monitor.h"
 #include "gridsync/commands/multi.h"
 #include "gridsync/cluster/membership.h"
 #include "gridsync/cluster/raft_glue.h"
@@ -750,8 +751,12 @@ static bool serve_at_leader(struct gs_cluster *cl, struct cgroup *grp, struct gs
     }
     if (!gs_group_is_leader(grp->raft))
         return false;
-    if (write)
+    if (write) {
+        /* shown where the client sent it (commands/monitor.h) */
+        if (gs_monitor_active(cl->node))
+            gs_monitor_feed(c, cmd, NULL, argc, argv);
         return gs_cl_propose(cl, grp, c, slot, argc, argv);
+    }
     if (!gs_fsm_read_now(gs_group_fsm(grp->raft),
                          (enum gs_read_mode)cl->node->cfg.cluster_read_mode)) {
         c->asking = asking; /* for the replay */

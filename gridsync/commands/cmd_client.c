@@ -47,6 +47,8 @@ static void client_line(struct gs_node *n, struct core_conn *conn, struct core_b
         *f++ = 'b';
     if (c && c->multi.watch_dirty)
         *f++ = 'd';
+    if (c && c->monitor)
+        *f++ = 'O';
     if (f == flags)
         *f++ = 'N';
     *f = 0;

@@ -304,3 +304,19 @@ void gs_cmd_hello(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_bulk_cstr(w, "modules");
     gs_reply_array(w, 0);
 }
+
+const struct gs_arg *gs_redact_secrets(size_t argc, const struct gs_arg *argv,
+                                       struct gs_arg shown[8])
+{
+    static const struct gs_arg redacted = {"(redacted)", 10};
+    if (argc > 8 || !(gs_arg_is(&argv[0], "auth") || gs_arg_is(&argv[0], "hello")))
+        return argv;
+    bool auth = gs_arg_is(&argv[0], "auth");
+    for (size_t i = 0; i < argc; i++) {
+        bool secret = auth ? i > 0
+                           : (i >= 2 && gs_arg_is(&argv[i - 1], "auth")) ||
+                                 (i >= 3 && gs_arg_is(&argv[i - 2], "auth"));
+        shown[i] = secret ? redacted : argv[i];
+    }
+    return shown;
+}

@@ -36,6 +36,12 @@ struct gs_subcommand {
     const char *fullname; /* "client|list": arity errors and CLIENT LIST's cmd= */
 };
 
+/* Redis's redactClientCommandArgument, for what SLOWLOG and MONITOR
+ * show: AUTH's arguments and HELLO's AUTH user and password become
+ * "(redacted)". Returns argv, or `shown` (8 entries) holding the copy. */
+const struct gs_arg *gs_redact_secrets(size_t argc, const struct gs_arg *argv,
+                                       struct gs_arg shown[8]);
+
 /* "ERR unknown subcommand '<sub>'. Try <cmd> HELP." */
 void gs_unknown_subcommand(struct gs_client *c, const struct gs_arg *sub, const char *cmd);
 

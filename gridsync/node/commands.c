@@ -4,6 +4,7 @@
  * 7.0's commands.def, so clients that read COMMAND see the same shapes.
  */
 #include "gridsync/commands/commands.h"
+#include "gridsync/commands/monitor.h"
 
 #define R  GS_CMD_READONLY
 #define W  GS_CMD_WRITE
@@ -200,6 +201,7 @@ const struct gs_command gs_commands[] = {
     {"ssubscribe", -2, NS | L | S, gs_cmd_ssubscribe, 1, -1, 1, "pubsub", "Listen for messages published to the given shard channels", "7.0.0"},
     {"sunsubscribe", -1, NS | L | S, gs_cmd_sunsubscribe, 1, -1, 1, "pubsub", "Stop listening for messages posted to the given shard channels", "7.0.0"},
     {"spublish", 3, L | S | F, gs_cmd_spublish, 1, 1, 1, "pubsub", "Post a message to a shard channel", "7.0.0"},
+    {"monitor", 1, A | NS | L | S, gs_cmd_monitor, 0, 0, 0, "server", "Listen for all requests received by the server in real time", "1.0.0"},
     {"slowlog", -2, A | L | S, gs_cmd_slowlog, 0, 0, 0, "server", "A container for slow log commands", "2.2.12"},
     {"latency", -2, A | NS | L | S, gs_cmd_latency, 0, 0, 0, "server", "A container for latency diagnostics commands", "2.8.13"},
     /* cluster (cmd_cluster.c) */

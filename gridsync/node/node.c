@@ -21,6 +21,8 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "gridsync/client/blocking.h"
+#include "gridsync/commands/cmd_server.h"
+#include "gridsync/commands/monitor.h"
 #include "gridsync/commands/pubsub.h"
 #include "gridsync/commands/slowlog.h"
 #include "gridsync/node/metrics.h"
@@ -240,6 +242,11 @@ static void execute(struct gs_client *c, size_t argc, struct gs_arg *argv)
         }
         c->authenticated = true; /* the password was removed meanwhile */
     }
+    if (__builtin_expect(c->monitor, 0) && gs_monitor_refuses(c, cmd)) {
+        gs_command_rejected(n, cmd);
+        gs_multi_flag_error(&c->multi);
+        return;
+    }
     /* RESP2 subscribed mode allows only the subscription commands (before
      * the features: cluster mode would otherwise run a keyed command). */
     if (c->sub && gs_pubsub_refuses(c, cmd)) {
@@ -274,23 +281,12 @@ void gs_command_rejected(struct gs_node *n, const struct gs_command *cmd)
 /* Out of the hot path: Redis's slowlogPushCurrentCommand (EXEC is
  * skipped there too: CMD_SKIP_SLOWLOG; its commands are logged). */
 static __attribute__((noinline)) void slow_command(struct gs_client *c, uint64_t usec, size_t argc,
-                                                   struct gs_arg *argv)
+                                                   const struct gs_arg *argv)
 {
     struct gs_node *n = c->node;
-    /* Redis's redactClientCommandArgument: AUTH's arguments and HELLO's
-     * AUTH user and password never reach the log. */
+    /* AUTH's and HELLO's secrets never reach the log. */
     struct gs_arg shown[8];
-    static const struct gs_arg redacted = {"(redacted)", 10};
-    if (argc <= 8 && (gs_arg_is(&argv[0], "auth") || gs_arg_is(&argv[0], "hello"))) {
-        bool auth = gs_arg_is(&argv[0], "auth");
-        for (size_t i = 0; i < argc; i++) {
-            bool secret = auth ? i > 0
-                               : (i >= 2 && gs_arg_is(&argv[i - 1], "auth")) ||
-                                     (i >= 3 && gs_arg_is(&argv[i - 2], "auth"));
-            shown[i] = secret ? redacted : argv[i];
-        }
-        argv = shown;
-    }
+    argv = gs_redact_secrets(argc, argv, shown);
     gs_slowlog_push(n->slowlog, (size_t)n->cfg.slowlog_max_len, gs_node_now_ms(n) / 1000, usec,
                     argc, argv, c->conn ? core_conn_peer(c->conn) : "", c->name);
 }
@@ -311,6 +307,11 @@ void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, str
     cmd->fn(c, argc, argv);
     uint64_t ns = core_now_ns() - t0;
     bool failed = n->shared.stats.error_replies != errors;
+    /* Redis's call() feeds the monitors once the command has run (not
+     * for a subcommand refused by its arity or unknown). */
+    if (__builtin_expect(gs_monitor_active(n), 0) &&
+        (c->sub_verdict == GS_SUB_NONE || c->sub_verdict == GS_SUB_RAN))
+        gs_monitor_feed(c, cmd, c->sub_verdict == GS_SUB_RAN ? c->sub_stat : NULL, argc, argv);
     switch (c->sub_verdict) {
     case GS_SUB_NONE:
         gs_cmd_stats_call(&n->cmdstats, (size_t)(cmd - gs_commands), ns, failed);
@@ -393,6 +394,7 @@ static void on_close(struct core_conn *conn)
             n->features[i].ops->client_closed(n->features[i].self, c);
     gs_multi_client_closed(c);
     gs_pubsub_client_closed(c);
+    gs_monitor_client_closed(c);
     gs_blocking_client_closed(c);
     gs_resp_parser_free(&c->parser);
     free(c->name);
@@ -716,6 +718,7 @@ fail_stats:
     gs_cmd_stats_free(&n->cmdstats);
     free(n->cmd_names);
     gs_pubsub_free(n->pubsub);
+    gs_monitor_free(n);
     gs_slowlog_free(n->slowlog);
     free(n);
     return rc;
@@ -771,6 +774,7 @@ void gs_node_free(struct gs_node *n)
     gs_cmd_stats_free(&n->cmdstats);
     free(n->cmd_names);
     gs_pubsub_free(n->pubsub);
+    gs_monitor_free(n);
     gs_slowlog_free(n->slowlog);
     free(n);
 }
