@@ -753,7 +753,7 @@ static bool serve_at_leader(struct gs_cluster *cl, struct cgroup *grp, struct gs
         return false;
     if (write) {
         /* shown where the client sent it (commands/monitor.h) */
-        if (gs_monitor_active(cl->node))
+        if (cl->node->nmonitors)
             gs_monitor_feed(c, cmd, NULL, argc, argv);
         return gs_cl_propose(cl, grp, c, slot, argc, argv);
     }

@@ -55,11 +55,6 @@ static bool shown(const struct gs_command *cmd, const char *sub)
     return true;
 }
 
-bool gs_monitor_active(const struct gs_node *n)
-{
-    return n->nmonitors != 0;
-}
-
 void gs_cmd_monitor(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     (void)argc;

@@ -38,12 +38,10 @@ struct gs_node;
 void gs_cmd_monitor(struct gs_client *c, size_t argc, struct gs_arg *argv);
 
 /* Feed the command c ran (sub: the "container|sub" that ran, or NULL) to
- * every monitor, unless it is one that Redis never shows. */
+ * every monitor, unless it is one that Redis never shows. Callers test
+ * node->nmonitors first (the only cost when nobody monitors). */
 void gs_monitor_feed(struct gs_client *c, const struct gs_command *cmd, const char *sub,
                      size_t argc, const struct gs_arg *argv);
-
-/* Whether anybody monitors node n (the test before gs_monitor_feed). */
-bool gs_monitor_active(const struct gs_node *n);
 
 /* Refuse cmd for a monitoring client (error replied): true when it
  * touches the keyspace. */

@@ -309,7 +309,7 @@ void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, str
     bool failed = n->shared.stats.error_replies != errors;
     /* Redis's call() feeds the monitors once the command has run (not
      * for a subcommand refused by its arity or unknown). */
-    if (__builtin_expect(gs_monitor_active(n), 0) &&
+    if (__builtin_expect(n->nmonitors != 0, 0) &&
         (c->sub_verdict == GS_SUB_NONE || c->sub_verdict == GS_SUB_RAN))
         gs_monitor_feed(c, cmd, c->sub_verdict == GS_SUB_RAN ? c->sub_stat : NULL, argc, argv);
     switch (c->sub_verdict) {
