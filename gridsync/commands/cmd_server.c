@@ -10,6 +10,8 @@
  */
 #include "gridsync/commands/cmd_server.h"
 
+#include "gridsync/commands/monitor.h"
+#include "gridsync/commands/multi.h"
 #include "gridsync/commands/pubsub.h"
 
 #include "core/error.h"
@@ -173,6 +175,34 @@ void gs_cmd_quit(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     gs_reply_ok(&c->w);
     core_conn_close_after_reply(c->conn);
+}
+
+/* Redis 7.0's resetCommand (clearClientConnectionState): the connection
+ * as it was when it opened, without closing it. */
+void gs_cmd_reset(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    (void)argc;
+    (void)argv;
+    struct gs_node *n = c->node;
+    gs_monitor_client_closed(c);
+    gs_multi_discard(c); /* the transaction and the watches */
+    gs_pubsub_client_closed(c);
+    if (c->conn) {
+        core_conn_set_output_limit(c->conn, -1, 0, 0); /* the normal class's again */
+        core_conn_set_no_evict(c->conn, false);
+    }
+    struct gs_db *db0 = &n->dbs[0];
+    db0->now_ms = c->db->now_ms;
+    c->db = db0;
+    c->w.proto = 2;
+    c->authenticated = !n->cfg.requirepass[0]; /* the default user again */
+    free(c->name);
+    c->name = NULL;
+    c->asking = c->readonly = c->no_evict = false;
+    /* CLIENT REPLY OFF and SKIP's next are cleared; a SKIP for this very
+     * command still drops its reply, as in Redis */
+    c->reply_off = c->reply_skip_next = false;
+    gs_reply_simple(&c->w, "RESET", 5);
 }
 
 void gs_cmd_shutdown(struct gs_client *c, size_t argc, struct gs_arg *argv)

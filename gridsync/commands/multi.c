@@ -263,7 +263,7 @@ void gs_multi_discard(struct gs_client *c)
 bool gs_multi_runs_now(const struct gs_command *cmd)
 {
     return cmd->fn == gs_cmd_exec || cmd->fn == gs_cmd_discard || cmd->fn == gs_cmd_multi ||
-           cmd->fn == gs_cmd_watch || cmd->fn == gs_cmd_quit;
+           cmd->fn == gs_cmd_watch || cmd->fn == gs_cmd_quit || cmd->fn == gs_cmd_reset;
 }
 
 bool gs_multi_queue(struct gs_client *c, const struct gs_command *cmd, size_t argc,

@@ -181,6 +181,7 @@ const struct gs_command gs_commands[] = {
     {"auth", -2, NS | L | S | F | NA, gs_cmd_auth, 0, 0, 0, "connection", "Authenticate to the server", "1.0.0"},
     {"hello", -1, NS | L | S | F | NA, gs_cmd_hello, 0, 0, 0, "connection", "Handshake with Redis", "6.0.0"},
     {"quit", -1, NS | L | S | F | NA, gs_cmd_quit, 0, 0, 0, "connection", "Close the connection", "1.0.0"},
+    {"reset", 1, NS | L | S | F | NA, gs_cmd_reset, 0, 0, 0, "connection", "Reset the connection", "6.2.0"},
     {"client", -2, NS | L | S, gs_cmd_client, 0, 0, 0, "connection", "A container for client connection commands", "2.4.0"},
     {"info", -1, L | S, gs_cmd_info, 0, 0, 0, "server", "Get information and statistics about the server", "1.0.0"},
     {"config", -2, A | NS | L | S, gs_cmd_config, 0, 0, 0, "server", "A container for server configuration commands", "2.0.0"},
