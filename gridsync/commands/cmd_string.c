@@ -603,3 +603,168 @@ void gs_cmd_setrange(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_store_signal_modified(s, e); /* written in place: WATCH must see it */
     gs_reply_int(&c->w, (int64_t)(need > old ? need : old));
 }
+
+/* Redis 7.0's lcsCommand: the longest common subsequence of two strings,
+ * by the dynamic-programming table of LCS lengths (O(|a|·|b|) time and
+ * 4·(|a|+1)·(|b|+1) bytes of transient memory, refused above
+ * proto-max-bulk-len as Redis refuses it), walked back from the end for
+ * the string and the matching ranges. Replies as Redis's, range order
+ * (last first) included. */
+struct lcs_range {
+    uint32_t a0, a1, b0, b1;
+};
+
+void gs_cmd_lcs(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    struct gs_entry *ea = gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, 0);
+    struct gs_entry *eb = gs_store_lookup(c->db->store, argv[2].p, argv[2].len, c->db->now_ms, 0);
+    if ((ea && gs_entry_type(ea) != GS_TYPE_STRING) ||
+        (eb && gs_entry_type(eb) != GS_TYPE_STRING)) {
+        gs_error(c, "ERR The specified keys must contain string values");
+        return;
+    }
+    bool getlen = false, getidx = false, withmatchlen = false;
+    int64_t minmatchlen = 0;
+    for (size_t j = 3; j < argc; j++) {
+        size_t more = argc - 1 - j;
+        if (gs_arg_is(&argv[j], "idx")) {
+            getidx = true;
+        } else if (gs_arg_is(&argv[j], "len")) {
+            getlen = true;
+        } else if (gs_arg_is(&argv[j], "withmatchlen")) {
+            withmatchlen = true;
+        } else if (gs_arg_is(&argv[j], "minmatchlen") && more) {
+            if (!gs_arg_int(c, &argv[j + 1], &minmatchlen, NULL))
+                return;
+            if (minmatchlen < 0)
+                minmatchlen = 0;
+            j++;
+        } else {
+            gs_error_syntax(c);
+            return;
+        }
+    }
+    if (getidx && getlen) {
+        gs_error(c, "ERR If you want both the length and indexes, please just use IDX.");
+        return;
+    }
+    size_t la = 0, lb = 0;
+    const char *a = ea ? gs_entry_value(ea, &la) : "";
+    const char *b = eb ? gs_entry_value(eb, &lb) : "";
+    if (la >= UINT32_MAX - 1 || lb >= UINT32_MAX - 1) {
+        gs_error(c, "ERR String too long for LCS");
+        return;
+    }
+    uint32_t alen = (uint32_t)la, blen = (uint32_t)lb;
+    unsigned long long cells = (unsigned long long)(alen + 1) * (blen + 1);
+    unsigned long long bytes = cells * sizeof(uint32_t);
+    uint32_t *lcs = NULL;
+    if (bytes < SIZE_MAX && bytes / cells == sizeof(uint32_t)) {
+        if (bytes > (unsigned long long)c->shared->proto_max_bulk_len) {
+            gs_error(c, "ERR Insufficient memory, transient memory for LCS exceeds "
+                        "proto-max-bulk-len");
+            return;
+        }
+        lcs = malloc((size_t)bytes);
+    }
+    if (!lcs) {
+        gs_error(c, "ERR Insufficient memory, failed allocating transient memory for LCS");
+        return;
+    }
+#define LCS(A, B) lcs[(size_t)(B) + (size_t)(A) * (blen + 1)]
+    for (uint32_t i = 0; i <= alen; i++) {
+        for (uint32_t j = 0; j <= blen; j++) {
+            if (i == 0 || j == 0)
+                LCS(i, j) = 0;
+            else if (a[i - 1] == b[j - 1])
+                LCS(i, j) = LCS(i - 1, j - 1) + 1;
+            else
+                LCS(i, j) = LCS(i - 1, j) > LCS(i, j - 1) ? LCS(i - 1, j) : LCS(i, j - 1);
+        }
+    }
+    uint32_t total = LCS(alen, blen), idx = total;
+    bool computelcs = getidx || !getlen;
+    char *result = computelcs ? malloc(total ? total : 1) : NULL;
+    struct lcs_range *ranges = NULL;
+    size_t nranges = 0, cap = 0;
+    if (computelcs && !result) {
+        free(lcs);
+        gs_error_oom(c);
+        return;
+    }
+    uint32_t as = alen, ae = 0, bs = 0, be = 0; /* as == alen: no range open */
+    uint32_t i = alen, j = blen;
+    while (computelcs && i > 0 && j > 0) {
+        bool emit = false;
+        if (a[i - 1] == b[j - 1]) {
+            result[idx - 1] = a[i - 1];
+            if (as == alen) {
+                as = ae = i - 1;
+                bs = be = j - 1;
+            } else if (as == i && bs == j) { /* contiguous: extend backwards */
+                as--;
+                bs--;
+            } else {
+                emit = true;
+            }
+            if (as == 0 || bs == 0)
+                emit = true;
+            idx--;
+            i--;
+            j--;
+        } else {
+            if (LCS(i - 1, j) > LCS(i, j - 1))
+                i--;
+            else
+                j--;
+            if (as != alen)
+                emit = true;
+        }
+        uint32_t match_len = ae - as + 1;
+        if (emit) {
+            if (getidx && (minmatchlen == 0 || match_len >= (uint64_t)minmatchlen)) {
+                if (nranges == cap) {
+                    size_t ncap = cap ? cap * 2 : 16;
+                    struct lcs_range *r = realloc(ranges, ncap * sizeof(*r));
+                    if (!r) {
+                        free(ranges);
+                        free(result);
+                        free(lcs);
+                        gs_error_oom(c);
+                        return;
+                    }
+                    ranges = r;
+                    cap = ncap;
+                }
+                ranges[nranges++] = (struct lcs_range){as, ae, bs, be};
+            }
+            as = alen;
+        }
+    }
+#undef LCS
+    free(lcs);
+    if (getidx) {
+        gs_reply_map(&c->w, 2);
+        gs_reply_bulk_cstr(&c->w, "matches");
+        gs_reply_array(&c->w, nranges);
+        for (size_t k = 0; k < nranges; k++) {
+            gs_reply_array(&c->w, withmatchlen ? 3 : 2);
+            gs_reply_array(&c->w, 2);
+            gs_reply_int(&c->w, ranges[k].a0);
+            gs_reply_int(&c->w, ranges[k].a1);
+            gs_reply_array(&c->w, 2);
+            gs_reply_int(&c->w, ranges[k].b0);
+            gs_reply_int(&c->w, ranges[k].b1);
+            if (withmatchlen)
+                gs_reply_int(&c->w, (int64_t)ranges[k].a1 - ranges[k].a0 + 1);
+        }
+        gs_reply_bulk_cstr(&c->w, "len");
+        gs_reply_int(&c->w, total);
+    } else if (getlen) {
+        gs_reply_int(&c->w, idx);
+    } else {
+        gs_reply_bulk(&c->w, result, total);
+    }
+    free(ranges);
+    free(result);
+}

@@ -40,6 +40,7 @@ const struct gs_command gs_commands[] = {
     {"append", 3, W | M | F, gs_cmd_append, 1, 1, 1, "string", "Append a value to a key", "2.0.0"},
     {"strlen", 2, R | F, gs_cmd_strlen, 1, 1, 1, "string", "Get the length of the value stored in a key", "2.2.0"},
     {"getrange", 4, R, gs_cmd_getrange, 1, 1, 1, "string", "Get a substring of the string stored at a key", "2.4.0"},
+    {"lcs", -3, R, gs_cmd_lcs, 1, 2, 1, "string", "Find longest common substring", "7.0.0"},
     {"substr", 4, R, gs_cmd_getrange, 1, 1, 1, "string", "Get a substring of the string stored at a key", "1.0.0"},
     {"setrange", 4, W | M, gs_cmd_setrange, 1, 1, 1, "string", "Overwrite part of a string at key starting at the specified offset", "2.2.0"},
     /* bitmaps (cmd_bits.c) */
