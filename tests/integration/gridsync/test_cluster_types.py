@@ -176,3 +176,83 @@ def test_sorted_sets_in_snapshots_after_restart(make_cluster):
     assert r.zrank("{zs}:big", "member300") == 300
     assert r.object("encoding", "{zs}:big") == "skiplist"
     rc.close()
+
+
+def replica_states(c, keys, marker, value="1"):
+    """Every node's view of keys (READONLY reads) once it has applied the
+    write of marker (a later entry of the same group, so the entries
+    before it are applied too)."""
+    states = []
+    for nd in c.nodes:
+        r = nd.client()
+        r.execute_command("READONLY")
+        deadline = time.monotonic() + 30
+        while r.get(marker) != value.encode():
+            assert time.monotonic() < deadline, f"node {nd.port} never applied {marker}"
+            time.sleep(0.02)
+        states.append({k: sorted(r.smembers(k)) for k in keys})
+    return states
+
+
+def test_spop_pops_the_same_members_on_every_replica(make_cluster):
+    """SPOP picks at random, and a big set's hash table is laid out
+    differently on every node: applied as "SPOP key" on each replica it
+    popped different members there (three replicas, three contents). The
+    leader now proposes its picks with the command; a transaction's SPOP
+    and a pick overtaken by another client's write use a pick that depends
+    only on the set's contents. Either way every replica holds the same
+    members afterwards, and what SPOP answered is gone from all of them."""
+    c = make_cluster(3)
+    c.wait_settled()
+    rc = c.rc()
+    big, small, txn = "{sp}big", "{sp}small", "{sp}txn"
+    rc.sadd(big, *range(2000), "a", "b")  # strings: a hash table
+    rc.sadd(small, *range(100))  # an intset
+    popped, popped_small = [], []
+    for i in range(150):
+        popped.append(rc.spop(big))
+        popped.extend(rc.spop(big, i % 7))
+        if i < 99:
+            popped_small.append(rc.spop(small))
+    assert len(set(popped)) == len(popped) == 150 + sum(i % 7 for i in range(150))
+    owner = owner_of(c, big)
+    r = owner.client()
+    p = r.pipeline(transaction=True)
+    p.sadd(txn, *range(300), "x")
+    p.spop(txn)
+    p.spop(txn, 20)
+    res = p.execute()
+    assert len(res[2]) == 20 and res[1] not in res[2]
+    popped_txn = {res[1], *res[2]}
+    # Another client's write overtakes the leader's picks: SREM and SPOP
+    # sent at once on two connections (the leader picks from what it has
+    # applied, so its picks are mostly among the members SREM removes).
+    race = "{sp}race"
+    a, b = owner.client(), owner.client()
+    first = set(b"m1 m2 m3".split())
+    for i in range(100):
+        rc.sadd(race, *(f"m{j}" for j in range(1, 7)))
+        conn_a = a.connection_pool.get_connection("SREM")
+        conn_b = b.connection_pool.get_connection("SPOP")
+        conn_a.send_command("SREM", race, "m1", "m2", "m3")
+        conn_b.send_command("SPOP", race, "2")
+        removed, got = conn_a.read_response(), conn_b.read_response()
+        a.connection_pool.release(conn_a)
+        b.connection_pool.release(conn_b)
+        # Either order is linearizable; nothing else is.
+        assert len(set(got)) == 2, got
+        assert (removed == 3 and not set(got) & first) or \
+            removed == 3 - len(set(got) & first), (removed, got)
+        rc.set("{sp}marker", str(i))
+        left = replica_states(c, [race], "{sp}marker", str(i))
+        assert left[0] == left[1] == left[2]
+        assert len(left[0][race]) == 6 - removed - 2 and not set(got) & set(left[0][race])
+        rc.delete(race)
+    rc.set("{sp}done", "1")
+    states = replica_states(c, [big, small, txn], "{sp}done")
+    assert states[0] == states[1] == states[2]
+    assert len(states[0][big]) == 2002 - len(popped)
+    assert not {x.encode() for x in popped} & set(states[0][big])
+    assert states[0][small] == sorted({str(i).encode() for i in range(100)} -
+                                      {x.encode() for x in popped_small})
+    assert len(states[0][txn]) == 301 - 21 and not popped_txn & set(states[0][txn])
