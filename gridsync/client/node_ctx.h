@@ -128,6 +128,7 @@ struct gs_config {
     int64_t set_max_intset_entries;
     int64_t zset_max_listpack_entries;
     int64_t zset_max_listpack_value;
+    int64_t hll_sparse_max_bytes;
 };
 
 struct gs_node {

@@ -172,6 +172,11 @@ const struct gs_command gs_commands[] = {
     {"zdiffstore", -4, W | M | MK, gs_cmd_zdiffstore, 1, 1, 1, "sorted-set", "Subtract multiple sorted sets and store the resulting sorted set in a new key", "6.2.0"},
     {"zintercard", -3, R | MK, gs_cmd_zintercard, 0, 0, 0, "sorted-set", "Intersect multiple sorted sets and return the cardinality of the result", "7.0.0"},
     {"zscan", -3, R, gs_cmd_zscan, 1, 1, 1, "sorted-set", "Incrementally iterate sorted sets elements and associated scores", "2.8.0"},
+    /* HyperLogLog (cmd_hll.c) */
+    {"pfadd", -2, W | M | F, gs_cmd_pfadd, 1, 1, 1, "hyperloglog", "Adds the specified elements to the specified HyperLogLog.", "2.8.9"},
+    {"pfcount", -2, R, gs_cmd_pfcount, 1, -1, 1, "hyperloglog", "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).", "2.8.9"},
+    {"pfmerge", -2, W | M, gs_cmd_pfmerge, 1, -1, 1, "hyperloglog", "Merge N different HyperLogLogs into a single one.", "2.8.9"},
+    {"pfdebug", 3, W | M | A, gs_cmd_pfdebug, 2, 2, 1, "hyperloglog", "Internal commands for debugging HyperLogLog values", "2.8.9"},
     /* introspection of values (cmd_server.c) */
     {"object", -2, R, gs_cmd_object, 2, 2, 1, "generic", "A container for object introspection commands", "2.2.3"},
     {"memory", -2, R, gs_cmd_memory, 2, 2, 1, "server", "A container for memory diagnostics commands", "4.0.0"},

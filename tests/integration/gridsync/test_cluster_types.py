@@ -256,3 +256,31 @@ def test_spop_pops_the_same_members_on_every_replica(make_cluster):
     assert states[0][small] == sorted({str(i).encode() for i in range(100)} -
                                       {x.encode() for x in popped_small})
     assert len(states[0][txn]) == 301 - 21 and not popped_txn & set(states[0][txn])
+
+
+def test_hyperloglogs_replicated_byte_for_byte(make_cluster):
+    """PFADD and PFMERGE go through the log and give every replica the same
+    bytes; PFCOUNT, a read at the leader, leaves the cached count unwritten
+    there, so it does not make the leader's copy differ."""
+    c = make_cluster(3)
+    c.wait_settled()
+    rc = c.rc()
+    for i in range(0, 6000, 50):
+        rc.pfadd("{hl}a", *(f"x{j}" for j in range(i, i + 50)))
+        rc.pfadd("{hl}b", *(f"y{j}" for j in range(i // 10, i // 10 + 5)))
+        if i % 1000 == 0:
+            assert rc.pfcount("{hl}a") > 0
+    rc.pfmerge("{hl}m", "{hl}a", "{hl}b")
+    assert abs(rc.pfcount("{hl}m") - 6600) < 200
+    rc.set("{hl}done", "1")
+    views = []
+    for nd in c.nodes:
+        r = nd.client()
+        r.execute_command("READONLY")
+        deadline = time.monotonic() + 30
+        while r.get("{hl}done") != b"1":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        views.append([r.get(k) for k in ("{hl}a", "{hl}b", "{hl}m")])
+    assert views[0] == views[1] == views[2]
+    assert views[0][0][4] == 0 and views[0][1][4] == 1  # dense, sparse
