@@ -63,7 +63,8 @@ gs_cmd_fn gs_cmd_get, gs_cmd_set, gs_cmd_setnx, gs_cmd_setex, gs_cmd_psetex, gs_
 gs_cmd_fn gs_cmd_expire, gs_cmd_pexpire, gs_cmd_expireat, gs_cmd_pexpireat, gs_cmd_ttl, gs_cmd_pttl,
     gs_cmd_persist;
 gs_cmd_fn gs_cmd_expiretime, gs_cmd_pexpiretime, gs_cmd_touch, gs_cmd_time;
-gs_cmd_fn gs_cmd_getbit, gs_cmd_setbit, gs_cmd_bitcount, gs_cmd_bitpos, gs_cmd_bitop;
+gs_cmd_fn gs_cmd_getbit, gs_cmd_setbit, gs_cmd_bitcount, gs_cmd_bitpos, gs_cmd_bitop,
+    gs_cmd_bitfield, gs_cmd_bitfield_ro;
 gs_cmd_fn gs_cmd_del, gs_cmd_unlink, gs_cmd_exists, gs_cmd_type, gs_cmd_rename, gs_cmd_renamenx,
     gs_cmd_copy, gs_cmd_keys, gs_cmd_scan, gs_cmd_randomkey, gs_cmd_dbsize, gs_cmd_flushdb,
     gs_cmd_select;

@@ -49,6 +49,8 @@ const struct gs_command gs_commands[] = {
     {"bitcount", -2, R, gs_cmd_bitcount, 1, 1, 1, "bitmap", "Count set bits in a string", "2.6.0"},
     {"bitpos", -3, R, gs_cmd_bitpos, 1, 1, 1, "bitmap", "Find first bit set or clear in a string", "2.8.7"},
     {"bitop", -4, W | M, gs_cmd_bitop, 2, -1, 1, "bitmap", "Perform bitwise operations between strings", "2.6.0"},
+    {"bitfield", -2, W | M, gs_cmd_bitfield, 1, 1, 1, "bitmap", "Perform arbitrary bitfield integer operations on strings", "3.2.0"},
+    {"bitfield_ro", -2, R | F, gs_cmd_bitfield_ro, 1, 1, 1, "bitmap", "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD", "6.0.0"},
     /* expiry */
     {"expire", -3, W | F, gs_cmd_expire, 1, 1, 1, "generic", "Set a key's time to live in seconds", "1.0.0"},
     {"pexpire", -3, W | F, gs_cmd_pexpire, 1, 1, 1, "generic", "Set a key's time to live in milliseconds", "2.6.0"},
