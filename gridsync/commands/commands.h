@@ -92,7 +92,12 @@ gs_cmd_fn gs_cmd_zadd, gs_cmd_zincrby, gs_cmd_zrem, gs_cmd_zcard, gs_cmd_zscore,
     gs_cmd_zdiffstore, gs_cmd_zintercard, gs_cmd_zscan, gs_cmd_bzpopmin, gs_cmd_bzpopmax,
     gs_cmd_bzmpop;                                                      /* cmd_zset.c */
 gs_cmd_fn gs_cmd_pfadd, gs_cmd_pfcount, gs_cmd_pfmerge, gs_cmd_pfdebug; /* cmd_hll.c */
-gs_cmd_fn gs_cmd_object, gs_cmd_memory;                                 /* cmd_object.c */
+gs_cmd_fn gs_cmd_sort, gs_cmd_sort_ro;                                  /* cmd_sort.c */
+
+/* SORT's keys (Redis's sortGetKeys): argv[1] and the last STORE's
+ * destination; as gs_command_keys. */
+long gs_sort_keys(size_t argc, const struct gs_arg *argv, size_t *pos, size_t cap);
+gs_cmd_fn gs_cmd_object, gs_cmd_memory; /* cmd_object.c */
 gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
 gs_cmd_fn gs_cmd_flushall, gs_cmd_move, gs_cmd_swapdb;                             /* cmd_keys.c */
 gs_cmd_fn gs_cmd_subscribe, gs_cmd_unsubscribe, gs_cmd_psubscribe, gs_cmd_punsubscribe,

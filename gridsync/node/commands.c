@@ -73,6 +73,8 @@ const struct gs_command gs_commands[] = {
     {"keys", 2, R, gs_cmd_keys, 0, 0, 0, "generic", "Find all keys matching the given pattern", "1.0.0"},
     {"scan", -2, R, gs_cmd_scan, 0, 0, 0, "generic", "Incrementally iterate the keys space", "2.8.0"},
     {"randomkey", 1, R, gs_cmd_randomkey, 0, 0, 0, "generic", "Return a random key from the keyspace", "1.0.0"},
+    {"sort", -2, W | M | MK, gs_cmd_sort, 1, 1, 1, "generic", "Sort the elements in a list, set or sorted set", "1.0.0"},
+    {"sort_ro", -2, R, gs_cmd_sort_ro, 1, 1, 1, "generic", "Sort the elements in a list, set or sorted set. Read-only variant of SORT.", "7.0.0"},
     {"dbsize", 1, R | F, gs_cmd_dbsize, 0, 0, 0, "server", "Return the number of keys in the selected database", "1.0.0"},
     {"flushdb", -1, W, gs_cmd_flushdb, 0, 0, 0, "server", "Remove all keys from the current database", "1.0.0"},
     {"flushall", -1, W, gs_cmd_flushall, 0, 0, 0, "server", "Remove all keys from all databases", "1.0.0"},
@@ -238,6 +240,8 @@ long gs_command_keys(const struct gs_command *cmd, size_t argc, const struct gs_
                      size_t *pos, size_t cap)
 {
     size_t n = 0;
+    if (cmd->fn == gs_cmd_sort)
+        return gs_sort_keys(argc, argv, pos, cap);
     if (cmd->first_key > 0 && (size_t)cmd->first_key < argc) {
         long lk = cmd->last_key < 0 ? (long)argc + cmd->last_key : cmd->last_key;
         size_t last = lk < 0 ? 0 : (size_t)lk;

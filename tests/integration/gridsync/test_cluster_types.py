@@ -4,6 +4,7 @@ leader has every acknowledged element), and they are in the snapshots a
 restarted node recovers from. The cluster harness is test_cluster.py's."""
 import time
 
+import pytest
 import redis
 
 from test_cluster import make_cluster  # noqa: F401  (the fixture)
@@ -284,3 +285,30 @@ def test_hyperloglogs_replicated_byte_for_byte(make_cluster):
         views.append([r.get(k) for k in ("{hl}a", "{hl}b", "{hl}m")])
     assert views[0] == views[1] == views[2]
     assert views[0][0][4] == 0 and views[0][1][4] == 1  # dense, sparse
+
+
+def test_sort_in_cluster_mode(make_cluster):
+    """SORT routes by its key and its STORE destination (CROSSSLOT when
+    they differ), a stored result goes through the log to every replica,
+    and BY/GET patterns are refused as Redis Cluster 7.0 refuses them."""
+    c = make_cluster(3)
+    c.wait_settled()
+    rc = c.rc()
+    rc.rpush("{so}src", 3, 1, 2)
+    assert rc.sort("{so}src") == ["1", "2", "3"]
+    assert rc.sort("{so}src", desc=True, store="{so}dst") == 3
+    with pytest.raises(redis.ResponseError, match="CROSSSLOT"):
+        owner_of(c, "{so}src").client().execute_command("SORT", "{so}src", "STORE", "other")
+    with pytest.raises(redis.ResponseError, match="BY option of SORT denied in Cluster mode."):
+        rc.sort("{so}src", by="w_*")
+    with pytest.raises(redis.ResponseError, match="GET option of SORT denied in Cluster mode."):
+        rc.sort("{so}src", get="#")
+    rc.set("{so}done", "1")
+    for nd in c.nodes:
+        r = nd.client()
+        r.execute_command("READONLY")
+        deadline = time.monotonic() + 30
+        while r.get("{so}done") != b"1":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert r.lrange("{so}dst", 0, -1) == [b"3", b"2", b"1"]
