@@ -85,7 +85,8 @@ static char *dup_bytes(const char *p, size_t len)
 {
     char *d = malloc(len + 1);
     if (d) {
-        memcpy(d, p, len);
+        if (len)
+            memcpy(d, p, len);
         d[len] = '\0';
     }
     return d;
@@ -125,7 +126,8 @@ static bool by_pattern(struct gs_client *c, const struct gs_arg *pat, const char
     core_buf_append(key, star + 1, postfixlen);
     if (key->oom)
         return false;
-    struct gs_entry *e = gs_store_lookup(c->db->store, key->data, key->len, c->db->now_ms, 0);
+    const char *k = key->len ? key->data : ""; /* "*" and an empty element: the key "" */
+    struct gs_entry *e = gs_store_lookup(c->db->store, k, key->len, c->db->now_ms, 0);
     if (!e)
         return false;
     if (fieldlen) {

@@ -93,6 +93,7 @@ gs_cmd_fn gs_cmd_zadd, gs_cmd_zincrby, gs_cmd_zrem, gs_cmd_zcard, gs_cmd_zscore,
     gs_cmd_bzmpop;                                                      /* cmd_zset.c */
 gs_cmd_fn gs_cmd_pfadd, gs_cmd_pfcount, gs_cmd_pfmerge, gs_cmd_pfdebug; /* cmd_hll.c */
 gs_cmd_fn gs_cmd_sort, gs_cmd_sort_ro;                                  /* cmd_sort.c */
+gs_cmd_fn gs_cmd_dump, gs_cmd_restore;                                  /* cmd_dump.c */
 
 /* SORT's keys (Redis's sortGetKeys): argv[1] and the last STORE's
  * destination; as gs_command_keys. */
