@@ -2,12 +2,14 @@
 like SET's (redis-py's RedisCluster writes, a leader is killed, the new
 leader has every acknowledged element), and they are in the snapshots a
 restarted node recovers from. The cluster harness is test_cluster.py's."""
+import subprocess
 import time
 
 import pytest
 import redis
 
 from test_cluster import make_cluster  # noqa: F401  (the fixture)
+from test_vs_redis import redis_port  # noqa: F401  (the fixture)
 
 
 def owner_of(c, key):
@@ -312,3 +314,34 @@ def test_sort_in_cluster_mode(make_cluster):
             assert time.monotonic() < deadline
             time.sleep(0.02)
         assert r.lrange("{so}dst", 0, -1) == [b"3", b"2", b"1"]
+
+
+def test_redis_cli_cluster_import_from_redis(make_cluster, redis_port):  # noqa: F811
+    """redis-cli --cluster import copies a Redis server's keys into the
+    cluster: Redis's MIGRATE sends each key's DUMP payload to the slot's
+    node as RESTORE-ASKING. Every type arrives whole, TTLs included."""
+    c = make_cluster(3)
+    c.wait_settled()
+    src = redis.Redis(port=redis_port)
+    src.flushall()
+    for i in range(60):
+        src.set(f"str:{i}", f"value {i}" * (i % 7 + 1))
+    src.hset("hash", mapping={f"f{i}": i for i in range(600)})
+    src.zadd("zset", {f"m{i}": i / 3 for i in range(200)})
+    src.rpush("list", *range(1000))
+    src.sadd("set", *range(50))
+    src.set("ttl", "soon", ex=1000)
+    out = subprocess.run(["redis-cli", "--cluster", "import", f"127.0.0.1:{c.nodes[0].port}",
+                          "--cluster-from", f"127.0.0.1:{redis_port}", "--cluster-copy"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    rc = c.rc()
+    for i in range(60):
+        assert rc.get(f"str:{i}") == f"value {i}" * (i % 7 + 1)
+    assert rc.hgetall("hash") == {f"f{i}": str(i) for i in range(600)}
+    assert rc.zrange("zset", 0, -1, withscores=True) == \
+        [(m.decode(), s) for m, s in src.zrange("zset", 0, -1, withscores=True)]
+    assert rc.lrange("list", 0, -1) == [str(i) for i in range(1000)]
+    assert rc.smembers("set") == {str(i) for i in range(50)}
+    assert 0 < rc.ttl("ttl") <= 1000
+    src.flushall()
