@@ -66,6 +66,7 @@ struct gs_blocked {
      * what came meanwhile: the timeout passed, CLIENT UNBLOCK (1: as a
      * timeout, 2: with an error). */
     bool pending, expired;
+    bool reply_zero; /* the spec's: a timeout answers :0 (WAIT) */
     int unblock_req;
     struct waiters *pending_q;
     int64_t deadline_ms;              /* 0: none */
@@ -313,6 +314,7 @@ int gs_block(struct gs_client *c, size_t argc, const struct gs_arg *argv,
     r->deadline_ms = spec->deadline_ms;
     r->first_key = spec->first_key;
     r->n_keys = spec->n_keys;
+    r->reply_zero = spec->reply_zero;
     r->seq = ++b->seq;
     r->heap_idx = SIZE_MAX;
     r->argc = argc;
@@ -435,8 +437,12 @@ static void on_resume(uv_timer_t *t)
 static void reply_timeout(struct gs_client *c)
 {
     /* Redis 7.0's replyToBlockedClientTimedOut: a null array for every
-     * list and sorted set command, BLMOVE included. */
-    gs_reply_null_array(&c->w);
+     * list and sorted set command, BLMOVE included; WAIT's count of
+     * replicas (none acknowledged: 0). */
+    if (c->blocked && c->blocked->reply_zero)
+        gs_reply_int(&c->w, 0);
+    else
+        gs_reply_null_array(&c->w);
 }
 
 static void on_timer(uv_timer_t *t)

@@ -12,7 +12,7 @@
  *   if (!gs_block_parse_timeout(c, &argv[argc - 1], &deadline)) return;
  *   ...try the non-blocking form on each key; return if it replied...
  *   if (gs_block_denied(c)) { reply as on a timeout; return; }
- *   struct gs_block_spec s = {GS_TYPE_LIST, 1, argc - 2, deadline, serve};
+ *   struct gs_block_spec s = {GS_TYPE_LIST, 1, argc - 2, deadline, serve, false};
  *   if (gs_block(c, argc, argv, &s)) gs_error_oom(c);
  *
  * Life of a blocked client (state of c->blocked):
@@ -84,6 +84,9 @@ struct gs_block_spec {
     size_t n_keys;       /*   ... n_keys of them (repeats count once) */
     int64_t deadline_ms; /* Unix ms (gs_block_parse_timeout); 0 = none */
     gs_block_serve_fn *serve;
+    /* A timeout (and CLIENT UNBLOCK) answers :0 instead of a null array:
+     * WAIT, which blocks on no key (n_keys 0) until its deadline. */
+    bool reply_zero;
 };
 
 /* Redis's getTimeoutFromObjectOrReply in seconds: a float ("0.5", "1e3");

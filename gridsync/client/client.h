@@ -102,6 +102,8 @@ struct gs_shared {
     unsigned n_dbs;
     int64_t databases;
     bool cluster_mode;
+    /* Cluster mode: the copies of each slot (WAIT counts the others). */
+    unsigned replication_factor;
 };
 
 /* What a database does on a read miss: read-through (origin/origin_node.h)

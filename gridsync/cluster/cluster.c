@@ -219,6 +219,7 @@ int gs_cluster_new(struct gs_cluster **out, struct gs_node *n)
                   ms->replicas, (long long)n->cfg.cluster_replicas);
     cl->version = ms->version;
     cl->replicas = ms->replicas;
+    n->shared.replication_factor = ms->replicas;
     const char *names[GS_RING_MAX_NODES];
     for (unsigned i = 0; i < ms->n; i++)
         names[i] = ms->nodes[i];

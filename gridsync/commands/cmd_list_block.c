@@ -24,7 +24,7 @@
 static void block_on(struct gs_client *c, size_t argc, struct gs_arg *argv, size_t first, size_t n,
                      int64_t deadline, gs_block_serve_fn *serve)
 {
-    struct gs_block_spec spec = {GS_TYPE_LIST, first, n, deadline, serve};
+    struct gs_block_spec spec = {GS_TYPE_LIST, first, n, deadline, serve, false};
     if (gs_block(c, argc, argv, &spec) != 0)
         gs_error_oom(c);
 }

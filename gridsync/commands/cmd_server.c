@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "gridsync/client/blocking.h"
 #include "gridsync/commands/glob.h"
 #include "gridsync/types/value.h"
 
@@ -169,6 +170,37 @@ void gs_cmd_time(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_array(&c->w, 2);
     gs_reply_bulk_int(&c->w, (int64_t)ts.tv_sec);
     gs_reply_bulk_int(&c->w, (int64_t)(ts.tv_nsec / 1000));
+}
+
+/* WAIT numreplicas timeout (Redis 7.0's waitCommand). A single node has
+ * no replicas: 0 at once when that is enough (or the client may not
+ * block), else after the timeout in milliseconds (0: never), or at
+ * CLIENT UNBLOCK. In cluster mode a write was acknowledged only once a
+ * majority of its group held it, so the other members that hold every
+ * write the client was answered number at least half the replication
+ * factor, rounded down: WAIT answers that count at once. */
+void gs_cmd_wait(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t want, timeout;
+    if (!gs_arg_int(c, &argv[1], &want, NULL) ||
+        !gs_arg_int(c, &argv[2], &timeout, "ERR timeout is not an integer or out of range"))
+        return;
+    if (timeout < 0) {
+        gs_error(c, "ERR timeout is negative");
+        return;
+    }
+    int64_t acked = c->shared->cluster_mode ? (int64_t)(c->shared->replication_factor / 2) : 0;
+    if (acked >= want || c->shared->cluster_mode || gs_block_denied(c)) {
+        gs_reply_int(&c->w, acked);
+        return;
+    }
+    /* A deadline past INT64_MAX is no deadline: Redis 7.0's sum wraps and
+     * the client waits for good too. */
+    int64_t deadline =
+        timeout && timeout <= INT64_MAX - c->db->now_ms ? c->db->now_ms + timeout : 0;
+    struct gs_block_spec s = {0, 0, 0, deadline, NULL, true};
+    if (gs_block(c, argc, argv, &s))
+        gs_error_oom(c);
 }
 
 void gs_cmd_quit(struct gs_client *c, size_t argc, struct gs_arg *argv)

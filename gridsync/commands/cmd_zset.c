@@ -865,7 +865,7 @@ static void block_zset(struct gs_client *c, size_t argc, struct gs_arg *argv, si
         gs_reply_null_array(&c->w);
         return;
     }
-    struct gs_block_spec spec = {GS_TYPE_ZSET, first, n, deadline, serve};
+    struct gs_block_spec spec = {GS_TYPE_ZSET, first, n, deadline, serve, false};
     if (gs_block(c, argc, argv, &spec) != 0)
         gs_error_oom(c);
 }

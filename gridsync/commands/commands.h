@@ -69,6 +69,7 @@ gs_cmd_fn gs_cmd_del, gs_cmd_unlink, gs_cmd_exists, gs_cmd_type, gs_cmd_rename, 
     gs_cmd_copy, gs_cmd_keys, gs_cmd_scan, gs_cmd_randomkey, gs_cmd_dbsize, gs_cmd_flushdb,
     gs_cmd_select;
 gs_cmd_fn gs_cmd_cluster, gs_cmd_readonly, gs_cmd_readwrite, gs_cmd_asking;
+gs_cmd_fn gs_cmd_wait;
 gs_cmd_fn gs_cmd_ping, gs_cmd_echo, gs_cmd_info, gs_cmd_config, gs_cmd_command, gs_cmd_auth,
     gs_cmd_hello, gs_cmd_quit, gs_cmd_reset, gs_cmd_shutdown, gs_cmd_client;
 gs_cmd_fn gs_cmd_hset, gs_cmd_hmset, gs_cmd_hsetnx, gs_cmd_hget, gs_cmd_hmget, gs_cmd_hdel,

@@ -190,6 +190,7 @@ const struct gs_command gs_commands[] = {
     /* connection and server */
     {"ping", -1, F | S, gs_cmd_ping, 0, 0, 0, "connection", "Ping the server", "1.0.0"},
     {"echo", 2, F, gs_cmd_echo, 0, 0, 0, "connection", "Echo the given string", "1.0.0"},
+    {"wait", 3, NS, gs_cmd_wait, 0, 0, 0, "generic", "Wait for the synchronous replication of all the write commands sent in the context of the current connection", "3.0.0"},
     {"time", 1, L | S | F, gs_cmd_time, 0, 0, 0, "server", "Return the current server time", "2.6.0"},
     {"auth", -2, NS | L | S | F | NA, gs_cmd_auth, 0, 0, 0, "connection", "Authenticate to the server", "1.0.0"},
     {"hello", -1, NS | L | S | F | NA, gs_cmd_hello, 0, 0, 0, "connection", "Handshake with Redis", "6.0.0"},

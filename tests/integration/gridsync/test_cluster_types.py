@@ -345,3 +345,16 @@ def test_redis_cli_cluster_import_from_redis(make_cluster, redis_port):  # noqa:
     assert rc.smembers("set") == {str(i) for i in range(50)}
     assert 0 < rc.ttl("ttl") <= 1000
     src.flushall()
+
+
+def test_wait_counts_the_majority_in_cluster_mode(make_cluster):
+    """An acknowledged write is on a majority of its group, so WAIT
+    answers at once with the other members that majority includes: 1 of
+    the 2 others at replication factor 3, whatever is asked."""
+    c = make_cluster(3)
+    c.wait_settled()
+    r = owner_of(c, "{w}k").client()
+    assert r.set("{w}k", "v")
+    assert r.execute_command("WAIT", "1", "0") == 1
+    assert r.execute_command("WAIT", "2", "100") == 1
+    assert r.execute_command("WAIT", "0", "0") == 1
