@@ -49,6 +49,7 @@ struct gs_scripting {
     struct gs_node *node;
     lua_State *L;
     uint64_t mem; /* bytes the Lua heap holds (the allocator's count) */
+    bool refused; /* the allocator refused to grow the heap since the last run */
     /* Redis's lua_client: runs the commands of redis.call. */
     struct gs_client client;
     struct core_buf out;
@@ -96,8 +97,10 @@ static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         return NULL;
     }
     uint64_t limit = (uint64_t)s->node->cfg.lua_memory_limit;
-    if (nsize > osize && limit > 0 && s->mem + (nsize - osize) > limit)
+    if (nsize > osize && limit > 0 && s->mem + (nsize - osize) > limit) {
+        s->refused = true;
         return NULL;
+    }
     void *p = realloc(ptr, nsize);
     if (!p)
         return NULL;
@@ -1058,9 +1061,12 @@ static void script_run(struct gs_scripting *s, struct gs_client *c, unsigned fla
         reply_errorf(c, "ERR Error running script %s, %.100s", s->sha,
                      lua_isstring(L, -1) ? lua_tostring(L, -1) : "execution failure");
         lua_pop(L, 1);
-        lua_gc(L, LUA_GCCOLLECT, 0);
     }
     lua_settop(L, 0);
+    if (s->refused) { /* what the failed script held is garbage now: free it */
+        lua_gc(L, LUA_GCCOLLECT, 0);
+        s->refused = false;
+    }
     s->caller = NULL;
     s->client.db = NULL;
     s->out.len = 0;
