@@ -212,8 +212,35 @@ ERRORS = [
 ]
 
 
+# Server commands from a script: allowed ones run on the script's client
+# (no connection), the others are refused before they run.
+SERVER = [
+    ("SET", "a", "abc"), ("SET", "b", "abd"),
+    E("return type(redis.call('info'))"), E("return type(redis.call('info','memory'))"),
+    E("return redis.call('command','count') > 100"), E("return redis.call('slowlog','len') >= 0"),
+    E("return redis.call('readonly')"), E("return redis.call('asking')"),
+    E("return redis.call('object','encoding','nokey')"), E("return redis.call('publish','ch','m')"),
+    E("return redis.call('pubsub','channels')"), E("return redis.call('time')[1] > 0"),
+    E("return redis.call('echo','x')"), E("return redis.call('lpush','l','a')"),
+    E("return redis.call('lmpop','1','l','left')"), E("return redis.call('lpush','l','a','b')"),
+    E("return redis.call('lmove','l','l2','left','right')"),
+    E("return redis.call('command','info','get')[1][1]"), E("return redis.call('lcs','a','b')"),
+    E("return redis.call('hello')"), E("return redis.call('reset')"), E("return redis.call('quit')"),
+    E("return redis.call('spublish','ch','m')"), E("return redis.call('ssubscribe','ch')"),
+    E("return redis.call('sunsubscribe','ch')"), E("return redis.call('unsubscribe','ch')"),
+    E("return redis.call('punsubscribe')"), E("return redis.call('discard')"),
+    E("return redis.call('exec')"), E("return redis.call('unwatch')"),
+    E("return redis.call('shutdown')"), E("return redis.call('latency','latest')"),
+    E("return redis.call('config','set','maxmemory','0')"),
+    E("return redis.call('swapdb','0','1')"), E("return redis.call('keys','*')"),
+    E("redis.call('swapdb','0','1'); return redis.call('flushdb')"), E("return redis.call('dbsize')"),
+    E("return redis.call('ping')"),
+]
+
+
 @pytest.mark.parametrize("resp3", [False, True])
-@pytest.mark.parametrize("cases", [CONVERSIONS, ERRORS], ids=["conversions", "errors"])
+@pytest.mark.parametrize("cases", [CONVERSIONS, ERRORS, SERVER],
+                         ids=["conversions", "errors", "server"])
 def test_fixed_cases_same_as_redis(pair, resp3, cases):  # noqa: F811
     fresh(pair, resp3)
     same(pair, *cases)
