@@ -36,8 +36,10 @@
 
 /* Push the Lua value of the one RESP2/RESP3 reply at p (well formed, as
  * the node's writer writes them; end bounds it). Returns the byte after
- * the reply. Raises a Lua error (lua_checkstack) on a reply nested deeper
- * than the Lua stack allows. */
+ * the reply. Raises a Lua error on a reply nested deeper than the Lua
+ * stack allows, one Lua cannot hold (a set member or map key that is
+ * null), or when Lua's memory runs out: call it where Lua errors are
+ * caught (redis.call runs inside the script's lua_pcall). */
 const char *gs_lua_push_reply(lua_State *L, const char *p, const char *end);
 
 /* Errors found in a script's result are written through this, so that

@@ -351,7 +351,7 @@ def test_random_scripts_same_as_redis(pair, seed, resp3):  # noqa: F811
     g, r = pair
     fresh(pair, resp3)
     rng = random.Random(seed)
-    for _ in range(150):
+    for _ in range(250):
         for cmd in random_setup(rng):
             assert g.cmd(*cmd)[:1] == r.cmd(*cmd)[:1]
         script = random_script(rng)
