@@ -166,6 +166,11 @@ struct gs_client {
      * Owned by client/blocking.h; the node parses no request of the
      * client while it is set. */
     struct gs_blocked *blocked;
+    /* Cluster mode: this client runs a log entry on a replica
+     * (cluster.c's gs_cl_apply_command), where a command must compute
+     * the same effect on every replica: SPOP then picks by the members'
+     * contents, not at random (cmd_set.h). */
+    bool replica_apply;
 };
 
 /* Report to the key_ready hook (struct gs_shared) that key (NULL: any

@@ -129,6 +129,7 @@ struct gs_config {
     int64_t set_max_intset_entries;
     int64_t zset_max_listpack_entries;
     int64_t zset_max_listpack_value;
+    int64_t hll_sparse_max_bytes;
     /* Lua scripting (gridsync/scripting/scripting.h). */
     int64_t busy_reply_threshold; /* ms; a script past it is logged (lua-time-limit) */
     int64_t lua_memory_limit;     /* bytes the Lua heap may hold; 0 = no bound */

@@ -36,6 +36,7 @@
 #include "core/log.h"
 #include "gridsync/client/blocking.h"
 #include "gridsync/client/node_ctx.h"
+#include "gridsync/commands/cmd_set.h"
 #include "gridsync/commands/commands.h"
 #include "gridsync/commands/monitor.h"
 #include "gridsync/commands/multi.h"
@@ -409,7 +410,15 @@ static void cluster_exec(void *ctx, struct gs_store *store, int64_t now_ms, unsi
         gs_cl_apply_txn(grp, store, now_ms, argv[0][0] == '3' ? 3 : 2, argv[2], argvlen[2], out);
         return;
     }
-    const struct gs_command *cmd = argc >= 2 ? gs_command_lookup(n, argv[1], argvlen[1]) : NULL;
+    /* A SPOP with the leader's picks (cmd_set.h): the key is argv[2]. */
+    static const struct gs_command spop_entry = {
+        "spop", -4, GS_CMD_WRITE | GS_CMD_FAST, gs_spop_apply, 1, 1, 1, "set", "", ""};
+    const struct gs_command *cmd = NULL;
+    if (argc >= 4 && argvlen[1] == sizeof(SPOP_ENTRY) - 1 &&
+        memcmp(argv[1], SPOP_ENTRY, argvlen[1]) == 0)
+        cmd = &spop_entry;
+    else if (argc >= 2)
+        cmd = gs_command_lookup(n, argv[1], argvlen[1]);
     if (cmd && grp->slot_state && cmd->first_key > 0 && (size_t)cmd->first_key + 1 < argc) {
         /* Checked again at apply time, against this group's log only: a
          * write proposed before the slot was blocked but ordered after the
@@ -470,6 +479,7 @@ void gs_cl_apply_command(struct cgroup *grp, struct gs_store *store, int64_t now
     fc.w.buf = &cl->xout;
     fc.w.proto = proto;
     fc.authenticated = true;
+    fc.replica_apply = true;
     fc.last_cmd = cmd->name;
     cmd->fn(&fc, argc, cl->xargv);
     core_buf_append(out, cl->xout.data, cl->xout.len);
@@ -666,6 +676,39 @@ bool gs_cl_propose(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *
     return gs_cl_propose_entry(cl, grp, c, slot, (unsigned)argc + 1, cl->pargv, cl->plen);
 }
 
+/* SPOP: proposed with the members this leader picks from the state it
+ * has applied, so that every replica pops the same ones (cmd_set.h). */
+static bool propose_spop(struct gs_cluster *cl, struct cgroup *grp, struct gs_client *c,
+                         unsigned slot, size_t argc, struct gs_arg *argv)
+{
+    struct gs_db *selected = c->db;
+    grp->db.now_ms = c->db->now_ms;
+    c->db = &grp->db;
+    struct core_buf bytes = {0};
+    struct gs_arg *hints;
+    long k = gs_spop_hints(c, argc, argv, &bytes, &hints);
+    c->db = selected;
+    if (k <= 0) { /* no pick needed, or no memory for one: replicas pick */
+        core_buf_free(&bytes);
+        return gs_cl_propose(cl, grp, c, slot, argc, argv);
+    }
+    struct gs_arg *a = malloc(((size_t)k + 3) * sizeof(*a));
+    bool done;
+    if (!a) {
+        done = gs_cl_propose(cl, grp, c, slot, argc, argv);
+    } else {
+        a[0] = (struct gs_arg){SPOP_ENTRY, sizeof(SPOP_ENTRY) - 1};
+        a[1] = argv[1];
+        a[2] = argc == 3 ? argv[2] : (struct gs_arg){"", 0};
+        memcpy(a + 3, hints, (size_t)k * sizeof(*a));
+        done = gs_cl_propose(cl, grp, c, slot, (size_t)k + 3, a);
+        free(a);
+    }
+    free(hints);
+    core_buf_free(&bytes);
+    return done;
+}
+
 /* The positions of cmd's keys (gs_command_keys) in *pos: stack (cap
  * entries) or, beyond, an array to free when it is not stack. Returns
  * their number (0: none or a malformed count), or -1 out of memory. */
@@ -755,6 +798,8 @@ static bool serve_at_leader(struct gs_cluster *cl, struct cgroup *grp, struct gs
         /* shown where the client sent it (commands/monitor.h) */
         if (cl->node->nmonitors)
             gs_monitor_feed(c, cmd, NULL, argc, argv);
+        if (cmd->fn == gs_cmd_spop)
+            return propose_spop(cl, grp, c, slot, argc, argv);
         return gs_cl_propose(cl, grp, c, slot, argc, argv);
     }
     if (!gs_fsm_read_now(gs_group_fsm(grp->raft),

@@ -41,6 +41,9 @@ struct gs_store;
  * batch (raft_batch.h's encoding, header fields zero) holding the queued
  * commands of one EXEC (cluster_txn.c). */
 #define TXN_ENTRY "gs.exec"
+/* The command name of a SPOP's entry: [SPOP_ENTRY, key, count ("" when
+ * none), member...], the members the leader picked (cmd_set.h). */
+#define SPOP_ENTRY "gs.spop"
 
 struct cnode {
     char name[GS_RING_NAME_MAX]; /* host:port, as in cluster-peers */

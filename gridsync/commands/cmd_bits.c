@@ -1,7 +1,7 @@
 /*
  * Bitmap commands on string values, following Redis 7.0's bitops.c:
  * GETBIT, SETBIT, BITCOUNT and BITPOS (with the BYTE|BIT range unit of
- * 7.0), BITOP. Same argument checks in the same order, same error texts.
+ * 7.0), BITOP, BITFIELD and BITFIELD_RO. Same argument checks in the same order, same error texts.
  *
  * Bit 0 is the most significant bit of the first byte. A missing key is
  * an empty string; SETBIT grows the value with zero bytes. Offsets are
@@ -359,4 +359,328 @@ void gs_cmd_bitop(struct gs_client *c, size_t argc, struct gs_arg *argv)
         return;
     }
     gs_reply_int(&c->w, (int64_t)maxlen);
+}
+
+/* ------------------------------------------------------------ BITFIELD */
+
+/* BITFIELD key [GET type offset] [SET type offset value] [INCRBY type
+ * offset increment] [OVERFLOW WRAP|SAT|FAIL] ..., and BITFIELD_RO (GET
+ * only), as Redis 7.0's bitfieldGeneric: every operation is parsed and
+ * checked before the key is looked up, then run in order. Integers of
+ * 1..64 bits (unsigned: 1..63) at any bit offset ("#n": n times the
+ * width), most significant bit first; a write grows the string with
+ * zero bytes to its farthest bit. */
+enum { BF_GET, BF_SET, BF_INCRBY };
+enum { BF_WRAP, BF_SAT, BF_FAIL };
+
+struct bf_op {
+    uint64_t offset;
+    int64_t value;
+    int opcode, overflow, bits;
+    bool sign;
+};
+
+/* Redis's getBitfieldTypeFromArgument: i1..i64 or u1..u63 (the width
+ * read as a C string, up to a NUL, as Redis reads it). */
+static bool bf_type(struct gs_client *c, const struct gs_arg *a, bool *sign, int *bits)
+{
+    static const char err[] = "ERR Invalid bitfield type. Use something like i16 u8. Note that "
+                              "u64 is not supported but i64 is.";
+    int64_t n;
+    if (a->len == 0 || (a->p[0] != 'i' && a->p[0] != 'u')) {
+        gs_error(c, err);
+        return false;
+    }
+    *sign = a->p[0] == 'i';
+    size_t len = strnlen(a->p + 1, a->len - 1);
+    if (!gs_string2ll(a->p + 1, len, &n) || n < 1 || n > (*sign ? 64 : 63)) {
+        gs_error(c, err);
+        return false;
+    }
+    *bits = (int)n;
+    return true;
+}
+
+/* Redis's getBitOffsetFromArgument with BITFIELD's "#n" form. */
+static bool bf_offset(struct gs_client *c, const struct gs_arg *a, int bits, uint64_t *out)
+{
+    bool hash = a->len > 0 && a->p[0] == '#';
+    int64_t v;
+    if (!gs_string2ll(a->p + hash, a->len - hash, &v)) {
+        gs_error(c, "ERR bit offset is not an integer or out of range");
+        return false;
+    }
+    if (hash)
+        v = (int64_t)((uint64_t)v * (uint64_t)bits);
+    if (v < 0 || (v >> 3) >= c->shared->proto_max_bulk_len) {
+        gs_error(c, "ERR bit offset is not an integer or out of range");
+        return false;
+    }
+    *out = (uint64_t)v;
+    return true;
+}
+
+static uint64_t bf_get_u(const unsigned char *p, uint64_t offset, int bits)
+{
+    uint64_t v = 0;
+    for (int j = 0; j < bits; j++) {
+        uint64_t bit = offset + (uint64_t)j;
+        v = v << 1 | ((p[bit >> 3] >> (7 - (bit & 7))) & 1);
+    }
+    return v;
+}
+
+static int64_t bf_get_i(const unsigned char *p, uint64_t offset, int bits)
+{
+    uint64_t v = bf_get_u(p, offset, bits);
+    if (bits < 64 && (v & ((uint64_t)1 << (bits - 1))))
+        v |= UINT64_MAX << bits; /* two's complement: extend the sign */
+    return (int64_t)v;
+}
+
+static void bf_put(unsigned char *p, uint64_t offset, int bits, uint64_t v)
+{
+    for (int j = 0; j < bits; j++) {
+        uint64_t bit = offset + (uint64_t)j;
+        unsigned mask = 1u << (7 - (bit & 7));
+        if ((v >> (bits - 1 - j)) & 1)
+            p[bit >> 3] |= (unsigned char)mask;
+        else
+            p[bit >> 3] &= (unsigned char)~mask;
+    }
+}
+
+/* Redis's checkUnsignedBitfieldOverflow: 0 when value + incr fits in
+ * bits, else 1 (over) or -1 (under) with *limit the result under WRAP
+ * or SAT (untouched under FAIL). */
+static int bf_overflow_u(uint64_t value, int64_t incr, int bits, int how, uint64_t *limit)
+{
+    uint64_t max = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    int64_t maxincr = (int64_t)(max - value), minincr = (int64_t)(0 - value);
+    int rc = 0;
+    if (value > max || (incr > 0 && incr > maxincr))
+        rc = 1;
+    else if (incr < 0 && incr < minincr)
+        rc = -1;
+    if (rc && how == BF_WRAP)
+        *limit = (value + (uint64_t)incr) & ~(UINT64_MAX << bits);
+    else if (rc && how == BF_SAT)
+        *limit = rc > 0 ? max : 0;
+    return rc;
+}
+
+/* Redis's checkSignedBitfieldOverflow, its arithmetic done unsigned
+ * where Redis's could overflow. */
+static int bf_overflow_i(int64_t value, int64_t incr, int bits, int how, int64_t *limit)
+{
+    int64_t max = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
+    int64_t min = -max - 1;
+    int64_t maxincr = (int64_t)((uint64_t)max - (uint64_t)value);
+    int64_t minincr = (int64_t)((uint64_t)min - (uint64_t)value);
+    int rc = 0;
+    if (value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr))
+        rc = 1;
+    else if (value < min || (bits != 64 && incr < minincr) ||
+             (value < 0 && incr < 0 && incr < minincr))
+        rc = -1;
+    if (rc && how == BF_WRAP) {
+        uint64_t s = (uint64_t)value + (uint64_t)incr;
+        if (bits < 64) {
+            uint64_t high = UINT64_MAX << bits;
+            s = (s & ((uint64_t)1 << (bits - 1))) ? s | high : s & ~high;
+        }
+        *limit = (int64_t)s;
+    } else if (rc && how == BF_SAT) {
+        *limit = rc > 0 ? max : min;
+    }
+    return rc;
+}
+
+/* Run a SET or INCRBY on p; replies the result, or null when FAIL
+ * refuses it. Returns whether the bits changed. */
+static bool bf_write(struct gs_client *c, unsigned char *p, const struct bf_op *op)
+{
+    int ov;
+    if (op->sign) {
+        int64_t old = bf_get_i(p, op->offset, op->bits), nv, wrapped = 0, ret;
+        if (op->opcode == BF_INCRBY) {
+            ov = bf_overflow_i(old, op->value, op->bits, op->overflow, &wrapped);
+            nv = ov ? wrapped : old + op->value;
+            ret = nv;
+        } else {
+            nv = op->value;
+            ov = bf_overflow_i(nv, 0, op->bits, op->overflow, &wrapped);
+            if (ov)
+                nv = wrapped;
+            ret = old;
+        }
+        if (ov && op->overflow == BF_FAIL) {
+            gs_reply_null(&c->w);
+            return false;
+        }
+        gs_reply_int(&c->w, ret);
+        bf_put(p, op->offset, op->bits, (uint64_t)nv);
+        return old != nv;
+    }
+    uint64_t old = bf_get_u(p, op->offset, op->bits), nv, wrapped = 0, ret;
+    if (op->opcode == BF_INCRBY) {
+        nv = old + (uint64_t)op->value;
+        ov = bf_overflow_u(old, op->value, op->bits, op->overflow, &wrapped);
+        if (ov)
+            nv = wrapped;
+        ret = nv;
+    } else {
+        nv = (uint64_t)op->value;
+        ov = bf_overflow_u(nv, 0, op->bits, op->overflow, &wrapped);
+        if (ov)
+            nv = wrapped;
+        ret = old;
+    }
+    if (ov && op->overflow == BF_FAIL) {
+        gs_reply_null(&c->w);
+        return false;
+    }
+    gs_reply_int(&c->w, (int64_t)ret);
+    bf_put(p, op->offset, op->bits, nv);
+    return old != nv;
+}
+
+static void bitfield(struct gs_client *c, size_t argc, struct gs_arg *argv, bool ro)
+{
+    size_t n = 0;
+    int overflow = BF_WRAP;
+    bool readonly = true;
+    uint64_t highest = 0;
+    /* At most one operation per 3 arguments: the array is bounded by argc. */
+    struct bf_op *ops = malloc((argc / 3 + 1) * sizeof(*ops));
+    if (!ops) {
+        gs_error_oom(c);
+        return;
+    }
+    for (size_t j = 2; j < argc; j++) {
+        size_t rest = argc - j - 1;
+        struct bf_op op = {0};
+        if (gs_arg_is(&argv[j], "get") && rest >= 2) {
+            op.opcode = BF_GET;
+        } else if (gs_arg_is(&argv[j], "set") && rest >= 3) {
+            op.opcode = BF_SET;
+        } else if (gs_arg_is(&argv[j], "incrby") && rest >= 3) {
+            op.opcode = BF_INCRBY;
+        } else if (gs_arg_is(&argv[j], "overflow") && rest >= 1) {
+            const struct gs_arg *t = &argv[++j];
+            if (gs_arg_is(t, "wrap")) {
+                overflow = BF_WRAP;
+            } else if (gs_arg_is(t, "sat")) {
+                overflow = BF_SAT;
+            } else if (gs_arg_is(t, "fail")) {
+                overflow = BF_FAIL;
+            } else {
+                gs_error(c, "ERR Invalid OVERFLOW type specified");
+                free(ops);
+                return;
+            }
+            continue;
+        } else {
+            gs_error_syntax(c);
+            free(ops);
+            return;
+        }
+        if (!bf_type(c, &argv[j + 1], &op.sign, &op.bits) ||
+            !bf_offset(c, &argv[j + 2], op.bits, &op.offset)) {
+            free(ops);
+            return;
+        }
+        if (op.opcode != BF_GET) {
+            readonly = false;
+            if (highest < op.offset + (uint64_t)op.bits - 1)
+                highest = op.offset + (uint64_t)op.bits - 1;
+            if (!gs_arg_int(c, &argv[j + 3], &op.value, NULL)) {
+                free(ops);
+                return;
+            }
+        }
+        op.overflow = overflow;
+        ops[n++] = op;
+        j += op.opcode == BF_GET ? 2 : 3;
+    }
+    bool wrong, grown = false;
+    struct gs_entry *e;
+    unsigned char *p = NULL;
+    size_t len = 0;
+    if (readonly) {
+        e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, 0, &wrong);
+        if (wrong) {
+            free(ops);
+            return;
+        }
+        if (e)
+            p = (unsigned char *)gs_entry_value(e, &len);
+    } else {
+        if (ro) {
+            free(ops);
+            gs_error(c, "ERR BITFIELD_RO only supports the GET subcommand");
+            return;
+        }
+        /* Redis's lookupStringForBitCommand: made, or grown with zeros, to
+         * hold the farthest bit written. */
+        struct gs_store *s = c->db->store;
+        e = gs_lookup_typed(c, &argv[1], GS_TYPE_STRING, GS_LOOKUP_WRITE, &wrong);
+        if (wrong) {
+            free(ops);
+            return;
+        }
+        if (!e) {
+            if (gs_store_set(s, argv[1].p, argv[1].len, "", 0, -1, &e)) {
+                free(ops);
+                gs_error_oom(c);
+                return;
+            }
+            grown = true;
+        }
+        size_t need = (size_t)(highest >> 3) + 1;
+        p = (unsigned char *)gs_entry_value(e, &len);
+        if (len < need) {
+            p = (unsigned char *)gs_store_resize_value(s, &e, need);
+            if (!p) {
+                free(ops);
+                gs_error_oom(c);
+                return;
+            }
+            memset(p + len, 0, need - len);
+            len = need;
+            grown = true;
+        }
+    }
+    gs_reply_array(&c->w, n);
+    bool changed = false;
+    for (size_t i = 0; i < n; i++) {
+        const struct bf_op *op = &ops[i];
+        if (op->opcode != BF_GET) {
+            changed |= bf_write(c, p, op);
+            continue;
+        }
+        /* A GET reads a zero-padded copy of the 9 bytes it may span. */
+        unsigned char buf[9] = {0};
+        uint64_t byte = op->offset >> 3;
+        for (uint64_t k = 0; k < 9 && p && byte + k < len; k++)
+            buf[k] = p[byte + k];
+        uint64_t at = op->offset - byte * 8;
+        if (op->sign)
+            gs_reply_int(&c->w, bf_get_i(buf, at, op->bits));
+        else
+            gs_reply_int(&c->w, (int64_t)bf_get_u(buf, at, op->bits));
+    }
+    if (changed || grown) /* WATCH sees what Redis signals */
+        gs_store_signal_modified(c->db->store, e);
+    free(ops);
+}
+
+void gs_cmd_bitfield(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    bitfield(c, argc, argv, false);
+}
+
+void gs_cmd_bitfield_ro(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    bitfield(c, argc, argv, true);
 }

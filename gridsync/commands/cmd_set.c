@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/hash.h"
+#include "gridsync/commands/cmd_set.h"
 #include "gridsync/commands/scan.h"
 #include "gridsync/client/client.h"
 #include "gridsync/commands/commands.h"
@@ -168,33 +170,271 @@ void gs_cmd_scard(struct gs_client *c, size_t argc, struct gs_arg *argv)
     gs_reply_int(&c->w, found ? (int64_t)gs_set_len(&o) : 0);
 }
 
-/* SPOP key [count] (Redis's spopCommand / spopWithCountCommand). */
-void gs_cmd_spop(struct gs_client *c, size_t argc, struct gs_arg *argv)
+/* SPOP's count: -1 for the form without one. False after replying the
+ * error (Redis's order: the count is checked before the key). */
+static bool spop_count(struct gs_client *c, size_t argc, const struct gs_arg *argv, int64_t *count)
 {
-    int64_t count = -1;
+    *count = -1;
     if (argc == 3) {
-        if (!gs_string2ll(argv[2].p, argv[2].len, &count) || count < 0) {
+        if (!gs_string2ll(argv[2].p, argv[2].len, count) || *count < 0) {
             gs_error(c, "ERR value is out of range, must be positive");
-            return;
+            return false;
         }
     } else if (argc > 3) {
         gs_error_syntax(c);
-        return;
+        return false;
     }
-    struct gs_obj o;
+    return true;
+}
+
+/* The key of a SPOP: set_write's answer, with the replies for no key and
+ * count 0 given; returns e only when members are to be popped. */
+static struct gs_entry *spop_key(struct gs_client *c, const struct gs_arg *key, int64_t count,
+                                 struct gs_obj *o)
+{
     bool wrong;
-    struct gs_entry *e = set_write(c, &argv[1], &o, &wrong);
+    struct gs_entry *e = set_write(c, key, o, &wrong);
     if (wrong)
-        return;
-    if (!e) {
+        return NULL;
+    if (!e || count == 0) {
         if (count >= 0)
             gs_reply_set(&c->w, 0);
         else
             gs_reply_null(&c->w);
+        return NULL;
+    }
+    return e;
+}
+
+/* The canonical pick's order (cmd_set.h): a member's rank. */
+static uint64_t spop_rank(const char *s, size_t len, uint64_t seed)
+{
+    return core_hash64(s, len, seed);
+}
+
+/* The k-th smallest of h[0..n) (1 <= k <= n), reordering h (quickselect). */
+static uint64_t kth_smallest(uint64_t *h, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1, want = k - 1;
+    while (lo < hi) {
+        uint64_t pivot = h[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (h[i] < pivot)
+                i++;
+            while (h[j] > pivot)
+                j--;
+            if (i <= j) {
+                uint64_t t = h[i];
+                h[i] = h[j];
+                h[j] = t;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (want <= j)
+            hi = j;
+        else if (want >= i)
+            lo = i;
+        else
+            break;
+    }
+    return h[want];
+}
+
+/* Reply one popped member and remove it (s may be in the set: copied
+ * first). */
+static void pop_member(struct gs_client *c, struct gs_obj *o, const char *s, size_t len)
+{
+    gs_reply_bulk(&c->w, s, len);
+    struct core_buf *tmp = &c->shared->scratch;
+    tmp->len = 0;
+    core_buf_append(tmp, s, len);
+    if (!tmp->oom)
+        gs_set_remove(o, tmp->data, len);
+    else
+        core_buf_free(tmp);
+}
+
+/* Pop the k members of the canonical pick (cmd_set.h), 1 <= k < size. */
+static void pop_canonical(struct gs_client *c, struct gs_obj *o, const struct gs_arg *key, size_t k)
+{
+    uint64_t seed = core_hash64(key->p, key->len, (uint64_t)c->db->now_ms) ^ 0x5350u;
+    size_t size = gs_set_len(o);
+    struct gs_set_iter it;
+    const char *s;
+    size_t len;
+    /* The k-th smallest rank: from every rank when 8n bytes are there,
+     * else by k passes, each finding the next rank above the last. */
+    uint64_t bound = 0;
+    uint64_t *h = k > 1 ? malloc(size * sizeof(*h)) : NULL;
+    if (h) {
+        size_t i = 0;
+        gs_set_iter_init(&it, o);
+        while (gs_set_iter_next(&it, &s, &len))
+            h[i++] = spop_rank(s, len, seed);
+        bound = kth_smallest(h, size, k);
+        free(h);
+    } else {
+        for (size_t round = 0; round < k; round++) {
+            uint64_t next = UINT64_MAX;
+            gs_set_iter_init(&it, o);
+            while (gs_set_iter_next(&it, &s, &len)) {
+                uint64_t r = spop_rank(s, len, seed);
+                if ((round == 0 || r > bound) && r <= next)
+                    next = r;
+            }
+            bound = next;
+        }
+    }
+    /* Collect (the set must not change while iterated), then pop. */
+    struct core_buf *tmp = &c->shared->scratch;
+    tmp->len = 0;
+    size_t got = 0;
+    gs_set_iter_init(&it, o);
+    while (got < k && gs_set_iter_next(&it, &s, &len)) {
+        if (spop_rank(s, len, seed) > bound)
+            continue;
+        uint32_t l32 = (uint32_t)len;
+        core_buf_append(tmp, &l32, sizeof(l32));
+        core_buf_append(tmp, s, len);
+        got++;
+    }
+    if (tmp->oom) {
+        core_buf_free(tmp);
         return;
     }
-    if (count == 0) {
-        gs_reply_set(&c->w, 0);
+    /* Removing does not touch the scratch buffer, pop_member would. */
+    for (size_t off = 0; off < tmp->len;) {
+        uint32_t l32;
+        memcpy(&l32, tmp->data + off, sizeof(l32));
+        off += sizeof(l32);
+        gs_reply_bulk(&c->w, tmp->data + off, l32);
+        gs_set_remove(o, tmp->data + off, l32);
+        off += l32;
+    }
+}
+
+/* Pop as on a replica (cmd_set.h): the hinted members when the set still
+ * holds them all and more, else the canonical pick; every member when the
+ * count covers the set. e is the set's entry, count != 0. */
+static void spop_replicated(struct gs_client *c, struct gs_entry *e, struct gs_obj *o,
+                            const struct gs_arg *key, int64_t count, const struct gs_arg *hints,
+                            size_t nhints)
+{
+    size_t size = gs_set_len(o);
+    size_t k = count < 0 ? 1 : (size_t)count;
+    if (k > size)
+        k = size;
+    if (count >= 0)
+        gs_reply_set(&c->w, k);
+    if (k == size) { /* all of them: the same on every replica in any order */
+        char buf[GS_LP_INTBUF];
+        while (gs_set_len(o) > 0) {
+            size_t len;
+            const char *s = gs_set_random(o, gs_client_random(c), buf, &len);
+            pop_member(c, o, s, len);
+        }
+        set_done(c, e, o);
+        return;
+    }
+    bool hinted = nhints == k;
+    for (size_t i = 0; i < nhints && hinted; i++)
+        hinted = gs_set_contains(o, hints[i].p, hints[i].len);
+    size_t popped = 0;
+    for (size_t i = 0; i < nhints && hinted; i++)
+        if (gs_set_remove(o, hints[i].p, hints[i].len)) {
+            gs_reply_bulk(&c->w, hints[i].p, hints[i].len);
+            popped++;
+        }
+    if (popped < k) /* not all there (or one repeated): the canonical rest */
+        pop_canonical(c, o, key, k - popped);
+    set_done(c, e, o);
+}
+
+void gs_spop_apply(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t count = -1;
+    if (argv[2].len > 0 && (!gs_string2ll(argv[2].p, argv[2].len, &count) || count < 0)) {
+        gs_error(c, "ERR value is out of range, must be positive");
+        return;
+    }
+    struct gs_obj o;
+    struct gs_entry *e = spop_key(c, &argv[1], count, &o);
+    if (e)
+        spop_replicated(c, e, &o, &argv[1], count, argv + 3, argc - 3);
+}
+
+long gs_spop_hints(struct gs_client *c, size_t argc, const struct gs_arg *argv,
+                   struct core_buf *bytes, struct gs_arg **hints)
+{
+    *hints = NULL;
+    int64_t count = -1;
+    if (argc > 3 || (argc == 3 && (!gs_string2ll(argv[2].p, argv[2].len, &count) || count < 0)))
+        return 0;
+    struct gs_entry *e =
+        gs_store_lookup(c->db->store, argv[1].p, argv[1].len, c->db->now_ms, GS_LOOKUP_NOTOUCH);
+    if (!e || gs_entry_type(e) != GS_TYPE_SET || count == 0)
+        return 0;
+    struct gs_obj o;
+    gs_entry_obj(e, &o);
+    size_t size = gs_set_len(&o);
+    size_t k = count < 0 ? 1 : (size_t)count;
+    if (k >= size)
+        return 0;
+    struct gs_arg *h = malloc(k * sizeof(*h));
+    unsigned char *chosen = k > 1 ? gs_random_positions(c, size, k) : NULL;
+    if (!h || (k > 1 && !chosen)) {
+        free(h);
+        free(chosen);
+        return -1;
+    }
+    bytes->len = 0;
+    char buf[GS_LP_INTBUF];
+    size_t len;
+    const char *s;
+    if (k == 1) {
+        s = gs_set_random(&o, gs_client_random(c), buf, &len);
+        core_buf_append(bytes, s, len);
+        h[0].len = len;
+    } else {
+        struct gs_set_iter it;
+        gs_set_iter_init(&it, &o);
+        size_t n = 0;
+        for (size_t i = 0; gs_set_iter_next(&it, &s, &len); i++)
+            if (chosen[i]) {
+                core_buf_append(bytes, s, len);
+                h[n++].len = len;
+            }
+        free(chosen);
+    }
+    if (bytes->oom) {
+        free(h);
+        return -1;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < k; i++) {
+        h[i].p = bytes->data + off;
+        off += h[i].len;
+    }
+    *hints = h;
+    return (long)k;
+}
+
+/* SPOP key [count] (Redis's spopCommand / spopWithCountCommand). */
+void gs_cmd_spop(struct gs_client *c, size_t argc, struct gs_arg *argv)
+{
+    int64_t count;
+    if (!spop_count(c, argc, argv, &count))
+        return;
+    struct gs_obj o;
+    struct gs_entry *e = spop_key(c, &argv[1], count, &o);
+    if (!e)
+        return;
+    if (c->replica_apply) {
+        spop_replicated(c, e, &o, &argv[1], count, NULL, 0);
         return;
     }
     size_t n = count < 0 ? 1 : (size_t)count;

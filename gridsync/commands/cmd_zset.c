@@ -25,7 +25,7 @@
 #include "gridsync/types/set/set.h"
 #include "gridsync/types/zset/zset.h"
 
-static const struct gs_type_limits UNLIMITED = {0, 0, 0, 0, INT64_MAX, INT64_MAX};
+static const struct gs_type_limits UNLIMITED = {0, 0, 0, 0, INT64_MAX, INT64_MAX, 0};
 
 /* The sorted set at key for reading: false after replying WRONGTYPE. */
 static bool zset_read(struct gs_client *c, const struct gs_arg *key, struct gs_obj *o, bool *found)

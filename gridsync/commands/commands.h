@@ -68,7 +68,8 @@ gs_cmd_fn gs_cmd_get, gs_cmd_set, gs_cmd_setnx, gs_cmd_setex, gs_cmd_psetex, gs_
 gs_cmd_fn gs_cmd_expire, gs_cmd_pexpire, gs_cmd_expireat, gs_cmd_pexpireat, gs_cmd_ttl, gs_cmd_pttl,
     gs_cmd_persist;
 gs_cmd_fn gs_cmd_expiretime, gs_cmd_pexpiretime, gs_cmd_touch, gs_cmd_time;
-gs_cmd_fn gs_cmd_getbit, gs_cmd_setbit, gs_cmd_bitcount, gs_cmd_bitpos, gs_cmd_bitop;
+gs_cmd_fn gs_cmd_getbit, gs_cmd_setbit, gs_cmd_bitcount, gs_cmd_bitpos, gs_cmd_bitop,
+    gs_cmd_bitfield, gs_cmd_bitfield_ro;
 gs_cmd_fn gs_cmd_del, gs_cmd_unlink, gs_cmd_exists, gs_cmd_type, gs_cmd_rename, gs_cmd_renamenx,
     gs_cmd_copy, gs_cmd_keys, gs_cmd_scan, gs_cmd_randomkey, gs_cmd_dbsize, gs_cmd_flushdb,
     gs_cmd_select;
@@ -94,7 +95,14 @@ gs_cmd_fn gs_cmd_zadd, gs_cmd_zincrby, gs_cmd_zrem, gs_cmd_zcard, gs_cmd_zscore,
     gs_cmd_zremrangebylex, gs_cmd_zpopmin, gs_cmd_zpopmax, gs_cmd_zmpop, gs_cmd_zrandmember,
     gs_cmd_zunion, gs_cmd_zinter, gs_cmd_zdiff, gs_cmd_zunionstore, gs_cmd_zinterstore,
     gs_cmd_zdiffstore, gs_cmd_zintercard, gs_cmd_zscan, gs_cmd_bzpopmin, gs_cmd_bzpopmax,
-    gs_cmd_bzmpop;                      /* cmd_zset.c */
+    gs_cmd_bzmpop;                                                      /* cmd_zset.c */
+gs_cmd_fn gs_cmd_pfadd, gs_cmd_pfcount, gs_cmd_pfmerge, gs_cmd_pfdebug; /* cmd_hll.c */
+gs_cmd_fn gs_cmd_sort, gs_cmd_sort_ro;                                  /* cmd_sort.c */
+gs_cmd_fn gs_cmd_dump, gs_cmd_restore;                                  /* cmd_dump.c */
+
+/* SORT's keys (Redis's sortGetKeys): argv[1] and the last STORE's
+ * destination; as gs_command_keys. */
+long gs_sort_keys(size_t argc, const struct gs_arg *argv, size_t *pos, size_t cap);
 gs_cmd_fn gs_cmd_object, gs_cmd_memory; /* cmd_object.c */
 gs_cmd_fn gs_cmd_multi, gs_cmd_exec, gs_cmd_discard, gs_cmd_watch, gs_cmd_unwatch; /* multi.c */
 gs_cmd_fn gs_cmd_flushall, gs_cmd_move, gs_cmd_swapdb;                             /* cmd_keys.c */

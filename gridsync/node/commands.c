@@ -51,6 +51,8 @@ const struct gs_command gs_commands[] = {
     {"bitcount", -2, R, gs_cmd_bitcount, 1, 1, 1, "bitmap", "Count set bits in a string", "2.6.0"},
     {"bitpos", -3, R, gs_cmd_bitpos, 1, 1, 1, "bitmap", "Find first bit set or clear in a string", "2.8.7"},
     {"bitop", -4, W | M, gs_cmd_bitop, 2, -1, 1, "bitmap", "Perform bitwise operations between strings", "2.6.0"},
+    {"bitfield", -2, W | M, gs_cmd_bitfield, 1, 1, 1, "bitmap", "Perform arbitrary bitfield integer operations on strings", "3.2.0"},
+    {"bitfield_ro", -2, R | F, gs_cmd_bitfield_ro, 1, 1, 1, "bitmap", "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD", "6.0.0"},
     /* expiry */
     {"expire", -3, W | F, gs_cmd_expire, 1, 1, 1, "generic", "Set a key's time to live in seconds", "1.0.0"},
     {"pexpire", -3, W | F, gs_cmd_pexpire, 1, 1, 1, "generic", "Set a key's time to live in milliseconds", "2.6.0"},
@@ -73,6 +75,11 @@ const struct gs_command gs_commands[] = {
     {"keys", 2, R, gs_cmd_keys, 0, 0, 0, "generic", "Find all keys matching the given pattern", "1.0.0"},
     {"scan", -2, R, gs_cmd_scan, 0, 0, 0, "generic", "Incrementally iterate the keys space", "2.8.0"},
     {"randomkey", 1, R, gs_cmd_randomkey, 0, 0, 0, "generic", "Return a random key from the keyspace", "1.0.0"},
+    {"dump", 2, R, gs_cmd_dump, 1, 1, 1, "generic", "Return a serialized version of the value stored at the specified key.", "2.6.0"},
+    {"restore", -4, W | M, gs_cmd_restore, 1, 1, 1, "generic", "Create a key using the provided serialized value, previously obtained using DUMP.", "2.6.0"},
+    {"restore-asking", -4, W | M, gs_cmd_restore, 1, 1, 1, "server", "An internal command for migrating keys in a cluster", "3.0.0"},
+    {"sort", -2, W | M | MK, gs_cmd_sort, 1, 1, 1, "generic", "Sort the elements in a list, set or sorted set", "1.0.0"},
+    {"sort_ro", -2, R, gs_cmd_sort_ro, 1, 1, 1, "generic", "Sort the elements in a list, set or sorted set. Read-only variant of SORT.", "7.0.0"},
     {"dbsize", 1, R | F, gs_cmd_dbsize, 0, 0, 0, "server", "Return the number of keys in the selected database", "1.0.0"},
     {"flushdb", -1, W, gs_cmd_flushdb, 0, 0, 0, "server", "Remove all keys from the current database", "1.0.0"},
     {"flushall", -1, W, gs_cmd_flushall, 0, 0, 0, "server", "Remove all keys from all databases", "1.0.0"},
@@ -174,6 +181,11 @@ const struct gs_command gs_commands[] = {
     {"zdiffstore", -4, W | M | MK, gs_cmd_zdiffstore, 1, 1, 1, "sorted-set", "Subtract multiple sorted sets and store the resulting sorted set in a new key", "6.2.0"},
     {"zintercard", -3, R | MK, gs_cmd_zintercard, 0, 0, 0, "sorted-set", "Intersect multiple sorted sets and return the cardinality of the result", "7.0.0"},
     {"zscan", -3, R, gs_cmd_zscan, 1, 1, 1, "sorted-set", "Incrementally iterate sorted sets elements and associated scores", "2.8.0"},
+    /* HyperLogLog (cmd_hll.c) */
+    {"pfadd", -2, W | M | F, gs_cmd_pfadd, 1, 1, 1, "hyperloglog", "Adds the specified elements to the specified HyperLogLog.", "2.8.9"},
+    {"pfcount", -2, R, gs_cmd_pfcount, 1, -1, 1, "hyperloglog", "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).", "2.8.9"},
+    {"pfmerge", -2, W | M, gs_cmd_pfmerge, 1, -1, 1, "hyperloglog", "Merge N different HyperLogLogs into a single one.", "2.8.9"},
+    {"pfdebug", 3, W | M | A, gs_cmd_pfdebug, 2, 2, 1, "hyperloglog", "Internal commands for debugging HyperLogLog values", "2.8.9"},
     /* introspection of values (cmd_server.c) */
     {"object", -2, R, gs_cmd_object, 2, 2, 1, "generic", "A container for object introspection commands", "2.2.3"},
     {"memory", -2, R, gs_cmd_memory, 2, 2, 1, "server", "A container for memory diagnostics commands", "4.0.0"},
@@ -241,6 +253,8 @@ long gs_command_keys(const struct gs_command *cmd, size_t argc, const struct gs_
                      size_t *pos, size_t cap)
 {
     size_t n = 0;
+    if (cmd->fn == gs_cmd_sort)
+        return gs_sort_keys(argc, argv, pos, cap);
     if (cmd->first_key > 0 && (size_t)cmd->first_key < argc) {
         long lk = cmd->last_key < 0 ? (long)argc + cmd->last_key : cmd->last_key;
         size_t last = lk < 0 ? 0 : (size_t)lk;

@@ -50,7 +50,8 @@ static struct gs_type_limits node_type_limits(const struct gs_config *cfg)
 {
     struct gs_type_limits l = {cfg->hash_max_listpack_entries, cfg->hash_max_listpack_value,
                                cfg->list_max_listpack_size,    cfg->set_max_intset_entries,
-                               cfg->zset_max_listpack_entries, cfg->zset_max_listpack_value};
+                               cfg->zset_max_listpack_entries, cfg->zset_max_listpack_value,
+                               cfg->hll_sparse_max_bytes};
     return l;
 }
 

@@ -79,7 +79,6 @@ const char *const gs_redis_conf_ignored[] = {"tcp-backlog",
                                              "list-compress-depth",
                                              "set-max-intset-entries",
                                              "set-max-listpack-entries",
-                                             "hll-sparse-max-bytes",
                                              "stream-node-max-bytes",
                                              "stream-node-max-entries",
                                              "activerehashing",
@@ -234,6 +233,7 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->set_max_intset_entries = 512;
     cfg->zset_max_listpack_entries = 128;
     cfg->zset_max_listpack_value = 64;
+    cfg->hll_sparse_max_bytes = 3000;
     cfg->busy_reply_threshold = 5000; /* Redis's default */
     cfg->lua_memory_limit = 256LL * 1024 * 1024;
 }
@@ -283,6 +283,8 @@ static const struct gs_option node_options[] = {
               NULL, 0, "most members of a sorted set kept as a listpack"),
     GS_OPTION(zset_max_listpack_value, "zset-max-listpack-value", CORE_OPT_INT, 0, INT64_MAX, NULL,
               0, "longest member of a sorted set kept as a listpack"),
+    GS_OPTION(hll_sparse_max_bytes, "hll-sparse-max-bytes", CORE_OPT_MEMORY, 0, INT64_MAX, NULL, 0,
+              "longest sparse HyperLogLog before it turns dense"),
     /* Redis 7.0's aliases (the names before listpacks): the same settings */
     GS_OPTION(zset_max_listpack_entries, "zset-max-ziplist-entries", CORE_OPT_INT, 0, INT64_MAX,
               NULL, CORE_OPT_ALIAS, "alias of zset-max-listpack-entries"),

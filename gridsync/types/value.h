@@ -52,11 +52,12 @@ struct gs_type_limits {
     int64_t set_max_intset_entries;    /* set-max-intset-entries 512 */
     int64_t zset_max_listpack_entries; /* zset-max-listpack-entries 128 */
     int64_t zset_max_listpack_value;   /* zset-max-listpack-value 64 */
+    int64_t hll_sparse_max_bytes;      /* hll-sparse-max-bytes 3000 (hll/hll.h) */
 };
 
 #define GS_TYPE_LIMITS_DEFAULT                                                                     \
     {                                                                                              \
-        512, 64, -2, 512, 128, 64                                                                  \
+        512, 64, -2, 512, 128, 64, 3000                                                            \
     }
 
 /* Bytes the allocator holds for the object's blocks; O(1). */

@@ -2,11 +2,14 @@
 like SET's (redis-py's RedisCluster writes, a leader is killed, the new
 leader has every acknowledged element), and they are in the snapshots a
 restarted node recovers from. The cluster harness is test_cluster.py's."""
+import subprocess
 import time
 
+import pytest
 import redis
 
 from test_cluster import make_cluster  # noqa: F401  (the fixture)
+from test_vs_redis import redis_port  # noqa: F401  (the fixture)
 
 
 def owner_of(c, key):
@@ -176,3 +179,169 @@ def test_sorted_sets_in_snapshots_after_restart(make_cluster):
     assert r.zrank("{zs}:big", "member300") == 300
     assert r.object("encoding", "{zs}:big") == "skiplist"
     rc.close()
+
+
+def replica_states(c, keys, marker, value="1"):
+    """Every node's view of keys (READONLY reads) once it has applied the
+    write of marker (a later entry of the same group, so the entries
+    before it are applied too)."""
+    states = []
+    for nd in c.nodes:
+        r = nd.client()
+        r.execute_command("READONLY")
+        deadline = time.monotonic() + 30
+        while r.get(marker) != value.encode():
+            assert time.monotonic() < deadline, f"node {nd.port} never applied {marker}"
+            time.sleep(0.02)
+        states.append({k: sorted(r.smembers(k)) for k in keys})
+    return states
+
+
+def test_spop_pops_the_same_members_on_every_replica(make_cluster):
+    """SPOP picks at random, and a big set's hash table is laid out
+    differently on every node: applied as "SPOP key" on each replica it
+    popped different members there (three replicas, three contents). The
+    leader now proposes its picks with the command; a transaction's SPOP
+    and a pick overtaken by another client's write use a pick that depends
+    only on the set's contents. Either way every replica holds the same
+    members afterwards, and what SPOP answered is gone from all of them."""
+    c = make_cluster(3)
+    c.wait_settled()
+    rc = c.rc()
+    big, small, txn = "{sp}big", "{sp}small", "{sp}txn"
+    rc.sadd(big, *range(2000), "a", "b")  # strings: a hash table
+    rc.sadd(small, *range(100))  # an intset
+    popped, popped_small = [], []
+    for i in range(150):
+        popped.append(rc.spop(big))
+        popped.extend(rc.spop(big, i % 7))
+        if i < 99:
+            popped_small.append(rc.spop(small))
+    assert len(set(popped)) == len(popped) == 150 + sum(i % 7 for i in range(150))
+    owner = owner_of(c, big)
+    r = owner.client()
+    p = r.pipeline(transaction=True)
+    p.sadd(txn, *range(300), "x")
+    p.spop(txn)
+    p.spop(txn, 20)
+    res = p.execute()
+    assert len(res[2]) == 20 and res[1] not in res[2]
+    popped_txn = {res[1], *res[2]}
+    # Another client's write overtakes the leader's picks: SREM and SPOP
+    # sent at once on two connections (the leader picks from what it has
+    # applied, so its picks are mostly among the members SREM removes).
+    race = "{sp}race"
+    a, b = owner.client(), owner.client()
+    first = set(b"m1 m2 m3".split())
+    for i in range(100):
+        rc.sadd(race, *(f"m{j}" for j in range(1, 7)))
+        conn_a = a.connection_pool.get_connection("SREM")
+        conn_b = b.connection_pool.get_connection("SPOP")
+        conn_a.send_command("SREM", race, "m1", "m2", "m3")
+        conn_b.send_command("SPOP", race, "2")
+        removed, got = conn_a.read_response(), conn_b.read_response()
+        a.connection_pool.release(conn_a)
+        b.connection_pool.release(conn_b)
+        # Either order is linearizable; nothing else is.
+        assert len(set(got)) == 2, got
+        assert (removed == 3 and not set(got) & first) or \
+            removed == 3 - len(set(got) & first), (removed, got)
+        rc.set("{sp}marker", str(i))
+        left = replica_states(c, [race], "{sp}marker", str(i))
+        assert left[0] == left[1] == left[2]
+        assert len(left[0][race]) == 6 - removed - 2 and not set(got) & set(left[0][race])
+        rc.delete(race)
+    rc.set("{sp}done", "1")
+    states = replica_states(c, [big, small, txn], "{sp}done")
+    assert states[0] == states[1] == states[2]
+    assert len(states[0][big]) == 2002 - len(popped)
+    assert not {x.encode() for x in popped} & set(states[0][big])
+    assert states[0][small] == sorted({str(i).encode() for i in range(100)} -
+                                      {x.encode() for x in popped_small})
+    assert len(states[0][txn]) == 301 - 21 and not popped_txn & set(states[0][txn])
+
+
+def test_hyperloglogs_replicated_byte_for_byte(make_cluster):
+    """PFADD and PFMERGE go through the log and give every replica the same
+    bytes; PFCOUNT, a read at the leader, leaves the cached count unwritten
+    there, so it does not make the leader's copy differ."""
+    c = make_cluster(3)
+    c.wait_settled()
+    rc = c.rc()
+    for i in range(0, 6000, 50):
+        rc.pfadd("{hl}a", *(f"x{j}" for j in range(i, i + 50)))
+        rc.pfadd("{hl}b", *(f"y{j}" for j in range(i // 10, i // 10 + 5)))
+        if i % 1000 == 0:
+            assert rc.pfcount("{hl}a") > 0
+    rc.pfmerge("{hl}m", "{hl}a", "{hl}b")
+    assert abs(rc.pfcount("{hl}m") - 6600) < 200
+    rc.set("{hl}done", "1")
+    views = []
+    for nd in c.nodes:
+        r = nd.client()
+        r.execute_command("READONLY")
+        deadline = time.monotonic() + 30
+        while r.get("{hl}done") != b"1":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        views.append([r.get(k) for k in ("{hl}a", "{hl}b", "{hl}m")])
+    assert views[0] == views[1] == views[2]
+    assert views[0][0][4] == 0 and views[0][1][4] == 1  # dense, sparse
+
+
+def test_sort_in_cluster_mode(make_cluster):
+    """SORT routes by its key and its STORE destination (CROSSSLOT when
+    they differ), a stored result goes through the log to every replica,
+    and BY/GET patterns are refused as Redis Cluster 7.0 refuses them."""
+    c = make_cluster(3)
+    c.wait_settled()
+    rc = c.rc()
+    rc.rpush("{so}src", 3, 1, 2)
+    assert rc.sort("{so}src") == ["1", "2", "3"]
+    assert rc.sort("{so}src", desc=True, store="{so}dst") == 3
+    with pytest.raises(redis.ResponseError, match="CROSSSLOT"):
+        owner_of(c, "{so}src").client().execute_command("SORT", "{so}src", "STORE", "other")
+    with pytest.raises(redis.ResponseError, match="BY option of SORT denied in Cluster mode."):
+        rc.sort("{so}src", by="w_*")
+    with pytest.raises(redis.ResponseError, match="GET option of SORT denied in Cluster mode."):
+        rc.sort("{so}src", get="#")
+    rc.set("{so}done", "1")
+    for nd in c.nodes:
+        r = nd.client()
+        r.execute_command("READONLY")
+        deadline = time.monotonic() + 30
+        while r.get("{so}done") != b"1":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert r.lrange("{so}dst", 0, -1) == [b"3", b"2", b"1"]
+
+
+def test_redis_cli_cluster_import_from_redis(make_cluster, redis_port):  # noqa: F811
+    """redis-cli --cluster import copies a Redis server's keys into the
+    cluster: Redis's MIGRATE sends each key's DUMP payload to the slot's
+    node as RESTORE-ASKING. Every type arrives whole, TTLs included."""
+    c = make_cluster(3)
+    c.wait_settled()
+    src = redis.Redis(port=redis_port)
+    src.flushall()
+    for i in range(60):
+        src.set(f"str:{i}", f"value {i}" * (i % 7 + 1))
+    src.hset("hash", mapping={f"f{i}": i for i in range(600)})
+    src.zadd("zset", {f"m{i}": i / 3 for i in range(200)})
+    src.rpush("list", *range(1000))
+    src.sadd("set", *range(50))
+    src.set("ttl", "soon", ex=1000)
+    out = subprocess.run(["redis-cli", "--cluster", "import", f"127.0.0.1:{c.nodes[0].port}",
+                          "--cluster-from", f"127.0.0.1:{redis_port}", "--cluster-copy"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    rc = c.rc()
+    for i in range(60):
+        assert rc.get(f"str:{i}") == f"value {i}" * (i % 7 + 1)
+    assert rc.hgetall("hash") == {f"f{i}": str(i) for i in range(600)}
+    assert rc.zrange("zset", 0, -1, withscores=True) == \
+        [(m.decode(), s) for m, s in src.zrange("zset", 0, -1, withscores=True)]
+    assert rc.lrange("list", 0, -1) == [str(i) for i in range(1000)]
+    assert rc.smembers("set") == {str(i) for i in range(50)}
+    assert 0 < rc.ttl("ttl") <= 1000
+    src.flushall()

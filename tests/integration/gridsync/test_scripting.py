@@ -234,6 +234,17 @@ SERVER = [
     E("return redis.call('config','set','maxmemory','0')"),
     E("return redis.call('swapdb','0','1')"), E("return redis.call('keys','*')"),
     E("redis.call('swapdb','0','1'); return redis.call('flushdb')"), E("return redis.call('dbsize')"),
+    # the families that came after scripting: SORT, HyperLogLogs, BITFIELD, DUMP/RESTORE
+    E("redis.call('rpush','sl','3','1','2'); return redis.call('sort','sl')"),
+    E("return redis.call('sort','sl','desc','store','sl2')"),
+    E("return redis.call('sort_ro','sl','limit','0','2')"),
+    ("EVAL_RO", "return redis.call('sort','sl','store','x')", 0),
+    E("return redis.call('pfadd','hl','a','b','c')"), E("return redis.call('pfcount','hl')"),
+    E("return redis.call('bitfield','bf','incrby','u8','0','200','get','u8','0')"),
+    ("EVAL_RO", "return redis.call('bitfield_ro','bf','get','u8','0')", 0),
+    E("return redis.call('dump','sl')"),
+    E("local d = redis.call('dump','sl'); return redis.call('restore','d2','0',d)"),
+    E("return redis.call('lrange','d2',0,-1)"),
     E("return redis.call('ping')"),
 ]
 

@@ -81,7 +81,7 @@ static void test_value_and_field_threshold(void **state)
     gs_hash_free(&o);
 
     /* limits are the caller's: 0 entries means never a listpack hash */
-    struct gs_type_limits zero = {0, 64, -2, 512, 128, 64};
+    struct gs_type_limits zero = {0, 64, -2, 512, 128, 64, 3000};
     assert_int_equal(gs_hash_init(&o), 0);
     set(&o, "a", "1", &zero);
     assert_int_equal(o.enc, GS_ENC_HASHTABLE);
@@ -135,7 +135,8 @@ static void test_random_against_model(void **state)
 {
     (void)state;
     srand(12345);
-    struct gs_type_limits lim = {64, 16, -2, 512, 128, 64}; /* small, so both encodings are hit */
+    struct gs_type_limits lim = {64,  16, -2,  512,
+                                 128, 64, 3000}; /* small, so both encodings are hit */
     for (int round = 0; round < 20; round++) {
         struct gs_obj o;
         struct model m = {{0}, 0};
