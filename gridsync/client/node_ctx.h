@@ -39,6 +39,7 @@ struct gs_slowlog;
 struct gs_blocking;
 struct gs_metrics;
 struct gs_store_stats;
+struct gs_scripting;
 
 #define GS_NODE_MAX_FEATURES 4  /* struct gs_feature, below */
 #define GS_NODE_MAX_OPTS     96 /* rows of the bound option table, terminator included */
@@ -129,6 +130,17 @@ struct gs_config {
     int64_t zset_max_listpack_entries;
     int64_t zset_max_listpack_value;
     int64_t hll_sparse_max_bytes;
+    /* Lua scripting (gridsync/scripting/scripting.h). */
+    int64_t busy_reply_threshold; /* ms; a script past it is logged (lua-time-limit) */
+    int64_t lua_memory_limit;     /* bytes the Lua heap may hold; 0 = no bound */
+};
+
+/* The scripting engine's figures for INFO memory, written by
+ * gridsync/scripting after each command that changes them. */
+struct gs_script_info {
+    uint64_t lua_memory;     /* bytes the Lua heap holds */
+    uint64_t scripts_memory; /* the cached scripts' bodies and entries */
+    uint64_t scripts;        /* cached scripts */
 };
 
 struct gs_node {
@@ -171,6 +183,10 @@ struct gs_node {
     const char **cmd_names;       /* gs_commands[i].name, for cmdstats' INFO */
     struct gs_metrics *metrics;   /* --metrics-port's endpoint; NULL when off */
     struct gs_blocking *blocking; /* blocked clients and ready keys (client/blocking.h) */
+    /* Lua scripting: the engine (NULL until the first script) and its
+     * figures; both written by gridsync/scripting. */
+    struct gs_scripting *scripting;
+    struct gs_script_info script_info;
 };
 
 /* ------------------------------------------------------------ features

@@ -39,8 +39,10 @@ static void reply_command_info(struct gs_client *c, const struct gs_command *cmd
                  {GS_CMD_BLOCKING, "blocking"},
                  {GS_CMD_LOADING, "loading"},
                  {GS_CMD_STALE, "stale"},
+                 {GS_CMD_SKIP_MONITOR, "skip_monitor"},
                  {GS_CMD_FAST, "fast"},
                  {GS_CMD_NOAUTH, "no_auth"},
+                 {GS_CMD_NO_MANDATORY_KEYS, "no_mandatory_keys"},
                  {GS_CMD_MOVABLEKEYS, "movablekeys"}};
     gs_reply_array(w, 10);
     gs_reply_bulk_cstr(w, cmd->name);
@@ -156,6 +158,10 @@ static void command_getkeys(struct gs_client *c, size_t argc, struct gs_arg *arg
     }
     size_t stack[64];
     long k = gs_command_keys(cmd, n, argv + 2, stack, 64);
+    if (k <= 0 && (cmd->flags & GS_CMD_NO_MANDATORY_KEYS)) {
+        gs_reply_array(&c->w, 0); /* EVAL with no keys, or a count it cannot have */
+        return;
+    }
     size_t *pos = k > 64 ? malloc((size_t)k * sizeof(*pos)) : stack;
     if (k <= 0 || !pos) {
         gs_error(c, k <= 0 ? "ERR Invalid arguments specified for command" : "OOM out of memory");

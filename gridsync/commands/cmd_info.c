@@ -112,20 +112,29 @@ static void info_text(struct gs_node *n, struct core_buf *b, size_t argc, struct
                     gs_blocking_count(n->blocking));
     }
     if (want(argc, argv, "memory", true)) {
-        char used[32], maxm[32];
-        human_bytes(used, sizeof(used), st.used_memory);
+        char used[32], maxm[32], lua[32], scripts[32];
+        /* As Redis, used_memory includes the Lua heap. */
+        const struct gs_script_info *si = &n->script_info;
+        human_bytes(used, sizeof(used), st.used_memory + si->lua_memory);
+        human_bytes(lua, sizeof(lua), si->lua_memory);
+        human_bytes(scripts, sizeof(scripts), si->scripts_memory);
         human_bytes(maxm, sizeof(maxm), (uint64_t)n->cfg.maxmemory);
         static const char *const pol[] = {"noeviction", "slru", "allkeys-lru"};
         SECTION("Memory");
         gs_sbprintf(b,
-                    "used_memory:%" PRIu64 "\r\nused_memory_human:%s\r\nmaxmemory:%lld\r\n"
+                    "used_memory:%" PRIu64 "\r\nused_memory_human:%s\r\n"
+                    "used_memory_lua:%" PRIu64 "\r\nused_memory_vm_eval:%" PRIu64
+                    "\r\nused_memory_lua_human:%s\r\nused_memory_scripts_eval:%" PRIu64
+                    "\r\nnumber_of_cached_scripts:%" PRIu64 "\r\nused_memory_scripts:%" PRIu64
+                    "\r\nused_memory_scripts_human:%s\r\nmaxmemory:%lld\r\n"
                     "maxmemory_human:%s\r\nmaxmemory_policy:%s\r\nmem_clients_normal:%zu\r\n"
                     "maxmemory_clients:%lld\r\nlazyfree_pending_objects:%" PRIu64 "\r\n"
                     "mem_allocator:%s\r\n",
-                    st.used_memory, used, (long long)n->cfg.maxmemory, maxm,
-                    pol[n->cfg.maxmemory_policy], core_server_clients_memory(n->srv),
-                    (long long)clients_budget(n), gs_store_lazyfree_pending(n->dbs[0].store),
-                    core_allocator_name());
+                    st.used_memory + si->lua_memory, used, si->lua_memory, si->lua_memory, lua,
+                    si->scripts_memory, si->scripts, si->scripts_memory, scripts,
+                    (long long)n->cfg.maxmemory, maxm, pol[n->cfg.maxmemory_policy],
+                    core_server_clients_memory(n->srv), (long long)clients_budget(n),
+                    gs_store_lazyfree_pending(n->dbs[0].store), core_allocator_name());
     }
     if (want(argc, argv, "persistence", true)) {
         SECTION("Persistence");

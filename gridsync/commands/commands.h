@@ -28,6 +28,11 @@ enum {
      * first/last/step triple gives only the keys before the count. */
     GS_CMD_MOVABLEKEYS = 1 << 9,
     GS_CMD_BLOCKING = 1 << 10, /* may block its client (client/blocking.h) */
+    /* Not fed to MONITOR by gs_call: the handler feeds it itself, before
+     * the commands it runs (EVAL and its script's commands). */
+    GS_CMD_SKIP_MONITOR = 1 << 11,
+    /* Its keys may be none (COMMAND GETKEYS answers an empty array). */
+    GS_CMD_NO_MANDATORY_KEYS = 1 << 12,
 };
 
 typedef void gs_cmd_fn(struct gs_client *c, size_t argc, struct gs_arg *argv);
@@ -107,5 +112,7 @@ gs_cmd_fn gs_cmd_subscribe, gs_cmd_unsubscribe, gs_cmd_psubscribe, gs_cmd_punsub
     gs_cmd_pubsub;                        /* cmd_pubsub.c */
 gs_cmd_fn gs_cmd_slowlog, gs_cmd_latency; /* cmd_slowlog.c */
 gs_cmd_fn gs_cmd_gridsync;                /* cluster/cmd_cluster.c */
+gs_cmd_fn gs_cmd_eval, gs_cmd_evalsha, gs_cmd_eval_ro, gs_cmd_evalsha_ro,
+    gs_cmd_script; /* scripting/scripting.c */
 
 #endif

@@ -17,6 +17,8 @@
 #define NS GS_CMD_NOSCRIPT
 #define B  GS_CMD_BLOCKING
 #define MK GS_CMD_MOVABLEKEYS
+#define SM GS_CMD_SKIP_MONITOR
+#define NK GS_CMD_NO_MANDATORY_KEYS
 
 /* clang-format off */
 const struct gs_command gs_commands[] = {
@@ -124,7 +126,7 @@ const struct gs_command gs_commands[] = {
     {"brpop", -3, W | NS | B, gs_cmd_brpop, 1, -2, 1, "list", "Remove and get the last element in a list, or block until one is available", "2.0.0"},
     {"brpoplpush", 4, W | M | NS | B, gs_cmd_brpoplpush, 1, 2, 1, "list", "Pop an element from a list, push it to another list and return it; or block until one is available", "2.2.0"},
     {"blmove", 6, W | M | NS | B, gs_cmd_blmove, 1, 2, 1, "list", "Pop an element from a list, push it to another list and return it; or block until one is available", "6.2.0"},
-    {"blmpop", -5, W | B | MK, gs_cmd_blmpop, 0, 0, 0, "list", "Pop elements from a list, or block until one is available", "7.0.0"},
+    {"blmpop", -5, W | NS | B | MK, gs_cmd_blmpop, 0, 0, 0, "list", "Pop elements from a list, or block until one is available", "7.0.0"},
     /* sets (cmd_set.c) */
     {"sadd", -3, W | M | F, gs_cmd_sadd, 1, 1, 1, "set", "Add one or more members to a set", "1.0.0"},
     {"srem", -3, W | F, gs_cmd_srem, 1, 1, 1, "set", "Remove one or more members from a set", "1.0.0"},
@@ -169,7 +171,7 @@ const struct gs_command gs_commands[] = {
     {"zmpop", -4, W | MK, gs_cmd_zmpop, 0, 0, 0, "sorted-set", "Remove and return members with scores in a sorted set", "7.0.0"},
     {"bzpopmin", -3, W | NS | F | B, gs_cmd_bzpopmin, 1, -2, 1, "sorted-set", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", "5.0.0"},
     {"bzpopmax", -3, W | NS | F | B, gs_cmd_bzpopmax, 1, -2, 1, "sorted-set", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", "5.0.0"},
-    {"bzmpop", -5, W | B | MK, gs_cmd_bzmpop, 0, 0, 0, "sorted-set", "Remove and return members with scores in a sorted set or block until one is available", "7.0.0"},
+    {"bzmpop", -5, W | NS | B | MK, gs_cmd_bzmpop, 0, 0, 0, "sorted-set", "Remove and return members with scores in a sorted set or block until one is available", "7.0.0"},
     {"zrandmember", -2, R, gs_cmd_zrandmember, 1, 1, 1, "sorted-set", "Get one or multiple random elements from a sorted set", "6.2.0"},
     {"zunion", -3, R | MK, gs_cmd_zunion, 0, 0, 0, "sorted-set", "Add multiple sorted sets", "6.2.0"},
     {"zinter", -3, R | MK, gs_cmd_zinter, 0, 0, 0, "sorted-set", "Intersect multiple sorted sets", "6.2.0"},
@@ -225,6 +227,12 @@ const struct gs_command gs_commands[] = {
     {"readonly", 1, L | S | F, gs_cmd_readonly, 0, 0, 0, "cluster", "Enables read queries for a connection to a cluster replica node", "3.0.0"},
     {"readwrite", 1, L | S | F, gs_cmd_readwrite, 0, 0, 0, "cluster", "Disables read queries for a connection to a cluster replica node", "3.0.0"},
     {"asking", 1, F, gs_cmd_asking, 0, 0, 0, "cluster", "Sent by cluster clients after an -ASK redirect", "3.0.0"},
+    /* scripting (scripting/scripting.c) */
+    {"eval", -3, NS | S | SM | NK | MK, gs_cmd_eval, 0, 0, 0, "scripting", "Execute a Lua script server side", "2.6.0"},
+    {"evalsha", -3, NS | S | SM | NK | MK, gs_cmd_evalsha, 0, 0, 0, "scripting", "Execute a Lua script server side", "2.6.0"},
+    {"eval_ro", -3, R | NS | S | SM | NK | MK, gs_cmd_eval_ro, 0, 0, 0, "scripting", "Execute a read-only Lua script server side", "7.0.0"},
+    {"evalsha_ro", -3, R | NS | S | SM | NK | MK, gs_cmd_evalsha_ro, 0, 0, 0, "scripting", "Execute a read-only Lua script server side", "7.0.0"},
+    {"script", -2, 0, gs_cmd_script, 0, 0, 0, "scripting", "A container for Lua scripts management commands", "2.6.0"},
     {"shutdown", -1, A | NS | L | S, gs_cmd_shutdown, 0, 0, 0, "server", "Synchronously save the dataset to disk and then shut down the server", "1.0.0"},
     {NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, NULL},
 };
@@ -235,8 +243,10 @@ const struct gs_command gs_commands[] = {
 static size_t keynum_index(const struct gs_command *cmd)
 {
     if (cmd->fn == gs_cmd_zunionstore || cmd->fn == gs_cmd_zinterstore ||
-        cmd->fn == gs_cmd_zdiffstore || cmd->fn == gs_cmd_blmpop || cmd->fn == gs_cmd_bzmpop)
-        return 2; /* after the destination, or BLMPOP's/BZMPOP's timeout */
+        cmd->fn == gs_cmd_zdiffstore || cmd->fn == gs_cmd_blmpop || cmd->fn == gs_cmd_bzmpop ||
+        cmd->fn == gs_cmd_eval || cmd->fn == gs_cmd_evalsha || cmd->fn == gs_cmd_eval_ro ||
+        cmd->fn == gs_cmd_evalsha_ro)
+        return 2; /* after the destination, BLMPOP's/BZMPOP's timeout, or the script */
     return 1;
 }
 

@@ -26,6 +26,7 @@
 #include "gridsync/commands/pubsub.h"
 #include "gridsync/commands/slowlog.h"
 #include "gridsync/node/metrics.h"
+#include "gridsync/scripting/scripting.h"
 #include "gridsync/store/store.h"
 
 #include <ctype.h>
@@ -310,7 +311,7 @@ void gs_call(struct gs_client *c, const struct gs_command *cmd, size_t argc, str
     bool failed = n->shared.stats.error_replies != errors;
     /* Redis's call() feeds the monitors once the command has run (not
      * for a subcommand refused by its arity or unknown). */
-    if (__builtin_expect(n->nmonitors != 0, 0) &&
+    if (__builtin_expect(n->nmonitors != 0, 0) && !(cmd->flags & GS_CMD_SKIP_MONITOR) &&
         (c->sub_verdict == GS_SUB_NONE || c->sub_verdict == GS_SUB_RAN))
         gs_monitor_feed(c, cmd, c->sub_verdict == GS_SUB_RAN ? c->sub_stat : NULL, argc, argv);
     switch (c->sub_verdict) {
@@ -769,6 +770,7 @@ void gs_node_free(struct gs_node *n)
     gs_metrics_free(n->metrics);
     features_free(n);
     gs_multi_node_free(n); /* before the stores: their hook points here */
+    gs_scripting_free(n);
     gs_blocking_free(n->blocking);
     dbs_free(n);
     core_buf_free(&n->shared.scratch);

@@ -99,8 +99,6 @@ const char *const gs_redis_conf_ignored[] = {"tcp-backlog",
                                              "active-defrag-cycle-min",
                                              "active-defrag-cycle-max",
                                              "active-defrag-max-scan-fields",
-                                             "lua-time-limit",
-                                             "busy-reply-threshold",
                                              "cluster-config-file",
                                              "cluster-node-timeout",
                                              "latency-tracking",
@@ -236,6 +234,8 @@ void gs_config_defaults(struct gs_config *cfg)
     cfg->zset_max_listpack_entries = 128;
     cfg->zset_max_listpack_value = 64;
     cfg->hll_sparse_max_bytes = 3000;
+    cfg->busy_reply_threshold = 5000; /* Redis's default */
+    cfg->lua_memory_limit = 256LL * 1024 * 1024;
 }
 
 /* The node's own options; read-through and cluster mode bring theirs
@@ -325,6 +325,12 @@ static const struct gs_option node_options[] = {
               "SLOWLOG entries kept"),
     GS_OPTION(latency_threshold_ms, "latency-monitor-threshold", CORE_OPT_INT, 0, INT64_MAX, NULL,
               0, "events of at least this many milliseconds go to LATENCY (0 = off)"),
+    GS_OPTION(busy_reply_threshold, "busy-reply-threshold", CORE_OPT_INT, 0, INT64_MAX, NULL, 0,
+              "ms after which a running script is logged as slow (it is not interrupted)"),
+    GS_OPTION(busy_reply_threshold, "lua-time-limit", CORE_OPT_INT, 0, INT64_MAX, NULL,
+              CORE_OPT_ALIAS, "alias of busy-reply-threshold"),
+    GS_OPTION(lua_memory_limit, "lua-memory-limit", CORE_OPT_MEMORY, 0, INT64_MAX, NULL, 0,
+              "bytes the Lua scripts' heap may hold (0 = no bound)"),
     GS_OPTION(appendfsync, "appendfsync", CORE_OPT_ENUM, 0, 0, appendfsync_names, 0,
               "accepted for compatibility; no append-only file"),
     {{NULL, 0, NULL, 0, 0, NULL, 0, NULL}, 0},

@@ -264,7 +264,9 @@ static void reply_origin_error(struct gs_client *c, int err)
 static bool miss_get(void *ctx, struct gs_client *c, const struct gs_arg *key)
 {
     struct gs_node *n = ctx;
-    if (n->origin == NULL)
+    /* A client without a connection (a script's commands) cannot wait
+     * for a held reply: its miss is a plain miss. */
+    if (n->origin == NULL || !c->conn)
         return false;
     struct gs_held *h = held_new(c, 1, false);
     if (h == NULL) {
@@ -304,7 +306,9 @@ static void slot_value(struct gs_held *h, size_t i, struct gs_entry *e)
 static bool miss_mget(void *ctx, struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
     struct gs_node *n = ctx;
-    if (n->origin == NULL)
+    /* A client without a connection (a script's commands) cannot wait
+     * for a held reply: its miss is a plain miss. */
+    if (n->origin == NULL || !c->conn)
         return false;
     size_t nkeys = argc - 1;
     struct gs_store *store = c->db->store;

@@ -13,7 +13,7 @@ import re
 import sys
 
 # Rank by folder (product/folder; "gridsync/server" is gridsync/server.c).
-# gridsync: server -> node -> {cluster, origin} -> commands -> client
+# gridsync: server -> node -> {cluster, origin, scripting} -> commands -> client
 #           -> store -> types -> protocol -> core
 # edumatcher: host -> {gateway, clearing} -> monitor -> {engine, bus} -> core
 RANK = {
@@ -25,6 +25,7 @@ RANK = {
     "gridsync/commands": 5,
     "gridsync/cluster": 6,
     "gridsync/origin": 6,
+    "gridsync/scripting": 6,
     "gridsync/node": 7,
     "gridsync/server": 8,
     "edumatcher/engine": 1,
