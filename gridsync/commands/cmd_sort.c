@@ -311,8 +311,11 @@ static void sort_generic(struct gs_client *c, size_t argc, struct gs_arg *argv, 
                : type == GS_TYPE_SET ? gs_set_len(&o)
                                      : gs_zset_len(&o);
     }
-    /* A set's order is its hash table's: a stored result is sorted. */
-    if (dontsort && type == GS_TYPE_SET && storekey) {
+    /* A set's order is its hash table's: a stored result is sorted, and
+     * so is one for a client without a connection (a script, as Redis's
+     * CLIENT_SCRIPT, or a replica applying a log entry: every copy must
+     * compute the same). */
+    if (dontsort && type == GS_TYPE_SET && (storekey || !c->conn)) {
         dontsort = false;
         alpha = true;
         sortby = NULL;

@@ -147,6 +147,10 @@ def test_sort_keys_and_store_replaces(pair):  # noqa: F811
               ("SORT", "src", "LIMIT", "5", "1", "STORE", "dst"), ("EXISTS", "dst"),
               ("COMMAND", "GETKEYS", "SORT", "src", "BY", "store", "STORE", "a", "LIMIT", "0", "1"),
               ("COMMAND", "GETKEYS", "SORT_RO", "src", "STORE", "x"),
-              ("SORT", "src", "STORE", "src"), ("LRANGE", "src", "0", "-1")]
+              ("SORT", "src", "STORE", "src"), ("LRANGE", "src", "0", "-1"),
+              # from a script, a set in its own order is sorted (Redis's CLIENT_SCRIPT)
+              ("SADD", "set", *"qwertyuiopasdfg"),
+              ("EVAL", "return redis.call('sort', KEYS[1], 'BY', 'nosort')", "1", "set"),
+              ("EVAL", "return redis.call('sort', KEYS[1], 'BY', 'nosort', 'DESC')", "1", "set")]
     for q in script:
         assert g.cmd(*q) == r.cmd(*q), q
