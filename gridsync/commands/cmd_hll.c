@@ -89,6 +89,17 @@ static bool hll_store(struct gs_client *c, const struct gs_arg *key, struct gs_e
     return true;
 }
 
+/* Make b dense. False after replying OOM or a corrupted form. */
+static bool hll_to_dense(struct gs_client *c, struct core_buf *b)
+{
+    int rc = gs_hll_to_dense(b);
+    if (rc == GS_HLL_NOMEM)
+        gs_error_oom(c);
+    else if (rc)
+        gs_error(c, CORRUPT);
+    return rc == 0;
+}
+
 /* PFADD key [element ...]: 1 when a register grew (or the key was made). */
 void gs_cmd_pfadd(struct gs_client *c, size_t argc, struct gs_arg *argv)
 {
@@ -213,16 +224,8 @@ void gs_cmd_pfmerge(struct gs_client *c, size_t argc, struct gs_arg *argv)
     }
     if (e && !hll_load(c, e, b))
         return;
-    if (dense) {
-        int rc = gs_hll_to_dense(b);
-        if (rc) {
-            if (rc == GS_HLL_NOMEM)
-                gs_error_oom(c);
-            else
-                gs_error(c, CORRUPT);
-            return;
-        }
-    }
+    if (dense && !hll_to_dense(c, b))
+        return;
     for (unsigned j = 0; j < GS_HLL_REGISTERS; j++) {
         /* As Redis, an edit of a corrupted sparse form is skipped. */
         if (max[j] && gs_hll_set(b, j, max[j], sparse_max(c)) == GS_HLL_NOMEM) {
@@ -255,18 +258,8 @@ void gs_cmd_pfdebug(struct gs_client *c, size_t argc, struct gs_arg *argv)
         struct core_buf *b = hll_buf(c);
         if (!hll_load(c, e, b))
             return;
-        if (sparse) {
-            int rc = gs_hll_to_dense(b);
-            if (rc) {
-                if (rc == GS_HLL_NOMEM)
-                    gs_error_oom(c);
-                else
-                    gs_error(c, CORRUPT);
-                return;
-            }
-            if (!hll_store(c, &argv[2], e, b))
-                return;
-        }
+        if (sparse && (!hll_to_dense(c, b) || !hll_store(c, &argv[2], e, b)))
+            return;
         if (gs_arg_is(sub, "todense")) {
             gs_reply_int(&c->w, sparse ? 1 : 0);
             return;

@@ -181,11 +181,11 @@ def test_sorted_sets_in_snapshots_after_restart(make_cluster):
     rc.close()
 
 
-def replica_states(c, keys, marker, value="1"):
-    """Every node's view of keys (READONLY reads) once it has applied the
+def applied_everywhere(c, marker, value="1"):
+    """A READONLY client of every node, once that node has applied the
     write of marker (a later entry of the same group, so the entries
     before it are applied too)."""
-    states = []
+    clients = []
     for nd in c.nodes:
         r = nd.client()
         r.execute_command("READONLY")
@@ -193,8 +193,13 @@ def replica_states(c, keys, marker, value="1"):
         while r.get(marker) != value.encode():
             assert time.monotonic() < deadline, f"node {nd.port} never applied {marker}"
             time.sleep(0.02)
-        states.append({k: sorted(r.smembers(k)) for k in keys})
-    return states
+        clients.append(r)
+    return clients
+
+
+def replica_states(c, keys, marker, value="1"):
+    """Every node's members of the sets at keys, once it applied marker."""
+    return [{k: sorted(r.smembers(k)) for k in keys} for r in applied_everywhere(c, marker, value)]
 
 
 def test_spop_pops_the_same_members_on_every_replica(make_cluster):
@@ -276,15 +281,8 @@ def test_hyperloglogs_replicated_byte_for_byte(make_cluster):
     rc.pfmerge("{hl}m", "{hl}a", "{hl}b")
     assert abs(rc.pfcount("{hl}m") - 6600) < 200
     rc.set("{hl}done", "1")
-    views = []
-    for nd in c.nodes:
-        r = nd.client()
-        r.execute_command("READONLY")
-        deadline = time.monotonic() + 30
-        while r.get("{hl}done") != b"1":
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        views.append([r.get(k) for k in ("{hl}a", "{hl}b", "{hl}m")])
+    views = [[r.get(k) for k in ("{hl}a", "{hl}b", "{hl}m")]
+             for r in applied_everywhere(c, "{hl}done")]
     assert views[0] == views[1] == views[2]
     assert views[0][0][4] == 0 and views[0][1][4] == 1  # dense, sparse
 
@@ -306,13 +304,7 @@ def test_sort_in_cluster_mode(make_cluster):
     with pytest.raises(redis.ResponseError, match="GET option of SORT denied in Cluster mode."):
         rc.sort("{so}src", get="#")
     rc.set("{so}done", "1")
-    for nd in c.nodes:
-        r = nd.client()
-        r.execute_command("READONLY")
-        deadline = time.monotonic() + 30
-        while r.get("{so}done") != b"1":
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+    for r in applied_everywhere(c, "{so}done"):
         assert r.lrange("{so}dst", 0, -1) == [b"3", b"2", b"1"]
 
 
